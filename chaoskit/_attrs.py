@@ -1,0 +1,69 @@
+"""Turning tool arguments and results into span attributes: canonical JSON, stable hash, redaction, caps."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from . import _config
+
+REDACTED = "[REDACTED]"
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, set | frozenset):
+        return sorted(obj, key=repr)
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", "replace")
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump()
+        except Exception:
+            pass
+    text = repr(obj)
+    # the default object repr carries a memory address, which would make the hash differ run to run
+    return f"<{type(obj).__qualname__}>" if " at 0x" in text else text
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=_default, ensure_ascii=False, separators=(",", ":"))
+
+
+def args_hash(args: Mapping[str, Any], *, exclude: str | None = None) -> str:
+    """Stable hash of the canonical arguments; the idempotency key is left out so retries compare equal."""
+    if exclude is not None and exclude in args:
+        args = {k: v for k, v in args.items() if k != exclude}
+    return hashlib.sha256(canonical_json(args).encode()).hexdigest()[:16]
+
+
+def redact(value: Any, depth: int = 0) -> Any:
+    if depth > 8:
+        return "…"
+    if isinstance(value, Mapping):
+        secret = _config.CONFIG.secret_re
+        return {
+            str(k): (REDACTED if secret.search(str(k).lower()) else redact(v, depth + 1))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(v, depth + 1) for v in value]
+    return value
+
+
+def cap(text: str, limit: int | None = None) -> str:
+    limit = limit or _config.CONFIG.max_attr_chars
+    if len(text) <= limit:
+        return text
+    return text[: limit - 20] + f"…[+{len(text) - limit + 20} chars]"
+
+
+def to_attr_json(value: Any, limit: int | None = None) -> str:
+    return cap(canonical_json(redact(value)), limit)
+
+
+def to_text(value: Any, limit: int | None = None) -> str:
+    text = value if isinstance(value, str) else canonical_json(redact(value))
+    return cap(text, limit or _config.CONFIG.max_output_chars)

@@ -1,0 +1,53 @@
+"""The ``chaoskit`` command. Subcommands live in their own modules, each with ``add_parser(subparsers)``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from ._errors import ChaoskitError
+from ._version import __version__
+
+# each module defines add_parser(subparsers) and sets a ``func(args) -> int`` default
+_COMMAND_MODULES = ("chaoskit._cli_validate", "chaoskit._cli_check", "chaoskit._cli_run")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chaoskit",
+        description="Chaos-test LLM agents at the tool layer, and grade their recovery from traces.",
+    )
+    parser.add_argument("--version", action="version", version=f"chaoskit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(func(args) or 0)
+    except ChaoskitError as exc:
+        print(f"chaoskit: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("chaoskit: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,363 @@
+"""The attempt engine: decide fault -> record attempt -> run or fake -> record outcome.
+
+Every entry point (``@chaos``, the LangChain tool wrapper, the middleware, the LangGraph interceptor and the
+callback handler) goes through :func:`begin` and the returned :class:`Attempt`; :func:`call_sync` and
+:func:`call_async` are the two thin drivers for entry points that own the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import warnings
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from . import _attrs, _config, _effects
+from ._context import ACTIVE, Scope
+from ._errors import ChaosWarning
+from ._plan import _UNSET, Plan, _FaultBase
+from .telemetry import get_tracer
+
+log = logging.getLogger("chaoskit")
+
+__all__ = ["Attempt", "AttemptInfo", "ToolSpec", "begin", "call_async", "call_sync"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What chaoskit knows about a tool; fixed when the tool is wrapped."""
+
+    name: str
+    irreversible: bool = False
+    idempotency_arg: str | None = None
+    description: str | None = None
+    plan: Plan | None = None
+    tool_type: str = "function"
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptInfo:
+    """One finished tool attempt, as passed to ``on_attempt`` hooks and listed in ``episode.attempts``."""
+
+    tool: str
+    attempt: int
+    outcome: str
+    fault_type: str | None
+    fault_index: int | None
+    error_type: str | None
+    error_message: str | None
+    injected: bool
+    executed: bool
+    irreversible: bool
+    args_hash: str | None
+    idempotency_key: str | None
+    call_id: str | None
+    episode_id: str | None
+    start_time: float
+    end_time: float
+    span_id: str | None
+    trace_id: str | None
+
+
+def _resolve(spec: ToolSpec) -> tuple[Plan | None, Scope, Any]:
+    active = ACTIVE.get()
+    episode = active.episode if active is not None else None
+    if _config.disabled():
+        plan = None
+    elif spec.plan is not None:
+        plan = spec.plan
+    elif active is not None and active.plan is not None:
+        plan = active.plan
+    else:
+        plan = _config.env_plan()
+    if active is not None:
+        scope = active.scope
+    elif plan is not None:
+        scope = plan.default_scope()
+    else:
+        scope = _NO_SCOPE
+    return plan, scope, episode
+
+
+_NO_SCOPE = Scope()
+
+
+def _parent() -> otel_context.Context | None:
+    if trace.get_current_span().get_span_context().is_valid:
+        return None
+    from ._episode import traceparent_context
+
+    return traceparent_context()
+
+
+class Attempt:
+    """One tool attempt in flight: its decision, its span, and how to finish it."""
+
+    __slots__ = (
+        "_done", "_token", "args", "before", "skipped", "call_id", "episode", "executed", "fault", "fault_index",
+        "idem", "injected_exc", "injected_value", "n", "scope", "span", "spec", "start",
+    )
+
+    def __init__(
+        self,
+        spec: ToolSpec,
+        args: Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None,
+        call_id: str | None,
+        *,
+        attach: bool,
+        cannot_inject: Callable[[_FaultBase], str | None] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.call_id = call_id
+        self.executed = False
+        self.injected_exc: BaseException | None = None
+        self.injected_value: Any = _UNSET
+        self._done = False
+        plan, scope, episode = _resolve(spec)
+        self.scope = scope
+        self.episode = episode
+        resolved: Mapping[str, Any] | None
+        resolved = args() if callable(args) else args
+        self.args = resolved
+        self.n, decision = scope.next_call(plan, spec.name, resolved)
+        self.fault: _FaultBase | None = decision[1] if decision else None
+        self.fault_index: int | None = decision[0] if decision else None
+        self.skipped: str | None = None
+        if self.fault is not None and cannot_inject is not None:
+            reason = cannot_inject(self.fault)
+            if reason:
+                # never a silent skip: the span and a warning both say which fault did not happen and why
+                warnings.warn(
+                    f"chaoskit: fault #{self.fault_index} ({self.fault.type}) on {spec.name} call {self.n} "
+                    f"was not injected: {reason}", ChaosWarning, stacklevel=4,
+                )
+                self.skipped = self.fault.type
+                self.fault = None
+                self.fault_index = None
+        self.idem = None
+        if spec.idempotency_arg and resolved is not None:
+            key = resolved.get(spec.idempotency_arg)
+            self.idem = None if key is None else str(key)
+
+        self.start = time.time()
+        tracer = get_tracer()
+        self.span = tracer.start_span(
+            f"execute_tool {spec.name}",
+            context=_parent(),
+            kind=SpanKind.INTERNAL,
+            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": spec.name},
+        )
+        self._token = otel_context.attach(trace.set_span_in_context(self.span)) if attach else None
+        if self.span.is_recording():
+            self._record_start(resolved)
+        self.before = _effects.before(
+            self.fault, spec.name, scope.first_results.get(spec.name, _UNSET)
+        )
+        if self.before.exc is not None:
+            self.injected_exc = self.before.exc
+            setattr(self.before.exc, "__chaoskit_fault__", self.fault.type if self.fault else None)
+        if self.before.value is not _UNSET:
+            self.injected_value = self.before.value
+
+    def _record_start(self, args: Mapping[str, Any] | None) -> None:
+        spec, span = self.spec, self.span
+        attrs: dict[str, Any] = {
+            "gen_ai.tool.type": spec.tool_type,
+            "chaoskit.attempt": self.n,
+            "chaoskit.tool.irreversible": spec.irreversible,
+        }
+        if self.episode is not None:
+            attrs["chaoskit.episode.id"] = self.episode.id
+        if self.call_id:
+            attrs["gen_ai.tool.call.id"] = self.call_id
+        if spec.description:
+            attrs["gen_ai.tool.description"] = _attrs.cap(spec.description, 512)
+        if args is not None:
+            attrs["chaoskit.args.hash"] = _attrs.args_hash(args, exclude=spec.idempotency_arg)
+            attrs["chaoskit.args"] = _attrs.to_attr_json(args)
+        if self.idem is not None:
+            attrs["chaoskit.idempotency_key"] = self.idem
+        if self.skipped is not None:
+            attrs["chaoskit.fault.skipped"] = self.skipped
+        fault = self.fault
+        if fault is not None:
+            attrs["chaoskit.fault.type"] = fault.type
+            attrs["chaoskit.fault.index"] = self.fault_index
+            for key, value in fault.params().items():
+                if value is None or value is False or key in ("value", "garbage", "text"):
+                    continue
+                name = "chaoskit.fault.http.status" if key == "status" else f"chaoskit.fault.{key}"
+                attrs[name] = value if isinstance(value, bool | int | float | str) else _attrs.to_attr_json(value)
+            status = getattr(fault, "status", None)
+            if status is not None:
+                attrs["chaoskit.fault.http.status"] = status
+            if fault.type == "prompt_injection":
+                attrs["chaoskit.fault.text"] = _attrs.cap(getattr(fault, "text", ""))
+                attrs["chaoskit.fault.asks_for"] = list(getattr(fault, "asks_for", []))
+        span.set_attributes(attrs)
+
+    # -- the two halves the drivers (and the callback handler) use --------------------------------------
+
+    def transform(self, result: Any) -> Any:
+        """Called with the real tool's result: remember it, then apply a data fault (or raise after_write)."""
+        self.executed = True
+        self.scope.remember_result(self.spec.name, result)
+        if self.fault is None or self.fault.type == "latency":
+            return result
+        try:
+            out = _effects.after(self.fault, self.spec.name, result)
+        except BaseException as exc:
+            self.injected_exc = exc
+            setattr(exc, "__chaoskit_fault__", self.fault.type)
+            raise
+        self.injected_value = out
+        return out
+
+    def succeed(self, result: Any) -> None:
+        if self._done:
+            return
+        self._done = True
+        span = self.span
+        try:
+            if span.is_recording():
+                attrs: dict[str, Any] = {"chaoskit.outcome": "ok", "chaoskit.tool.executed": self.executed}
+                if self.injected_value is not _UNSET:
+                    attrs["chaoskit.fault.value"] = _attrs.to_attr_json(self.injected_value)
+                if _config.CONFIG.record_results:
+                    attrs["gen_ai.tool.call.result"] = _attrs.to_text(result, _config.CONFIG.max_attr_chars)
+                span.set_attributes(attrs)
+        finally:
+            self._end("ok", None)
+
+    def fail(self, exc: BaseException) -> None:
+        if self._done:
+            return
+        self._done = True
+        span = self.span
+        try:
+            if span.is_recording():
+                injected = exc is self.injected_exc
+                span.set_attributes({
+                    "chaoskit.outcome": "error",
+                    "chaoskit.tool.executed": self.executed,
+                    "chaoskit.fault.injected": injected,
+                    "error.type": type(exc).__qualname__,
+                })
+                span.record_exception(exc)
+                span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
+        finally:
+            self._end("error", exc)
+
+    def _end(self, outcome: str, exc: BaseException | None) -> None:
+        end = time.time()
+        self.span.end()
+        if self._token is not None:
+            try:
+                otel_context.detach(self._token)
+            except Exception:  # detached in another context (callback handlers): harmless
+                pass
+        episode = self.episode
+        hooks = _config.CONFIG.on_attempt
+        if episode is None and not hooks:
+            return
+        ctx = self.span.get_span_context()
+        info = AttemptInfo(
+            tool=self.spec.name,
+            attempt=self.n,
+            outcome=outcome,
+            fault_type=self.fault.type if self.fault is not None else None,
+            fault_index=self.fault_index,
+            error_type=type(exc).__qualname__ if exc is not None else None,
+            error_message=str(exc) if exc is not None else None,
+            injected=exc is not None and exc is self.injected_exc,
+            executed=self.executed,
+            irreversible=self.spec.irreversible,
+            args_hash=_attrs.args_hash(self.args, exclude=self.spec.idempotency_arg) if self.args is not None else None,
+            idempotency_key=self.idem,
+            call_id=self.call_id,
+            episode_id=episode.id if episode is not None else None,
+            start_time=self.start,
+            end_time=end,
+            span_id=f"{ctx.span_id:016x}" if ctx.is_valid else None,
+            trace_id=f"{ctx.trace_id:032x}" if ctx.is_valid else None,
+        )
+        if episode is not None:
+            episode._record(info)
+        for hook in hooks:
+            try:
+                hook(info)
+            except Exception:
+                log.exception("chaoskit: an on_attempt hook failed; ignored")
+
+
+def begin(
+    spec: ToolSpec,
+    args: Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None = None,
+    *,
+    call_id: str | None = None,
+    attach: bool = True,
+    cannot_inject: Callable[[_FaultBase], str | None] | None = None,
+) -> Attempt:
+    """Start one attempt: count the call, decide the fault (pure), open the span.
+
+    ``attach=False`` is for callers that cannot keep the span current for the duration of the call
+    (callback handlers, whose start and end run in different frames). ``cannot_inject(fault)`` returns a
+    reason when this entry point cannot produce that fault: the fault is then skipped with a
+    :class:`ChaosWarning` and recorded on the span as ``chaoskit.fault.skipped``.
+    """
+    return Attempt(spec, args, call_id, attach=attach, cannot_inject=cannot_inject)
+
+
+def call_sync(
+    spec: ToolSpec,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    bound: Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None = None,
+    call_id: str | None = None,
+) -> Any:
+    attempt = begin(spec, bound, call_id=call_id)
+    try:
+        pre = attempt.before
+        if pre.sleep:
+            time.sleep(pre.sleep)
+        if pre.exc is not None:
+            raise pre.exc
+        result = attempt.transform(fn(*args, **kwargs)) if pre.call else pre.value
+    except BaseException as exc:
+        attempt.fail(exc)
+        raise
+    attempt.succeed(result)
+    return result
+
+
+async def call_async(
+    spec: ToolSpec,
+    fn: Callable[..., Awaitable[Any]],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    bound: Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None = None,
+    call_id: str | None = None,
+) -> Any:
+    attempt = begin(spec, bound, call_id=call_id)
+    try:
+        pre = attempt.before
+        if pre.sleep:
+            await asyncio.sleep(pre.sleep)
+        if pre.exc is not None:
+            raise pre.exc
+        result = attempt.transform(await fn(*args, **kwargs)) if pre.call else pre.value
+    except BaseException as exc:
+        attempt.fail(exc)
+        raise
+    attempt.succeed(result)
+    return result

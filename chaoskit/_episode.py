@@ -1,0 +1,179 @@
+"""Episodes: one run of an agent on one task, with fresh call counters and a root ``invoke_agent`` span."""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+import warnings
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from . import _attrs, _config
+from ._context import ACTIVE, Active, Scope
+from ._engine import AttemptInfo
+from ._errors import ChaosWarning
+from ._plan import Plan, _suggest
+from .telemetry import get_tracer
+
+__all__ = ["Episode", "episode", "traceparent_context"]
+
+_tp_cache: tuple[str, otel_context.Context] | None = None
+
+
+def traceparent_context() -> otel_context.Context | None:
+    """The parent given by a ``TRACEPARENT`` variable (W3C), so a child process joins its runner's trace."""
+    global _tp_cache
+    value = os.environ.get("TRACEPARENT")
+    if not value:
+        return None
+    cached = _tp_cache
+    if cached is not None and cached[0] == value:
+        return cached[1]
+    ctx = TraceContextTextMapPropagator().extract({"traceparent": value})
+    _tp_cache = (value, ctx)
+    return ctx
+
+
+class Episode:
+    """One agent run. Use as ``with chaoskit.episode(...) as ep:`` (or ``async with``).
+
+    Inside, tool calls count from 1 again, the plan given here is active, and every attempt span is a
+    child of this episode's ``invoke_agent`` span. ``ep.finish(output)`` records the agent's final answer.
+    An exception escaping the block is recorded as the outcome ``crashed`` and re-raised.
+    """
+
+    def __init__(self, name: str | None = None, plan: Plan | None = None, **attributes: Any) -> None:
+        self.id = uuid.uuid4().hex
+        self.name = name
+        self.plan = plan
+        self.attributes = attributes
+        self.output: Any = None
+        self.outcome: str | None = None
+        self.error: BaseException | None = None
+        self._attempts: list[AttemptInfo] = []
+        self._lock = threading.Lock()
+        self._span: trace.Span | None = None
+        self._tokens: list[Any] = []
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    def __enter__(self) -> Episode:
+        tracer = get_tracer()
+        agent = self.name or "agent"
+        parent = None
+        if not trace.get_current_span().get_span_context().is_valid:
+            parent = traceparent_context()
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": agent,
+            "chaoskit.episode.id": self.id,
+        }
+        if self.name:
+            attrs["chaoskit.scenario"] = self.name
+        if self.plan is not None:
+            attrs["chaoskit.plan.seed"] = self.plan.seed
+            attrs["chaoskit.plan"] = _attrs.to_attr_json(self.plan.to_dict(), 16384)
+        for key, value in self.attributes.items():
+            name = key if "." in key else f"chaoskit.episode.{key}"
+            attrs[name] = value if isinstance(value, bool | int | float | str) else _attrs.to_attr_json(value)
+        self._span = tracer.start_span(f"invoke_agent {agent}", context=parent, kind=SpanKind.INTERNAL,
+                                       attributes=attrs)
+        self._tokens.append(otel_context.attach(trace.set_span_in_context(self._span)))
+        self._tokens.append(ACTIVE.set(Active(self.plan, Scope(), self)))
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        active_token = self._tokens.pop()
+        ACTIVE.reset(active_token)
+        span = self._span
+        assert span is not None
+        if exc is not None and self.outcome is None:
+            self.crash(exc)
+        elif self.outcome is None:
+            self.outcome = "completed"
+        try:
+            if span.is_recording():
+                span.set_attribute("chaoskit.episode.outcome", self.outcome)
+                if self.output is not None:
+                    span.set_attribute("chaoskit.episode.output",
+                                       _attrs.to_text(self.output, _config.CONFIG.max_output_chars))
+                span.set_attribute("chaoskit.episode.attempts", len(self._attempts))
+        finally:
+            span.end()
+            otel_context.detach(self._tokens.pop())
+        self._warn_unknown_tools()
+
+    async def __aenter__(self) -> Episode:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    # -- recording -------------------------------------------------------------------------------------
+
+    def finish(self, output: Any) -> None:
+        """Record the agent's final output (size-capped on the span)."""
+        self.output = output
+
+    def crash(self, exc: BaseException, *, reason: str | None = None) -> None:
+        """Record that the agent itself failed (e.g. a tool error it did not handle ended the run)."""
+        self.outcome = "crashed"
+        self.error = exc
+        span = self._span
+        if span is not None and span.is_recording():
+            span.set_attribute("error.type", type(exc).__qualname__)
+            span.set_attribute("chaoskit.episode.error",
+                               _attrs.cap(reason or f"agent crashed: {type(exc).__name__}: {exc}", 1024))
+            span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
+
+    def _record(self, info: AttemptInfo) -> None:
+        with self._lock:
+            self._attempts.append(info)
+
+    @property
+    def attempts(self) -> list[AttemptInfo]:
+        """Attempts made inside this episode, in the order they finished."""
+        with self._lock:
+            return list(self._attempts)
+
+    @property
+    def trace_id(self) -> str | None:
+        if self._span is None:
+            return None
+        return f"{self._span.get_span_context().trace_id:032x}"
+
+    @property
+    def span(self) -> trace.Span | None:
+        return self._span
+
+    def _warn_unknown_tools(self) -> None:
+        if self.plan is None:
+            return
+        called = {a.tool for a in self._attempts}
+        known: Iterable[str] = called | _config.CONFIG.known_tools
+        for i, fault in enumerate(self.plan.faults):
+            for name in fault.tool_names():
+                if name not in known:
+                    warnings.warn(
+                        f"{self.plan.source or '<plan>'}: faults[{i}].tool names {name!r}, but no tool of that "
+                        f"name was wrapped or called{_suggest(name, sorted(known))}; this fault can never fire",
+                        ChaosWarning,
+                        stacklevel=3,
+                    )
+
+
+def episode(name: str | None = None, plan: Plan | None = None, **attributes: Any) -> Episode:
+    """Start an episode: ``with chaoskit.episode("refund", plan=plan) as ep: ...``."""
+    return Episode(name, plan, **attributes)
