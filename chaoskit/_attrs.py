@@ -39,6 +39,29 @@ def args_hash(args: Mapping[str, Any], *, exclude: str | None = None) -> str:
     return hashlib.sha256(canonical_json(args).encode()).hexdigest()[:16]
 
 
+def _has_secret(value: Any, depth: int = 0) -> bool:
+    if depth > 8:
+        return True
+    if isinstance(value, Mapping):
+        secret = _config.CONFIG.secret_re
+        return any(secret.search(str(k).lower()) or _has_secret(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_has_secret(v, depth + 1) for v in value)
+    return False
+
+
+def describe_args(args: Mapping[str, Any], *, exclude: str | None = None) -> tuple[str, str]:
+    """``(hash, attribute JSON)`` of a call's arguments.
+
+    The common call has no secret-looking keys and no idempotency key, and then one JSON encoding serves
+    both the hash and the attribute; this runs on every tool call.
+    """
+    if (exclude is None or exclude not in args) and not _has_secret(args):
+        text = canonical_json(args)
+        return hashlib.sha256(text.encode()).hexdigest()[:16], cap(text)
+    return args_hash(args, exclude=exclude), to_attr_json(args)
+
+
 def redact(value: Any, depth: int = 0) -> Any:
     if depth > 8:
         return "…"

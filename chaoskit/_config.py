@@ -81,7 +81,9 @@ def config() -> _Config:
 def disabled() -> bool:
     """``CHAOSKIT_DISABLE`` turns every fault off; read on each call so tests and shells can flip it."""
     v = os.environ.get("CHAOSKIT_DISABLE")
-    return bool(v) and v.strip().lower() not in ("0", "false", "no", "off", "")
+    if not v:
+        return False
+    return v.strip().lower() not in ("0", "false", "no", "off", "")
 
 
 def env_plan() -> Plan | None:

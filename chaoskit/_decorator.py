@@ -89,7 +89,9 @@ def chaos(
             raise TypeError("chaos(): give the plan once, positionally or as plan=")
         plan = func_or_plan
         func_or_plan = None
-    elif func_or_plan is not None and not (callable(func_or_plan) or isinstance(func_or_plan, classmethod | staticmethod)):
+    elif func_or_plan is not None and not (
+        callable(func_or_plan) or isinstance(func_or_plan, classmethod | staticmethod)
+    ):
         raise TypeError(f"chaos(): expected a function or a Plan, got {type(func_or_plan).__name__}")
 
     def decorate(func: F) -> F:
@@ -134,8 +136,8 @@ def chaos(
                 return call_sync(spec, wrapped, args, kwargs, bound=lambda: binder.bind(instance, args, kwargs))
 
             wrapped_func = sync_wrapper(func)
-        wrapped_func.__chaoskit_spec__ = spec
-        return wrapped_func  # type: ignore[no-any-return]
+        wrapped_func.__chaoskit_spec__ = spec  # type: ignore[attr-defined]
+        return wrapped_func  # type: ignore[return-value]
 
     if func_or_plan is not None:
         return decorate(func_or_plan)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,7 +157,7 @@ def _camel(key: str) -> str:
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
-_RETYPE = {
+_RETYPE: dict[str, Callable[[Any], Any]] = {
     "str": lambda v: str(v),
     "int": lambda v: int(v) if isinstance(v, int | float) or (isinstance(v, str) and v.isdigit()) else 0,
     "float": lambda v: float(v) if isinstance(v, int | float) else 0.0,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
@@ -87,10 +88,12 @@ def _resolve(spec: ToolSpec) -> tuple[Plan | None, Scope, Any]:
 
 
 _NO_SCOPE = Scope()
+_TRACEPARENT_SET = "TRACEPARENT" in os.environ
 
 
 def _parent() -> otel_context.Context | None:
-    if trace.get_current_span().get_span_context().is_valid:
+    # TRACEPARENT is set by whoever starts the process (e.g. the battery runner), so looking once is enough
+    if not _TRACEPARENT_SET or trace.get_current_span().get_span_context().is_valid:
         return None
     from ._episode import traceparent_context
 
@@ -101,8 +104,25 @@ class Attempt:
     """One tool attempt in flight: its decision, its span, and how to finish it."""
 
     __slots__ = (
-        "_done", "_token", "args", "before", "skipped", "call_id", "episode", "executed", "fault", "fault_index",
-        "idem", "injected_exc", "injected_value", "n", "scope", "span", "spec", "start",
+        "_done",
+        "_token",
+        "args",
+        "before",
+        "call_id",
+        "episode",
+        "executed",
+        "fault",
+        "fault_index",
+        "hash",
+        "idem",
+        "injected_exc",
+        "injected_value",
+        "n",
+        "scope",
+        "skipped",
+        "span",
+        "spec",
+        "start",
     )
 
     def __init__(
@@ -147,28 +167,32 @@ class Attempt:
             self.idem = None if key is None else str(key)
 
         self.start = time.time()
-        tracer = get_tracer()
-        self.span = tracer.start_span(
+        # one attribute dict handed to start_span: the SDK cleans attributes per call, so fewer calls is cheaper
+        self.hash: str | None = None
+        args_json: str | None = None
+        if resolved is not None:
+            self.hash, args_json = _attrs.describe_args(resolved, exclude=spec.idempotency_arg)
+        self.span = get_tracer().start_span(
             f"execute_tool {spec.name}",
             context=_parent(),
             kind=SpanKind.INTERNAL,
-            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": spec.name},
+            attributes=self._start_attributes(args_json),
         )
         self._token = otel_context.attach(trace.set_span_in_context(self.span)) if attach else None
-        if self.span.is_recording():
-            self._record_start(resolved)
         self.before = _effects.before(
             self.fault, spec.name, scope.first_results.get(spec.name, _UNSET)
         )
         if self.before.exc is not None:
             self.injected_exc = self.before.exc
-            setattr(self.before.exc, "__chaoskit_fault__", self.fault.type if self.fault else None)
+            self.before.exc.__chaoskit_fault__ = self.fault.type if self.fault else None  # type: ignore[attr-defined]
         if self.before.value is not _UNSET:
             self.injected_value = self.before.value
 
-    def _record_start(self, args: Mapping[str, Any] | None) -> None:
-        spec, span = self.spec, self.span
+    def _start_attributes(self, args_json: str | None) -> dict[str, Any]:
+        spec = self.spec
         attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": spec.name,
             "gen_ai.tool.type": spec.tool_type,
             "chaoskit.attempt": self.n,
             "chaoskit.tool.irreversible": spec.irreversible,
@@ -179,9 +203,9 @@ class Attempt:
             attrs["gen_ai.tool.call.id"] = self.call_id
         if spec.description:
             attrs["gen_ai.tool.description"] = _attrs.cap(spec.description, 512)
-        if args is not None:
-            attrs["chaoskit.args.hash"] = _attrs.args_hash(args, exclude=spec.idempotency_arg)
-            attrs["chaoskit.args"] = _attrs.to_attr_json(args)
+        if args_json is not None:
+            attrs["chaoskit.args.hash"] = self.hash
+            attrs["chaoskit.args"] = args_json
         if self.idem is not None:
             attrs["chaoskit.idempotency_key"] = self.idem
         if self.skipped is not None:
@@ -201,7 +225,7 @@ class Attempt:
             if fault.type == "prompt_injection":
                 attrs["chaoskit.fault.text"] = _attrs.cap(getattr(fault, "text", ""))
                 attrs["chaoskit.fault.asks_for"] = list(getattr(fault, "asks_for", []))
-        span.set_attributes(attrs)
+        return attrs
 
     # -- the two halves the drivers (and the callback handler) use --------------------------------------
 
@@ -215,7 +239,7 @@ class Attempt:
             out = _effects.after(self.fault, self.spec.name, result)
         except BaseException as exc:
             self.injected_exc = exc
-            setattr(exc, "__chaoskit_fault__", self.fault.type)
+            exc.__chaoskit_fault__ = self.fault.type  # type: ignore[attr-defined]
             raise
         self.injected_value = out
         return out
@@ -261,7 +285,7 @@ class Attempt:
         if self._token is not None:
             try:
                 otel_context.detach(self._token)
-            except Exception:  # detached in another context (callback handlers): harmless
+            except Exception:
                 pass
         episode = self.episode
         hooks = _config.CONFIG.on_attempt
@@ -279,7 +303,7 @@ class Attempt:
             injected=exc is not None and exc is self.injected_exc,
             executed=self.executed,
             irreversible=self.spec.irreversible,
-            args_hash=_attrs.args_hash(self.args, exclude=self.spec.idempotency_arg) if self.args is not None else None,
+            args_hash=self.hash,
             idempotency_key=self.idem,
             call_id=self.call_id,
             episode_id=episode.id if episode is not None else None,

@@ -30,7 +30,7 @@ _tp_cache: tuple[str, otel_context.Context] | None = None
 def traceparent_context() -> otel_context.Context | None:
     """The parent given by a ``TRACEPARENT`` variable (W3C), so a child process joins its runner's trace."""
     global _tp_cache
-    value = os.environ.get("TRACEPARENT")
+    value = os.environ.get("TRACEPARENT") if "TRACEPARENT" in os.environ else None
     if not value:
         return None
     cached = _tp_cache

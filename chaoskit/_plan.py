@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import difflib
 import fnmatch
@@ -14,7 +15,15 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 
 from ._errors import PlanError
 
@@ -206,7 +215,7 @@ class ErrorFault(_FaultBase):
     error: str | None = None
     exception: Annotated[str, BeforeValidator(_parse_exception)] = "ConnectionResetError"
 
-    def exception_class(self) -> type[BaseException]:
+    def exception_class(self) -> builtins.type[BaseException]:
         return _EXCEPTIONS[self.exception]
 
 
@@ -430,6 +439,9 @@ def uniform(seed: int, fault_index: int, tool: str, call: int) -> float:
     return int.from_bytes(digest, "big") / 18446744073709551616.0
 
 
+_raw_errors = threading.local()
+
+
 class Plan(BaseModel):
     """A fault plan: a seed and an ordered list of faults. The first fault whose triggers all hold fires."""
 
@@ -445,10 +457,29 @@ class Plan(BaseModel):
     _scope: Any = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
+        if getattr(_raw_errors, "on", False):
+            # a loader is validating: it turns the raw errors into PlanErrors with file and line
+            super().__init__(**data)
+            return
         try:
             super().__init__(**data)
         except ValidationError as exc:
             raise _plan_error(exc, source="<python>", lines={}) from None
+
+    @classmethod
+    def _validate(cls, data: Mapping[Any, Any], source: str, lines: Mapping[tuple[Any, ...], int]) -> Plan:
+        bad = [k for k in data if not isinstance(k, str)]
+        if bad:
+            raise PlanError(f"keys must be names, got {bad[0]!r}", source=source, line=_line_for((bad[0],), lines))
+        _raw_errors.on = True
+        try:
+            plan = cls(**data)
+        except ValidationError as exc:
+            raise _plan_error(exc, source=source, lines=lines) from None
+        finally:
+            _raw_errors.on = False
+        plan._source = source
+        return plan
 
     # -- loading -------------------------------------------------------------------------------------
 
@@ -457,12 +488,7 @@ class Plan(BaseModel):
         if not isinstance(data, Mapping):
             raise PlanError(f"a plan must be a mapping with 'seed' and 'faults', got {type(data).__name__}",
                             source=source)
-        try:
-            plan = cls.model_validate(dict(data))
-        except ValidationError as exc:
-            raise _plan_error(exc, source=source, lines={}) from None
-        plan._source = source
-        return plan
+        return cls._validate(data, source, {})
 
     @classmethod
     def from_yaml(cls, path_or_text: str | os.PathLike[str], *, source: str | None = None) -> Plan:
@@ -474,12 +500,7 @@ class Plan(BaseModel):
         if not isinstance(data, Mapping):
             raise PlanError(f"a plan must be a mapping with 'seed' and 'faults', got {type(data).__name__}",
                             source=src, line=1)
-        try:
-            plan = cls.model_validate(dict(data))
-        except ValidationError as exc:
-            raise _plan_error(exc, source=src, lines=lines) from None
-        plan._source = src
-        return plan
+        return cls._validate(data, src, lines)
 
     load = from_yaml
 

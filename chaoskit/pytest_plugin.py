@@ -1,0 +1,38 @@
+"""pytest fixtures for chaoskit, loaded automatically when chaoskit is installed.
+
+- ``chaoskit_spans``: a :class:`chaoskit.telemetry.SpanCapture` of the spans finished during the test.
+- ``chaoskit_plan``: a factory ``chaoskit_plan(*fault_dicts, seed=0)`` that returns an activated plan for
+  the rest of the test (fresh call counters).
+
+Nothing here is autouse: installing chaoskit never changes a test suite that does not ask for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+
+from . import testing
+from ._plan import Plan
+from .telemetry import SpanCapture
+
+
+@pytest.fixture
+def chaoskit_spans() -> Iterator[SpanCapture]:
+    with testing.capture_spans() as cap:
+        yield cap
+
+
+@pytest.fixture
+def chaoskit_plan() -> Iterator[Callable[..., Plan]]:
+    with ExitStack() as stack:
+
+        def make(*faults: dict[str, Any], seed: int = 0) -> Plan:
+            plan = testing.plan_from(*faults, seed=seed)
+            stack.enter_context(plan.activate())
+            return plan
+
+        yield make
