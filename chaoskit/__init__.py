@@ -1,6 +1,6 @@
 """chaoskit: chaos-testing for LLM agents at the tool layer."""
 
-from . import faults, telemetry
+from . import checks, faults, telemetry
 from ._config import configure, reset
 from ._context import active_plan
 from ._decorator import chaos
@@ -8,29 +8,40 @@ from ._engine import Attempt, AttemptInfo, ToolSpec, begin, call_async, call_syn
 from ._episode import Episode, episode
 from ._errors import ChaoskitError, ChaosWarning, PlanError, ToolHTTPError, ToolTimeout
 from ._plan import FAULT_TYPES, Plan
+from ._score import Score, score
+from ._trace import AttemptRecord, EpisodeRecord, Trace, TraceReadError
 from ._version import __version__
+from .checks import CheckResult
 
 __all__ = [
     "FAULT_TYPES",
     "Attempt",
     "AttemptInfo",
+    "AttemptRecord",
     "ChaosWarning",
     "ChaoskitError",
+    "CheckResult",
     "Episode",
+    "EpisodeRecord",
     "Plan",
     "PlanError",
+    "Score",
     "ToolHTTPError",
     "ToolSpec",
     "ToolTimeout",
+    "Trace",
+    "TraceReadError",
     "__version__",
     "active_plan",
     "begin",
     "call_async",
     "call_sync",
     "chaos",
+    "checks",
     "configure",
     "episode",
     "faults",
     "reset",
+    "score",
     "telemetry",
 ]

@@ -268,16 +268,69 @@ class Attempt:
         try:
             if span.is_recording():
                 injected = exc is self.injected_exc
-                span.set_attributes({
+                attrs: dict[str, Any] = {
                     "chaoskit.outcome": "error",
                     "chaoskit.tool.executed": self.executed,
                     "chaoskit.fault.injected": injected,
                     "error.type": type(exc).__qualname__,
-                })
+                }
+                # duck-typed so a real client's 429 (ToolHTTPError, or an exception with .status/.status_code
+                # and .retry_after) is gradable from the trace like an injected one
+                status = getattr(exc, "status", None)
+                if status is None:
+                    status = getattr(exc, "status_code", None)
+                if isinstance(status, int) and not isinstance(status, bool):
+                    attrs["http.response.status_code"] = status
+                retry_after = getattr(exc, "retry_after", None)
+                if isinstance(retry_after, int | float) and not isinstance(retry_after, bool):
+                    attrs["chaoskit.retry_after"] = float(retry_after)
+                span.set_attributes(attrs)
                 span.record_exception(exc)
                 span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
         finally:
             self._end("error", exc)
+
+    # -- the two drivers: identical steps, differing only in how they sleep and await -------------------
+
+    def run_sync(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Carry out this attempt around the real call ``fn(*args, **kwargs)``."""
+        try:
+            pre = self.before
+            if pre.sleep:
+                time.sleep(pre.sleep)
+            if pre.exc is not None:
+                raise pre.exc
+            if pre.call:
+                self.executed = True
+                result = self.transform(fn(*args, **kwargs))
+            else:
+                result = pre.value
+        except BaseException as exc:
+            self.fail(exc)
+            raise
+        self.succeed(result)
+        return result
+
+    async def run_async(
+        self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """Carry out this attempt around the real call ``await fn(*args, **kwargs)``."""
+        try:
+            pre = self.before
+            if pre.sleep:
+                await asyncio.sleep(pre.sleep)
+            if pre.exc is not None:
+                raise pre.exc
+            if pre.call:
+                self.executed = True
+                result = self.transform(await fn(*args, **kwargs))
+            else:
+                result = pre.value
+        except BaseException as exc:
+            self.fail(exc)
+            raise
+        self.succeed(result)
+        return result
 
     def _end(self, outcome: str, exc: BaseException | None) -> None:
         end = time.time()
@@ -348,19 +401,7 @@ def call_sync(
     bound: Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None = None,
     call_id: str | None = None,
 ) -> Any:
-    attempt = begin(spec, bound, call_id=call_id)
-    try:
-        pre = attempt.before
-        if pre.sleep:
-            time.sleep(pre.sleep)
-        if pre.exc is not None:
-            raise pre.exc
-        result = attempt.transform(fn(*args, **kwargs)) if pre.call else pre.value
-    except BaseException as exc:
-        attempt.fail(exc)
-        raise
-    attempt.succeed(result)
-    return result
+    return begin(spec, bound, call_id=call_id).run_sync(fn, args, kwargs)
 
 
 async def call_async(
@@ -372,16 +413,4 @@ async def call_async(
     bound: Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None = None,
     call_id: str | None = None,
 ) -> Any:
-    attempt = begin(spec, bound, call_id=call_id)
-    try:
-        pre = attempt.before
-        if pre.sleep:
-            await asyncio.sleep(pre.sleep)
-        if pre.exc is not None:
-            raise pre.exc
-        result = attempt.transform(await fn(*args, **kwargs)) if pre.call else pre.value
-    except BaseException as exc:
-        attempt.fail(exc)
-        raise
-    attempt.succeed(result)
-    return result
+    return await begin(spec, bound, call_id=call_id).run_async(fn, args, kwargs)

@@ -122,9 +122,22 @@ class Episode:
 
     # -- recording -------------------------------------------------------------------------------------
 
-    def finish(self, output: Any) -> None:
-        """Record the agent's final output (size-capped on the span)."""
+    def finish(self, output: Any, *, success: bool | None = None) -> None:
+        """Record the agent's final output (size-capped on the span) and, when known, whether the task
+        succeeded by your own criteria (``chaoskit.episode.success``, read by the checks and the score)."""
         self.output = output
+        if success is not None:
+            self.set_attribute("chaoskit.episode.success", bool(success))
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        """Record an attribute on the episode's root span (``key`` without a dot becomes
+        ``chaoskit.episode.<key>``); for facts known only after the run."""
+        name = key if "." in key else f"chaoskit.episode.{key}"
+        span = self._span
+        if span is not None and span.is_recording():
+            span.set_attribute(
+                name, value if isinstance(value, bool | int | float | str) else _attrs.to_attr_json(value)
+            )
 
     def crash(self, exc: BaseException, *, reason: str | None = None) -> None:
         """Record that the agent itself failed (e.g. a tool error it did not handle ended the run)."""

@@ -116,3 +116,42 @@ def test_results_recorded_only_when_opted_in() -> None:
     a, b = attempt_attributes(cap)
     assert "gen_ai.tool.call.result" not in a
     assert b["gen_ai.tool.call.result"] == '["b"]'
+
+
+def test_real_http_errors_are_recorded_and_graded_like_injected_ones() -> None:
+    from chaoskit import checks
+
+    class ClientError(Exception):
+        def __init__(self) -> None:
+            super().__init__("429 Too Many Requests")
+            self.status_code = 429
+            self.retry_after = 5
+
+    hits = iter([True, False])
+
+    @chaos
+    def quote(symbol: str) -> float:
+        if next(hits):
+            raise ClientError()
+        return 1.0
+
+    with capture_spans() as cap, chaoskit.episode("real-429"):
+        with pytest.raises(ClientError):
+            quote("ACME")
+        quote("ACME")  # immediately: ignores the server's Retry-After
+    first = attempt_attributes(cap, "quote")[0]
+    assert first["http.response.status_code"] == 429 and first["chaoskit.retry_after"] == 5.0
+    assert first["chaoskit.tool.executed"] is True  # the real tool ran, and raised its own error
+    assert first["chaoskit.fault.injected"] is False
+    result = checks.honors_retry_after(cap.trace())
+    assert not result.passed and "quote" in result.message
+
+
+def test_finish_records_success_and_late_attributes() -> None:
+    with capture_spans() as cap, chaoskit.episode("verdict") as ep:
+        ep.set_attribute("required_tools", ["search"])
+        ep.finish("All done.", success=False)
+    root = next(s for s in cap.spans if s.name == "invoke_agent verdict")
+    assert root.attributes["chaoskit.episode.success"] is False
+    assert json.loads(root.attributes["chaoskit.episode.required_tools"]) == ["search"]
+    assert cap.trace().episodes[0].attributes["chaoskit.episode.success"] is False

@@ -1,0 +1,186 @@
+"""``chaoskit check TRACES...``: grade recovery from exported traces (files, or a running Jaeger).
+
+Exit status: 0 when every check passed (warnings allowed), 1 when a check failed or Jaeger had no traces,
+2 when a file or the backend could not be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from . import _readers
+from ._errors import ChaoskitError
+from ._score import score
+from ._trace import Trace, TraceReadError
+from .checks import DEFAULT_CHECKS, REGISTRY, CheckResult, run_checks
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "check",
+        help="grade agent recovery from exported traces (OTLP-JSON, JSON Lines, Jaeger JSON)",
+        description="Read traces, run recovery checks per episode, print a table; exit 1 when a check fails.",
+    )
+    p.add_argument("traces", nargs="*", metavar="TRACES", help="trace files (format sniffed from content)")
+    p.add_argument("--format", choices=_readers.FORMATS, help="force the file format instead of sniffing it")
+    p.add_argument("--checks", metavar="NAMES",
+                   help=f"comma-separated checks (default: {','.join(DEFAULT_CHECKS)}); known: {','.join(REGISTRY)}")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--max-attempts", action="append", default=[], metavar="TOOL=N",
+                   help="also check that TOOL was attempted at most N times (repeatable)")
+    p.add_argument("--min-attempts", action="append", default=[], metavar="TOOL=N",
+                   help="also check that TOOL was retried at least N times unless it succeeded (repeatable)")
+    p.add_argument("--retry-storm", type=int, default=3, metavar="N",
+                   help="no_retry_storm limit: identical calls in a row allowed (default 3)")
+    p.add_argument("--require", action="append", default=[], metavar="TOOL",
+                   help="a tool the task needs (repeatable); default: every tool that only ever failed")
+    p.add_argument("--from-jaeger", metavar="URL", help="query a running Jaeger (api_v3), e.g. http://localhost:16686")
+    p.add_argument("--service", metavar="NAME", help="service name to query in Jaeger (with --from-jaeger)")
+    p.add_argument("--since", default="1h", metavar="DURATION",
+                   help="how far back to query Jaeger: 30m, 1h, 2d … (default 1h)")
+    p.add_argument("--limit", type=int, default=100, metavar="N", help="at most N traces from Jaeger (default 100)")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="Jaeger request timeout")
+    p.set_defaults(func=run)
+
+
+def _limits(values: list[str], flag: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        tool, sep, n = v.rpartition("=")
+        if not sep or not tool or not n.isdigit():
+            raise ChaoskitError(f"{flag} expects TOOL=N with N a whole number, got {v!r}")
+        out[tool] = int(n)
+    return out
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+
+
+def parse_duration(text: str) -> timedelta:
+    m = _DURATION.match(text)
+    if not m:
+        raise ChaoskitError(f"--since expects a duration such as 30m, 1h or 2d, got {text!r}")
+    unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m.group(2)]
+    return timedelta(**{unit: float(m.group(1))})
+
+
+def _rfc3339(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def fetch_jaeger(url: str, service: str, since: timedelta, *, limit: int = 100, timeout: float = 30.0) -> Trace | None:
+    """Query Jaeger's api_v3 ``GET /api/v3/traces`` for ``service``; None when Jaeger found no traces."""
+    now = datetime.now(UTC)
+    query = urllib.parse.urlencode({
+        "query.service_name": service,
+        "query.start_time_min": _rfc3339(now - since),
+        "query.start_time_max": _rfc3339(now + timedelta(minutes=1)),
+        "query.search_depth": limit,
+    })
+    endpoint = f"{url.rstrip('/')}/api/v3/traces?{query}"
+    request = urllib.request.Request(endpoint, headers={"Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            body = resp.read().decode("utf-8")
+    except urllib.error.HTTPError as exc:
+        text = exc.read().decode("utf-8", "replace")
+        if exc.code == 404:
+            return None  # api_v3 answers 404 {"error": {"message": "No traces found"}}
+        raise TraceReadError(f"Jaeger answered HTTP {exc.code}: {text[:300]}", source=endpoint) from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TraceReadError(f"cannot reach Jaeger: {reason}", source=endpoint) from None
+    return _readers.read_text(body, "otlp", endpoint)
+
+
+def run(args: argparse.Namespace) -> int:
+    names = [n.strip() for n in args.checks.split(",") if n.strip()] if args.checks else None
+    if names is not None:
+        unknown = [n for n in names if n not in REGISTRY]
+        if unknown:
+            raise ChaoskitError(f"unknown check(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+    params: dict[str, Any] = {
+        "n": args.retry_storm,
+        "required_tools": args.require or None,
+        "max_attempts": _limits(args.max_attempts, "--max-attempts"),
+        "min_attempts": _limits(args.min_attempts, "--min-attempts"),
+    }
+    if names is not None:
+        for flag in ("max_attempts", "min_attempts"):
+            if params[flag] and flag not in names:
+                names.append(flag)
+
+    sources: list[tuple[str, Trace]] = []
+    if args.from_jaeger:
+        if not args.service:
+            raise ChaoskitError("--from-jaeger needs --service NAME")
+        fetched = fetch_jaeger(args.from_jaeger, args.service, parse_duration(args.since), limit=args.limit,
+                               timeout=args.timeout)
+        if fetched is None or not fetched.episodes:
+            print(f"chaoskit: Jaeger at {args.from_jaeger} has no chaoskit traces for service "
+                  f"{args.service!r} in the last {args.since}", file=sys.stderr)
+            return 1
+        sources.append((args.from_jaeger, fetched))
+    elif not args.traces:
+        raise ChaoskitError("give trace files, or --from-jaeger URL --service NAME")
+    for path in args.traces:
+        sources.append((path, Trace.load(path, args.format)))
+
+    report: list[dict[str, Any]] = []
+    failed = False
+    for source, trace in sources:
+        for one in trace.split():
+            ep = one.episodes[0]
+            results = run_checks(one, names, **params)
+            sc = score(one, checks=results, required_tools=params["required_tools"])
+            failed = failed or any(not r.passed for r in results)
+            report.append({"source": source, "episode": ep, "results": results, "score": sc})
+    if args.json:
+        print(json.dumps(_as_json(report, failed), indent=2, ensure_ascii=False))
+    else:
+        _print_tables(report, failed)
+    return 1 if failed else 0
+
+
+def _as_json(report: list[dict[str, Any]], failed: bool) -> dict[str, Any]:
+    episodes = []
+    for item in report:
+        ep = item["episode"]
+        episodes.append({
+            "source": item["source"], "id": ep.id, "name": ep.name, "outcome": ep.outcome, "output": ep.output,
+            "trace_id": ep.trace_id, "attempts": len(ep.attempts),
+            "checks": [r.to_dict() for r in item["results"]], "score": item["score"].to_dict(),
+        })
+    return {"passed": not failed, "episodes": episodes}
+
+
+def _print_tables(report: list[dict[str, Any]], failed: bool) -> None:
+    if not report:
+        print("no chaoskit episodes found in the given traces")
+        return
+    for item in report:
+        ep = item["episode"]
+        results: list[CheckResult] = item["results"]
+        label = ep.name or "(no name)"
+        eid = ep.id[:12] if ep.id else "outside any episode"
+        print(f"episode {label}  id {eid}  outcome {ep.outcome or '?'}  attempts {len(ep.attempts)}  "
+              f"score {item['score'].value:.1f}/100  ({item['source']})")
+        width = max([len("CHECK"), *(len(r.name) for r in results)])
+        print(f"  {'CHECK':<{width}}  RESULT  MESSAGE")
+        for r in results:
+            print(f"  {r.name:<{width}}  {r.severity.upper():<6}  {r.message}")
+            if r.evidence and r.severity != "pass":
+                print(f"  {'':<{width}}          spans: {', '.join(r.evidence)}")
+        print()
+    n_fail = sum(1 for item in report for r in item["results"] if not r.passed)
+    n_warn = sum(1 for item in report for r in item["results"] if r.severity == "warn")
+    print(f"{len(report)} episode(s): {n_fail} failed check(s), {n_warn} warning(s)"
+          + (" — FAILED" if failed else " — ok"))

@@ -1,0 +1,1 @@
+"""Runnable examples of chaoskit (no API key, no network)."""

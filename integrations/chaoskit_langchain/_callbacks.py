@@ -1,0 +1,122 @@
+"""``ChaosCallbackHandler``: chaos for anything that accepts LangChain callbacks, including an existing
+compiled graph (``graph.invoke(x, config={"callbacks": [handler]})``), with no change to its code.
+
+A callback can honestly do three things to a tool run: delay it (sleep in ``on_tool_start``), fail it
+before it runs (raise from ``on_tool_start``; LangChain re-raises because ``raise_error`` is True), and fail
+it after it ran (raise from ``on_tool_end``: ``after_write``). It cannot replace the tool's output:
+LangChain ignores callback return values. Faults that need that are skipped with a ChaosWarning that
+names the fault and the entry points that can inject it, and the span records ``chaoskit.fault.skipped``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Collection, Mapping
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+
+import chaoskit
+from chaoskit import Plan
+from chaoskit._effects import DATA
+from chaoskit._engine import Attempt
+
+from ._common import SpecTable
+
+__all__ = ["ChaosCallbackHandler"]
+
+_CANNOT = (
+    "a LangChain callback cannot replace a tool's output (callback return values are ignored); "
+    "use chaoskit_langchain.chaos_tool, ChaosMiddleware or chaoskit_langgraph.instrument_graph to inject {t}"
+)
+
+
+def _cannot_inject(fault: Any) -> str | None:
+    if fault.type in DATA:
+        return f"ChaosCallbackHandler cannot inject {fault.type}: " + _CANNOT.format(t=fault.type)
+    return None
+
+
+class ChaosCallbackHandler(BaseCallbackHandler):
+    """Attach to any LangChain/LangGraph run: one attempt span per tool run it observes, with faults.
+
+    Supported: ``error``, ``timeout``, ``http``, ``rate_limit``, ``auth_expired`` (raised from
+    ``on_tool_start``: the tool does not run), ``latency`` (slept in ``on_tool_start``) and ``http`` with
+    ``after_write`` (raised from ``on_tool_end``: the tool ran). ``empty``, ``partial``, ``schema_drift``,
+    ``garbage`` and ``prompt_injection`` are not injected, with a :class:`chaoskit.ChaosWarning`.
+
+    Ordering: LangChain calls handlers in list order and stops at the first that raises. Handlers listed
+    *before* this one see ``on_tool_start`` and then nothing for an injected pre-run fault; handlers
+    *after* it never see the run. Put it last so tracers at least record the start.
+    """
+
+    raise_error: bool = True  # without it LangChain logs and swallows what we raise
+    run_inline: bool = False
+
+    def __init__(
+        self,
+        plan: Plan | None = None,
+        *,
+        irreversible: Collection[str] = (),
+        idempotency_args: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.specs = SpecTable(plan, irreversible=irreversible, idempotency_args=idempotency_args)
+        self._open: dict[UUID, Attempt] = {}
+        self._lock = threading.Lock()
+
+    # -- LangChain callback hooks --------------------------------------------------------------------
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
+        spec = self.specs.get(str(name), description=(serialized or {}).get("description"))
+        args = dict(inputs) if isinstance(inputs, Mapping) else {"input": input_str}
+        attempt = chaoskit.begin(spec, args, call_id=kwargs.get("tool_call_id"), attach=False,
+                                 cannot_inject=_cannot_inject)
+        pre = attempt.before
+        try:
+            if pre.sleep:
+                time.sleep(pre.sleep)
+            if pre.exc is not None:
+                # LangChain fires neither on_tool_error nor on_tool_end after a raising on_tool_start
+                raise pre.exc
+        except BaseException as exc:
+            attempt.fail(exc)
+            raise
+        with self._lock:
+            self._open[run_id] = attempt
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        attempt = self._pop(run_id)
+        if attempt is None:
+            return
+        try:
+            attempt.transform(output)  # only after_write can act here: it raises, with the write done
+        except BaseException as exc:
+            attempt.fail(exc)
+            raise
+        attempt.succeed(output)
+
+    def on_tool_error(
+        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        attempt = self._pop(run_id)
+        if attempt is not None:
+            attempt.fail(error)
+
+    def _pop(self, run_id: UUID) -> Attempt | None:
+        with self._lock:
+            return self._open.pop(run_id, None)

@@ -1,0 +1,238 @@
+"""Pieces shared by every LangChain/LangGraph entry point.
+
+Nothing here decides a fault or writes a span attribute: that is :mod:`chaoskit._engine`'s job. This module only
+carries context between LangChain's layers (the tool call id, an attempt opened by a ToolNode interceptor),
+orders parallel calls, and converts tool results to and from ``ToolMessage`` content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaoskit import ToolSpec, _config
+from chaoskit._engine import Attempt
+
+__all__ = ["CALL_ID", "PENDING", "Pending", "Sequencer", "SpecTable", "ToolErrorMessage", "drive_async",
+           "drive_sync", "parse_content", "render_content", "take_pending"]
+
+#: the ``tool_call_id`` LangChain gave ``BaseTool.run``; its ``_run``/``func`` never receive it
+CALL_ID: ContextVar[str | None] = ContextVar("chaoskit_lc_call_id", default=None)
+
+
+@dataclass(slots=True)
+class Pending:
+    """An attempt a ToolNode interceptor opened (in call order) for the tool run below it to carry out."""
+
+    attempt: Attempt
+    tool: str
+    consumed: bool = False
+
+
+PENDING: ContextVar[Pending | None] = ContextVar("chaoskit_lc_pending", default=None)
+
+
+def take_pending(tool: str) -> Attempt | None:
+    """The interceptor's attempt for ``tool``, once: a nested chaos tool inside it opens its own."""
+    pending = PENDING.get()
+    if pending is None or pending.consumed or pending.tool != tool:
+        return None
+    pending.consumed = True
+    return pending.attempt
+
+
+class ToolErrorMessage(Exception):
+    """A tool's failure that reached chaoskit as an error ``ToolMessage`` (already handled below us)."""
+
+
+# -- drivers for an attempt opened elsewhere (same steps as chaoskit.call_sync / call_async after begin) --
+
+def drive_sync(attempt: Attempt, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return attempt.run_sync(fn, args, kwargs)
+
+
+async def drive_async(
+    attempt: Attempt, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    return await attempt.run_async(fn, args, kwargs)
+
+
+# -- ToolMessage content <-> the value a data fault transforms --------------------------------------------
+
+def parse_content(content: Any) -> Any:
+    """LangChain JSON-encodes dict/list tool results into ToolMessage content; undo that so that
+    ``empty``/``partial``/``schema_drift`` see rows and keys, as they do under ``@chaos``."""
+    if isinstance(content, str):
+        text = content.strip()
+        if text[:1] in ("{", "["):
+            try:
+                return json.loads(text)
+            except ValueError:
+                return content
+    return content
+
+
+def render_content(value: Any) -> Any:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, dict) and "type" in v for v in value) and value:
+        return value  # content blocks stay blocks
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+# -- per-tool specs for entry points that see many tools ---------------------------------------------------
+
+class SpecTable:
+    """ToolSpecs by tool name for the middleware, interceptor and callback handler (built once per name)."""
+
+    def __init__(
+        self,
+        plan: Any,
+        *,
+        irreversible: Collection[str] = (),
+        idempotency_args: Mapping[str, str] | None = None,
+    ) -> None:
+        self.plan = plan
+        self.irreversible = frozenset(irreversible)
+        self.idempotency_args = dict(idempotency_args or {})
+        self._specs: dict[str, ToolSpec] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str, tool: Any = None, description: str | None = None) -> ToolSpec:
+        spec = self._specs.get(name)
+        if spec is not None:
+            return spec
+        own: ToolSpec | None = getattr(tool, "__chaoskit_spec__", None)
+        desc = description if description is not None else getattr(tool, "description", None)
+        spec = ToolSpec(
+            name=name,
+            # a chaos_tool already says whether it writes; the entry point's own lists add to that
+            irreversible=name in self.irreversible or bool(own and own.irreversible),
+            idempotency_arg=self.idempotency_args.get(name) or (own.idempotency_arg if own else None),
+            description=desc.splitlines()[0] if desc else None,
+            plan=self.plan,
+        )
+        _config.remember_tool(name)
+        with self._lock:
+            return self._specs.setdefault(name, spec)
+
+
+# -- deterministic order for parallel tool calls ------------------------------------------------------------
+
+@dataclass
+class _Step:
+    ids: tuple[str, ...]
+    turn: int = 0
+    released: set[int] = field(default_factory=set)
+    started: set[str] = field(default_factory=set)
+
+
+class Ticket:
+    """One tool call's place in its step: it may open its attempt once every earlier call has opened its own."""
+
+    __slots__ = ("pos", "seq", "step")
+
+    def __init__(self, seq: Sequencer, step: _Step, pos: int) -> None:
+        self.seq, self.step, self.pos = seq, step, pos
+
+    def wait(self) -> None:
+        cond = self.seq.cond
+        with cond:
+            while not cond.wait_for(lambda: self.step.turn >= self.pos, timeout=self.seq.max_wait_s):
+                self._skip_absent()
+
+    async def await_turn(self) -> None:
+        # an asyncio.gather of calls shares one thread: poll instead of blocking the loop
+        deadline = time.monotonic() + self.seq.max_wait_s
+        spins = 0
+        while self.step.turn < self.pos:
+            if time.monotonic() >= deadline:
+                with self.seq.cond:
+                    self._skip_absent()
+                deadline = time.monotonic() + self.seq.max_wait_s
+            await asyncio.sleep(0 if spins < 50 else 0.001)
+            spins += 1
+
+    def _skip_absent(self) -> None:
+        # earlier calls that never arrived (answered elsewhere, dropped by another interceptor) lose their
+        # turn; earlier calls that did arrive keep it: they open their attempt within microseconds
+        step = self.step
+        while step.turn < self.pos and (step.ids[step.turn] not in step.started or step.turn in step.released):
+            step.turn += 1
+        self.seq.cond.notify_all()
+
+    def release(self) -> None:
+        seq, step = self.seq, self.step
+        with seq.cond:
+            step.released.add(self.pos)
+            while step.turn in step.released:
+                step.turn += 1
+            # a finished step stays (up to 256 of them) so that a retry of one of its calls is recognised
+            seq.cond.notify_all()
+
+
+class Sequencer:
+    """Orders the *start* of the parallel tool calls of one model turn by their position in the AIMessage.
+
+    ToolNode runs the calls of one step in a thread pool (sync) or ``asyncio.gather`` (async), and
+    ``create_agent`` sends each call as its own task: which call counts first is up to the scheduler. The
+    engine counts calls per tool under a lock, so indices never collide; this makes them also repeatable
+    (call 1 of ``search`` is always the first ``search`` the model asked for). Only the opening of the
+    attempt is ordered, so the calls still run in parallel. A call that never shows up (answered before, or
+    dropped by another interceptor) holds the others back at most ``max_wait_s``.
+    """
+
+    def __init__(self, *, max_wait_s: float = 0.25) -> None:
+        self.cond = threading.Condition()
+        self.steps: dict[tuple[str, ...], _Step] = {}
+        self.max_wait_s = max_wait_s
+
+    def ticket(self, call_id: str | None, state: Any) -> Ticket | None:
+        if not call_id:
+            return None
+        ids = _pending_ids(call_id, state)
+        if ids is None or len(ids) < 2:
+            return None
+        with self.cond:
+            step = self.steps.get(ids)
+            if step is None:
+                if len(self.steps) >= 256:  # forget the oldest step
+                    self.steps.pop(next(iter(self.steps)))
+                step = self.steps[ids] = _Step(ids)
+            if call_id in step.started:
+                return None  # a retry of a call that already took its turn
+            step.started.add(call_id)
+            return Ticket(self, step, ids.index(call_id))
+
+
+def _messages(state: Any) -> list[Any]:
+    if isinstance(state, Mapping):
+        msgs = state.get("messages")
+    elif isinstance(state, list):
+        msgs = state
+    else:
+        msgs = getattr(state, "messages", None)
+    return list(msgs) if isinstance(msgs, list) else []
+
+
+def _pending_ids(call_id: str, state: Any) -> tuple[str, ...] | None:
+    msgs = _messages(state)
+    for i in range(len(msgs) - 1, -1, -1):
+        calls = getattr(msgs[i], "tool_calls", None)
+        if not calls:
+            continue
+        ids = [c.get("id") for c in calls]
+        if call_id not in ids:
+            continue
+        answered = {getattr(m, "tool_call_id", None) for m in msgs[i + 1:]}
+        return tuple(c for c in ids if c and (c not in answered or c == call_id))
+    return None

@@ -1,0 +1,202 @@
+"""``chaos_tool``: a LangChain tool whose runs go through chaoskit's attempt engine.
+
+The fault happens inside ``BaseTool.run``, where the real tool would fail: ``on_tool_start`` has fired,
+the tool's own ``handle_tool_error`` applies, ``on_tool_error`` reaches every callback and tracer, and a
+ToolNode sees an ordinary tool exception.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+import wrapt
+from langchain_core.tools import BaseTool, StructuredTool, Tool
+
+from chaoskit import Plan, ToolSpec, _config, call_async, call_sync
+from chaoskit._decorator import _Binder, spec_of
+
+from ._common import CALL_ID, drive_async, drive_sync, take_pending
+
+__all__ = ["chaos_tool", "chaos_tools", "is_chaos_tool", "unwrap_tool"]
+
+T = TypeVar("T", bound=BaseTool)
+
+# what LangChain passes to a tool function that the model never wrote
+_RUNTIME_KEYS = frozenset({"callbacks", "run_manager", "config"})
+
+
+def is_chaos_tool(tool: Any) -> bool:
+    """True when ``tool`` already routes its runs through chaoskit (made by :func:`chaos_tool`)."""
+    return getattr(type(tool), "__chaoskit_spec__", None) is not None
+
+
+def unwrap_tool(tool: T) -> T:
+    """The tool :func:`chaos_tool` wrapped (``tool`` itself when it is not a chaos tool)."""
+    original = getattr(type(tool), "__chaoskit_original__", None)
+    return original if original is not None else tool
+
+
+def chaos_tools(
+    tools: Iterable[BaseTool | Callable[..., Any]],
+    plan: Plan | None = None,
+    *,
+    irreversible: Iterable[str] = (),
+    idempotency_args: Mapping[str, str] | None = None,
+) -> list[BaseTool]:
+    """:func:`chaos_tool` for a list; ``irreversible`` / ``idempotency_args`` are keyed by tool name."""
+    marked = set(irreversible)
+    keys = dict(idempotency_args or {})
+    out: list[BaseTool] = []
+    for t in tools:
+        base = t if isinstance(t, BaseTool) else _as_tool(t)
+        out.append(chaos_tool(base, plan, irreversible=base.name in marked,
+                              idempotency_arg=keys.get(base.name)))
+    return out
+
+
+def _as_tool(fn: Callable[..., Any]) -> BaseTool:
+    from langchain_core.tools import tool as make_tool
+
+    return make_tool(fn)
+
+
+def chaos_tool(
+    tool: T,
+    plan: Plan | None = None,
+    *,
+    irreversible: bool = False,
+    idempotency_arg: str | None = None,
+) -> T:
+    """Return a copy of ``tool`` whose calls go through chaoskit.
+
+    Name, description, args schema, ``response_format``, ``handle_tool_error``, injected ``config`` /
+    ``InjectedToolCallId`` / ``InjectedState`` parameters and ``tool_call_id`` handling are kept; the
+    attempt span carries ``gen_ai.tool.call.id`` when the tool is invoked with a ToolCall. With ``plan``
+    the faults come from that plan; without, from the active one (``chaoskit.episode(plan=...)``).
+    Wrapping a chaos tool again returns it unchanged.
+    """
+    if not isinstance(tool, BaseTool):
+        raise TypeError(f"chaos_tool(): expected a LangChain BaseTool, got {type(tool).__name__}")
+    if is_chaos_tool(tool):
+        return tool
+    func = getattr(tool, "func", None)
+    coro = getattr(tool, "coroutine", None)
+    if (func is not None and spec_of(func) is not None) or (coro is not None and spec_of(coro) is not None):
+        # @chaos under @tool: the function already makes one attempt per call; a second layer would double it
+        return tool
+    desc = tool.description or ""
+    spec = ToolSpec(
+        name=tool.name,
+        irreversible=irreversible,
+        idempotency_arg=idempotency_arg,
+        description=desc.splitlines()[0] if desc else None,
+        plan=plan,
+    )
+    _config.remember_tool(tool.name)
+    model_keys = _model_arg_keys(tool)
+    if idempotency_arg is not None and model_keys is not None and idempotency_arg not in model_keys:
+        raise TypeError(
+            f"chaos_tool(idempotency_arg={idempotency_arg!r}): tool {tool.name!r} has no such argument; "
+            f"its arguments are: {', '.join(sorted(model_keys))}"
+        )
+
+    def keep(args: Mapping[str, Any]) -> dict[str, Any]:
+        if model_keys is None:
+            return {k: v for k, v in args.items() if k not in _RUNTIME_KEYS}
+        return {k: v for k, v in args.items() if k in model_keys}
+
+    cls = type(tool)
+    ns: dict[str, Any] = {
+        "__chaoskit_spec__": spec,
+        "__chaoskit_original__": tool,
+        "__module__": cls.__module__,
+        "__qualname__": f"Chaos{cls.__qualname__}",
+        "run": _run_with_call_id(cls),
+        "arun": _arun_with_call_id(cls),
+    }
+    update: dict[str, Any] = {}
+    if isinstance(tool, StructuredTool | Tool):
+        if func is not None:
+            update["func"] = _wrap(func, spec, keep, static=True)
+        if coro is not None:
+            update["coroutine"] = _wrap(coro, spec, keep, static=True)
+    else:
+        # a hand-written subclass: wrap only the methods it defines, so BaseTool's default _arun (which
+        # runs _run in an executor) stays the default and a call is never counted twice
+        if cls._run is not BaseTool._run:
+            ns["_run"] = _wrap(cls._run, spec, keep, static=False)
+        if cls._arun is not BaseTool._arun:
+            ns["_arun"] = _wrap(cls._arun, spec, keep, static=False)
+    # one class per wrapped tool: the spec lives on the class, so the pydantic instance keeps its fields only
+    new_cls = type(f"Chaos{cls.__name__}", (cls,), ns)
+    new = tool.model_copy(update=update)
+    object.__setattr__(new, "__class__", new_cls)
+    return new
+
+
+def _model_arg_keys(tool: BaseTool) -> frozenset[str] | None:
+    """The argument names the model writes (injected and runtime parameters excluded)."""
+    try:
+        schema = tool.tool_call_schema
+        if isinstance(schema, dict):
+            props = schema.get("properties")
+            return frozenset(props) if isinstance(props, dict) else None
+        fields = getattr(schema, "model_fields", None) or getattr(schema, "__fields__", None)
+        return frozenset(fields) if fields is not None else None
+    except Exception:
+        return None
+
+
+def _run_with_call_id(cls: type[BaseTool]) -> Callable[..., Any]:
+    def run(self: BaseTool, tool_input: Any, *args: Any, tool_call_id: str | None = None, **kwargs: Any) -> Any:
+        token = CALL_ID.set(tool_call_id)
+        try:
+            return cls.run(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs)
+        finally:
+            CALL_ID.reset(token)
+
+    return run
+
+
+def _arun_with_call_id(cls: type[BaseTool]) -> Callable[..., Any]:
+    async def arun(
+        self: BaseTool, tool_input: Any, *args: Any, tool_call_id: str | None = None, **kwargs: Any
+    ) -> Any:
+        token = CALL_ID.set(tool_call_id)
+        try:
+            return await cls.arun(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs)
+        finally:
+            CALL_ID.reset(token)
+
+    return arun
+
+
+def _wrap(
+    fn: Callable[..., Any], spec: ToolSpec, keep: Callable[[Mapping[str, Any]], dict[str, Any]], *, static: bool
+) -> Any:
+    # wrapt keeps signature and type hints: LangChain reads them to inject config/callbacks/run_manager
+    binder = _Binder(fn, static=static)
+    if inspect.iscoroutinefunction(fn):
+
+        @wrapt.decorator
+        async def async_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+            attempt = take_pending(spec.name)
+            if attempt is not None:
+                return await drive_async(attempt, wrapped, args, kwargs)
+            return await call_async(spec, wrapped, args, kwargs,
+                                    bound=lambda: keep(binder.bind(instance, args, kwargs)),
+                                    call_id=CALL_ID.get())
+
+        return async_wrapper(fn)
+
+    @wrapt.decorator
+    def sync_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        attempt = take_pending(spec.name)
+        if attempt is not None:
+            return drive_sync(attempt, wrapped, args, kwargs)
+        return call_sync(spec, wrapped, args, kwargs, bound=lambda: keep(binder.bind(instance, args, kwargs)),
+                         call_id=CALL_ID.get())
+
+    return sync_wrapper(fn)

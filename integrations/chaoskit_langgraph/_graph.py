@@ -1,0 +1,261 @@
+"""ToolNode-level chaos: ``chaos_interceptor``, ``ChaosToolNode``, ``instrument_graph``."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chaoskit_langchain._intercept import CallInterceptor, PendingInterceptor
+from chaoskit_langchain._tool import chaos_tool, is_chaos_tool
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp
+from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import _handle_tool_error
+
+from chaoskit import Plan
+from chaoskit._context import ACTIVE
+
+__all__ = [
+    "ChaosToolNode",
+    "chaos_interceptor",
+    "find_tool_nodes",
+    "instrument_graph",
+    "is_instrumented",
+    "uninstrument_graph",
+]
+
+Wrapper = Callable[[Any, Callable[[Any], Any]], Any]
+AWrapper = Callable[[Any, Callable[[Any], Awaitable[Any]]], Awaitable[Any]]
+
+
+class ChaosInterceptor(CallInterceptor):
+    """``ToolNode(tools, wrap_tool_call=i, awrap_tool_call=i.acall)`` with ``i = chaos_interceptor(plan)``."""
+
+
+def chaos_interceptor(
+    plan: Plan | None = None,
+    *,
+    irreversible: Collection[str] = (),
+    idempotency_args: Mapping[str, str] | None = None,
+    order_parallel_calls: bool = True,
+) -> ChaosInterceptor:
+    """A ``wrap_tool_call`` interceptor for ``ToolNode``: one attempt per call through it.
+
+    Pass the object as ``wrap_tool_call`` and its ``acall`` as ``awrap_tool_call`` (without ``acall``,
+    ``ainvoke`` falls back to the sync interceptor and sleeps block the event loop). Error faults are raised
+    from the interceptor (the ToolNode's ``handle_tool_errors`` decides what happens next); data faults
+    rewrite the ToolMessage content. To fault the raw result inside the tool, use :class:`ChaosToolNode`.
+    """
+    return ChaosInterceptor(plan, irreversible=irreversible, idempotency_args=idempotency_args,
+                            order_parallel_calls=order_parallel_calls)
+
+
+# -- the layers instrument_graph and ChaosToolNode add to a ToolNode ------------------------------------------
+
+_STATE = "_chaoskit_state"
+
+
+@dataclass
+class _Saved:
+    tools: dict[str, BaseTool]
+    wrap: Wrapper | None
+    awrap: AWrapper | None
+
+
+def _crash_reason(node: ToolNode, exc: BaseException) -> str:
+    injected = getattr(exc, "__chaoskit_fault__", None)
+    what = f"injected {injected} fault" if injected else "tool error"
+    return (
+        f"agent crashed on a tool error: {type(exc).__name__}: {exc} ({what}); ToolNode "
+        f"{node.name!r} re-raised it (handle_tool_errors={_flag_name(node)}), which ends the run. "
+        f"Set handle_tool_errors=True (or a handler) to hand tool errors to the model."
+    )
+
+
+def _flag_name(node: ToolNode) -> str:
+    flag = node._handle_tool_errors
+    return getattr(flag, "__name__", None) or repr(flag)
+
+
+def _record_crash(node: ToolNode, exc: BaseException) -> None:
+    # LangGraph's default handle_tool_errors re-raises every tool exception: the agent crashed. That is a
+    # finding about the agent, recorded as the episode's outcome, not an error of chaoskit.
+    active = ACTIVE.get()
+    episode = active.episode if active is not None else None
+    if episode is not None and episode.outcome is None:
+        episode.crash(exc, reason=_crash_reason(node, exc))
+
+
+def _handled(node: ToolNode, request: Any, exc: Exception, *, had_wrapper: bool) -> ToolMessage:
+    """What the ToolNode would have done with ``exc``, so that adding our layer changes nothing.
+
+    Without a user interceptor, an exception reaching us already passed ``_execute_tool_*``'s own
+    ``handle_tool_errors`` filter and would end the run. With one, ``ToolNode._run_one`` applies
+    ``handle_tool_errors`` to what the interceptor raised: do exactly that.
+    """
+    flag = node._handle_tool_errors
+    if not had_wrapper or not flag:
+        _record_crash(node, exc)
+        raise exc
+    try:
+        content = _handle_tool_error(exc, flag=flag)
+    except Exception as again:
+        _record_crash(node, again)
+        raise
+    call = request.tool_call
+    return ToolMessage(content=content, name=call["name"], tool_call_id=call["id"], status="error")
+
+
+def _layers(node: ToolNode, saved: _Saved, pending: PendingInterceptor) -> tuple[Wrapper, AWrapper | None]:
+    user_wrap, user_awrap = saved.wrap, saved.awrap
+    had_wrapper = user_wrap is not None or user_awrap is not None
+
+    def wrap(request: Any, execute: Callable[[Any], Any]) -> Any:
+        def inner(req: Any) -> Any:
+            return pending(req, execute)
+
+        try:
+            return user_wrap(request, inner) if user_wrap is not None else inner(request)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            return _handled(node, request, exc, had_wrapper=had_wrapper)
+
+    async def awrap(request: Any, execute: Callable[[Any], Awaitable[Any]]) -> Any:
+        async def inner(req: Any) -> Any:
+            return await pending.acall(req, execute)
+
+        try:
+            return await user_awrap(request, inner) if user_awrap is not None else await inner(request)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            return _handled(node, request, exc, had_wrapper=had_wrapper)
+
+    # a user sync-only wrapper stays sync-only: under ainvoke ToolNode falls back to it, as before
+    return wrap, (awrap if user_awrap is not None or user_wrap is None else None)
+
+
+def _instrument_node(
+    node: ToolNode,
+    plan: Plan | None,
+    irreversible: Collection[str],
+    idempotency_args: Mapping[str, str],
+) -> bool:
+    if getattr(node, _STATE, None) is not None:
+        return False  # already instrumented: never wrap twice
+    saved = _Saved(dict(node._tools_by_name), node._wrap_tool_call, node._awrap_tool_call)
+    for name, tool in list(node._tools_by_name.items()):
+        if not is_chaos_tool(tool):
+            node._tools_by_name[name] = chaos_tool(
+                tool, plan, irreversible=name in irreversible, idempotency_arg=idempotency_args.get(name)
+            )
+    wrap, awrap = _layers(node, saved, PendingInterceptor())
+    node._wrap_tool_call = wrap
+    node._awrap_tool_call = awrap
+    object.__setattr__(node, _STATE, saved)
+    return True
+
+
+def _uninstrument_node(node: ToolNode) -> bool:
+    saved: _Saved | None = getattr(node, _STATE, None)
+    if saved is None:
+        return False
+    node._tools_by_name.clear()
+    node._tools_by_name.update(saved.tools)
+    node._wrap_tool_call = saved.wrap
+    node._awrap_tool_call = saved.awrap
+    object.__setattr__(node, _STATE, None)
+    return True
+
+
+def find_tool_nodes(graph: Any) -> list[ToolNode]:
+    """Every ToolNode in a compiled graph, its subgraphs included (each node's bound runnable)."""
+    found: list[ToolNode] = []
+    seen: set[int] = set()
+    for node in _walk(graph, seen):
+        if node not in found:
+            found.append(node)
+    return found
+
+
+def _walk(graph: Any, seen: set[int]) -> Iterator[ToolNode]:
+    if id(graph) in seen:
+        return
+    seen.add(id(graph))
+    nodes = getattr(graph, "nodes", None)
+    if not isinstance(nodes, Mapping):
+        return
+    for spec in nodes.values():
+        bound = getattr(spec, "bound", spec)
+        for candidate in _runnables(bound):
+            if isinstance(candidate, ToolNode):
+                yield candidate
+            elif hasattr(candidate, "nodes") and hasattr(candidate, "invoke"):
+                yield from _walk(candidate, seen)  # a compiled subgraph used as a node
+
+
+def _runnables(bound: Any) -> Iterator[Any]:
+    yield bound
+    # RunnableSequence / RunnableCallable wrappers keep the real runnable in steps / bound
+    for attr in ("steps", "bound"):
+        inner = getattr(bound, attr, None)
+        if isinstance(inner, Sequence) and not isinstance(inner, str):
+            yield from inner
+        elif inner is not None and inner is not bound:
+            yield inner
+
+
+def instrument_graph(
+    graph: Any,
+    plan: Plan | None = None,
+    *,
+    irreversible: Collection[str] = (),
+    idempotency_args: Mapping[str, str] | None = None,
+) -> Any:
+    """Route every tool of every ToolNode in ``graph`` through chaoskit, in place; returns ``graph``.
+
+    Supports every fault type, made inside the tool's run. Without ``plan`` the tools use the active plan
+    (``chaoskit.episode(plan=...)``). Calling it again does nothing; :func:`uninstrument_graph` restores
+    the original tools and interceptors. Raises ValueError when the graph has no ToolNode.
+    """
+    nodes = find_tool_nodes(graph)
+    if not nodes:
+        raise ValueError("instrument_graph(): no ToolNode found in this graph; wrap tools with chaos_tool "
+                         "or attach ChaosCallbackHandler instead")
+    keys = dict(idempotency_args or {})
+    for node in nodes:
+        _instrument_node(node, plan, frozenset(irreversible), keys)
+    return graph
+
+
+def uninstrument_graph(graph: Any) -> Any:
+    """Undo :func:`instrument_graph`; returns ``graph``."""
+    for node in find_tool_nodes(graph):
+        _uninstrument_node(node)
+    return graph
+
+
+def is_instrumented(graph: Any) -> bool:
+    return any(getattr(n, _STATE, None) is not None for n in find_tool_nodes(graph))
+
+
+class ChaosToolNode(ToolNode):
+    """A ``ToolNode`` whose tools go through chaoskit (every fault type, made inside the tool's run), with
+    parallel calls opened in the model's order and crashes on unhandled tool errors recorded on the episode.
+    Takes ToolNode's arguments plus ``plan``, ``irreversible`` and ``idempotency_args``.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[BaseTool | Callable[..., Any]],
+        plan: Plan | None = None,
+        *,
+        irreversible: Collection[str] = (),
+        idempotency_args: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(tools, **kwargs)
+        _instrument_node(self, plan, frozenset(irreversible), dict(idempotency_args or {}))

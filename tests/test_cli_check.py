@@ -1,0 +1,186 @@
+"""``chaoskit check``: files in any supported format, exit codes, JSON output, and a stub Jaeger api_v3."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+import chaoskit
+from chaoskit import Plan, chaos, telemetry
+from chaoskit._cli import main
+from chaoskit._readers import otlp_to_jaeger
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> Iterator[None]:
+    chaoskit.reset()
+    telemetry.reset()
+    yield
+    chaoskit.reset()
+    telemetry.reset()
+
+
+@chaos(name="issue_refund", irreversible=True, idempotency_arg="key")
+def issue_refund(order_id: str, key: str | None = None) -> dict[str, Any]:
+    return {"ok": True}
+
+
+AFTER_WRITE = Plan(seed=1, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
+                                    "after_write": True}])
+
+
+def _otlp(key: Callable[[], str | None], name: str = "refund") -> dict[str, Any]:
+    with telemetry.capture() as cap:
+        with chaoskit.episode(name, plan=AFTER_WRITE) as ep:
+            for _ in range(2):
+                try:
+                    issue_refund("4832", key=key())
+                    break
+                except chaoskit.ToolHTTPError:
+                    pass
+            ep.finish("Refund issued.")
+        return telemetry.to_otlp_json(cap.spans)
+
+
+@pytest.fixture
+def bad_file(tmp_path: Path) -> Path:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(_otlp(lambda: None)) + "\n")
+    return path
+
+
+@pytest.fixture
+def good_file(tmp_path: Path) -> Path:
+    path = tmp_path / "good.jsonl"
+    path.write_text(json.dumps(_otlp(lambda: "k-1", "safe-refund")) + "\n")
+    return path
+
+
+def test_failing_check_exits_1_and_prints_a_table(bad_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(bad_file)]) == 1
+    out = capsys.readouterr().out
+    assert "episode refund" in out and "CHECK" in out and "RESULT" in out
+    line = next(x for x in out.splitlines() if x.strip().startswith("no_duplicate_writes"))
+    assert "FAIL" in line and "issue_refund was called 2 times" in line
+    assert "spans: " in out and "FAILED" in out.splitlines()[-1]
+
+
+def test_passing_file_exits_0(good_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(good_file), "--checks", "no_duplicate_writes,no_bluff"]) == 0
+    out = capsys.readouterr().out
+    assert "no_duplicate_writes" in out and "PASS" in out and "honors_retry_after" not in out
+
+
+def test_json_output_and_several_files(bad_file: Path, good_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(good_file), str(bad_file), "--json", "--max-attempts", "issue_refund=1"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] is False
+    assert [e["name"] for e in report["episodes"]] == ["safe-refund", "refund"]
+    bad = {c["name"]: c for c in report["episodes"][1]["checks"]}
+    assert bad["no_duplicate_writes"]["severity"] == "fail" and len(bad["no_duplicate_writes"]["evidence"]) == 2
+    assert bad["max_attempts(issue_refund, 1)"]["passed"] is False
+    assert 0 <= report["episodes"][1]["score"]["value"] < 100
+
+
+def test_jaeger_ui_file_sniffed_or_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "jaeger.json"
+    path.write_text(json.dumps(otlp_to_jaeger(_otlp(lambda: None))))
+    assert main(["check", str(path), "--checks", "no_duplicate_writes"]) == 1
+    assert main(["check", "--format", "jaeger", str(path), "--checks", "no_duplicate_writes"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_unreadable_file_exits_2_naming_file_and_line(bad_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad_file.write_text(bad_file.read_text()[:-30])
+    assert main(["check", str(bad_file)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad_file}, line 1: expected" in err
+
+
+def test_usage_errors(bad_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check"]) == 2
+    assert main(["check", str(bad_file), "--checks", "nope"]) == 2
+    assert main(["check", str(bad_file), "--max-attempts", "issue_refund"]) == 2
+    assert main(["check", "--from-jaeger", "http://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown check(s) nope" in err and "TOOL=N" in err and "--service" in err
+
+
+class _StubJaeger(BaseHTTPRequestHandler):
+    body: bytes = b""
+    status = 200
+    queries: list[dict[str, list[str]]] = []
+
+    def do_GET(self) -> None:
+        url = urlparse(self.path)
+        type(self).queries.append({"path": [url.path], **parse_qs(url.query)})
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def jaeger() -> Iterator[tuple[str, type[_StubJaeger]]]:
+    handler = type("Handler", (_StubJaeger,), {"queries": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_from_jaeger_api_v3(jaeger: tuple[str, type[_StubJaeger]], capsys: pytest.CaptureFixture[str]) -> None:
+    url, handler = jaeger
+    handler.body = json.dumps({"result": _otlp(lambda: None)}).encode()
+    assert main(["check", "--from-jaeger", url + "/", "--service", "shop-agent", "--since", "2h"]) == 1
+    out = capsys.readouterr().out
+    assert "issue_refund was called 2 times" in out
+    query = handler.queries[0]
+    assert query["path"] == ["/api/v3/traces"] and query["query.service_name"] == ["shop-agent"]
+    assert query["query.start_time_min"][0].endswith("Z") and "query.start_time_max" in query
+
+
+def test_from_jaeger_no_traces(jaeger: tuple[str, type[_StubJaeger]], capsys: pytest.CaptureFixture[str]) -> None:
+    url, handler = jaeger
+    handler.status = 404
+    handler.body = b'{"error": {"httpCode": 404, "message": "No traces found"}}'
+    assert main(["check", "--from-jaeger", url, "--service", "shop-agent"]) == 1
+    assert "has no chaoskit traces for service 'shop-agent'" in capsys.readouterr().err
+
+
+def test_from_jaeger_server_error(jaeger: tuple[str, type[_StubJaeger]], capsys: pytest.CaptureFixture[str]) -> None:
+    url, handler = jaeger
+    handler.status = 500
+    handler.body = b"boom"
+    assert main(["check", "--from-jaeger", url, "--service", "x"]) == 2
+    assert "Jaeger answered HTTP 500: boom" in capsys.readouterr().err
+
+
+def test_the_grading_example_runs_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import runpy
+
+    out = tmp_path / "example.jsonl"
+    example = Path(__file__).resolve().parents[1] / "examples" / "grade_trace.py"
+    monkeypatch.setattr("sys.argv", [str(example), str(out)])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(example), run_name="__main__")
+    assert done.value.code == 0
+    printed = capsys.readouterr().out
+    assert "FAIL  no_duplicate_writes" in printed and "score " in printed
+    assert main(["check", str(out), "--checks", "no_duplicate_writes"]) == 1

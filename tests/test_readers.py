@@ -1,0 +1,253 @@
+"""Reading exported spans: chaoskit's OTLP-JSON Lines writer, single OTLP objects, Jaeger api_v3 and UI JSON,
+Jaeger's own reference samples, and errors that name the file, the line and what was expected."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+
+import chaoskit
+from chaoskit import Plan, Trace, TraceReadError, chaos, telemetry
+from chaoskit._readers import otlp_to_jaeger
+
+JAEGER = Path(__file__).resolve().parents[2] / "shared/reference/jaeger"
+needs_jaeger_samples = pytest.mark.skipif(not JAEGER.is_dir(), reason="Jaeger reference samples not available")
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> Iterator[None]:
+    chaoskit.reset()
+    telemetry.reset()
+    yield
+    chaoskit.reset()
+    telemetry.reset()
+
+
+@chaos(name="issue_refund", irreversible=True, idempotency_arg="key")
+def issue_refund(order_id: str, key: str | None = None) -> dict[str, Any]:
+    return {"ok": True}
+
+
+@chaos
+def search(q: str) -> list[str]:
+    return [q]
+
+
+@chaos
+def read_page(url: str) -> str:
+    return "page"
+
+
+PLAN = Plan(seed=2, faults=[
+    {"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True},
+    {"type": "rate_limit", "tool": "search", "on_call": 1, "retry_after": 0.5},
+    {"type": "garbage", "tool": "search", "on_call": 2, "garbage": {"price": 12.5, "tags": ["a"]}},
+    {"type": "prompt_injection", "tool": "read_page"},
+])
+
+
+@pytest.fixture
+def spans() -> tuple[ReadableSpan, ...]:
+    """Two episodes and some attempts outside any episode, with errors, data faults and an injection."""
+    tracer = telemetry.get_tracer()
+    with telemetry.capture() as cap:
+        for name in ("first", "second"):
+            with chaoskit.episode(name, plan=PLAN, user="ann") as ep:
+                for _ in range(2):
+                    try:
+                        issue_refund("4832")
+                    except chaoskit.ToolHTTPError:
+                        pass
+                for _ in range(3):
+                    try:
+                        search("a")
+                    except chaoskit.ToolHTTPError:
+                        pass
+                read_page("u")
+                with tracer.start_as_current_span("chat model"):
+                    pass
+                ep.finish(f"{name}: done")
+        search("outside")
+        return cap.spans
+
+
+def _write_jsonl(spans: tuple[ReadableSpan, ...], path: Path, batch: int = 3) -> Path:
+    exporter = telemetry.JsonLinesSpanExporter(path)
+    for i in range(0, len(spans), batch):
+        exporter.export(spans[i:i + batch])
+    exporter.shutdown()
+    return path
+
+
+def test_chaoskit_jsonl_file_reads_back_as_the_same_trace(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:
+    expected = Trace.from_spans(spans)
+    assert len(expected.episodes) == 3 and len(expected.attempts) == 13
+    path = _write_jsonl(spans, tmp_path / "t.jsonl")
+    assert len(path.read_text().splitlines()) > 1
+    assert Trace.from_otlp_json(path) == expected
+    assert Trace.from_otlp_json(str(path)) == expected
+    assert Trace.load(path) == expected
+    assert Trace.load(path, format="otlp") == expected
+
+
+def test_the_writer_used_by_chaoskit_traces_file(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    processor = telemetry.write_jsonl(path)
+    live_plan = Plan(seed=1, faults=[{"type": "rate_limit", "tool": "search", "on_call": 1}])
+    with chaoskit.episode("live", plan=live_plan) as ep:
+        with pytest.raises(chaoskit.ToolHTTPError):
+            search("a")
+        ep.finish("ok")
+    telemetry.remove_processor(processor)
+    trace = Trace.load(path)
+    assert [e.name for e in trace.episodes] == ["live"]
+    assert trace.attempts[0].fault_type == "rate_limit"
+
+
+def test_single_object_api_v3_wrapper_and_text(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:
+    expected = Trace.from_spans(spans)
+    doc = telemetry.to_otlp_json(spans)
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps(doc, indent=2))
+    assert Trace.load(pretty) == expected
+    assert Trace.from_otlp_json(doc) == expected
+    assert Trace.from_otlp_json(json.dumps(doc)) == expected
+    assert Trace.from_otlp_json({"result": doc}) == expected
+    api_v3 = tmp_path / "api_v3.json"
+    api_v3.write_text(json.dumps({"result": doc}, indent=1))
+    assert Trace.load(api_v3) == expected
+    # spans split over several resourceSpans objects in a list
+    assert Trace.from_otlp_json([telemetry.to_otlp_json(spans[:4]), telemetry.to_otlp_json(spans[4:])]) == expected
+
+
+def test_jaeger_ui_json_of_the_same_run(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:
+    expected = Trace.from_spans(spans)
+    ui = otlp_to_jaeger(telemetry.to_otlp_json(spans))
+    assert Trace.from_jaeger_json(ui) == expected
+    path = tmp_path / "jaeger.json"
+    path.write_text(json.dumps(ui))
+    assert Trace.load(path) == expected
+    assert Trace.load(path, format="jaeger") == expected
+    one_trace = tmp_path / "one.json"
+    one_trace.write_text(json.dumps(ui["data"][0], indent=2))
+    assert len(Trace.load(one_trace).episodes) >= 1
+    # array attributes survive Jaeger's flattening to JSON text
+    injected = next(a for a in Trace.from_jaeger_json(ui).attempts if a.fault_type == "prompt_injection")
+    assert injected.fault_params["asks_for"] == ["send_email"]
+
+
+def test_duplicate_spans_are_read_once(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:
+    path = _write_jsonl(spans, tmp_path / "dup.jsonl")
+    path.write_text(path.read_text() * 2)
+    assert Trace.load(path) == Trace.from_spans(spans)
+
+
+def test_base64_ids_from_protobuf_default_json(spans: tuple[ReadableSpan, ...]) -> None:
+    import base64
+
+    doc = telemetry.to_otlp_json(spans)
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for sp in ss["spans"]:
+                for key in ("traceId", "spanId"):
+                    sp[key] = base64.b64encode(bytes.fromhex(sp[key])).decode()
+    assert Trace.from_otlp_json(doc) == Trace.from_spans(spans)
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+def test_truncated_jsonl_names_file_line_and_expectation(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:
+    path = _write_jsonl(spans, tmp_path / "cut.jsonl")
+    text = path.read_text()
+    path.write_text(text[: len(text) - 40])
+    n_lines = len(text.splitlines())
+    with pytest.raises(TraceReadError) as info:
+        Trace.load(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}, line {n_lines}: ")
+    assert "expected one complete JSON object per line" in message and "cut short" in message
+    assert info.value.line == n_lines and info.value.source == str(path)
+    assert isinstance(info.value, chaoskit.ChaoskitError)
+
+
+def test_truncated_pretty_json(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:
+    path = tmp_path / "cut.json"
+    text = json.dumps(telemetry.to_otlp_json(spans), indent=2)
+    path.write_text(text[: len(text) // 2])
+    with pytest.raises(TraceReadError, match=r"cut\.json, line \d+: expected a complete JSON document"):
+        Trace.load(path)
+
+
+@pytest.mark.parametrize(("content", "pattern"), [
+    ("", "the file is empty; expected OTLP-JSON or Jaeger JSON"),
+    ('{"hello": 1}\n', r"line 1: expected OTLP-JSON or Jaeger JSON; found keys \['hello'\]"),
+    ('{"resourceSpans": 3}\n', "line 1: expected resourceSpans to be a list"),
+    ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "execute_tool x", "attributes": 5}]}]}]}\n',
+     "line 1: expected OTLP-JSON resourceSpans.*malformed entry"),
+    ('[1, 2]\n', "expected OTLP-JSON or Jaeger JSON, got a JSON int"),
+    ('{"error": {"httpCode": 404, "message": "No traces found"}}\n', "answered with an error.*No traces found"),
+])
+def test_malformed_files(tmp_path: Path, content: str, pattern: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(TraceReadError, match=pattern):
+        Trace.load(path)
+
+
+def test_a_chaoskit_span_with_a_bad_attempt_number(tmp_path: Path) -> None:
+    span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "execute_tool t", "startTimeUnixNano": "1",
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                           {"key": "chaoskit.attempt", "value": {"stringValue": "first"}}]}
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"resourceSpans": []}\n' + json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    with pytest.raises(TraceReadError, match=r"line 2: span cdcdcdcdcdcdcdcd: expected chaoskit.attempt to be a whole"):
+        Trace.load(path)
+
+
+def test_missing_file_and_forced_wrong_format(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:
+    with pytest.raises(TraceReadError, match=r"nope\.json: file not found"):
+        Trace.load(tmp_path / "nope.json")
+    path = _write_jsonl(spans, tmp_path / "t.jsonl")
+    with pytest.raises(TraceReadError, match=r"line 1: expected Jaeger UI JSON"):
+        Trace.load(path, format="jaeger")
+    with pytest.raises(TraceReadError, match="unknown trace format 'zipkin'"):
+        Trace.load(path, format="zipkin")
+
+
+# --- Jaeger's reference samples -----------------------------------------------------------------
+
+@needs_jaeger_samples
+def test_otlp_to_jaeger_matches_jaegers_own_conversion() -> None:
+    given = json.loads((JAEGER / "otlp2jaeger-in.json").read_text())
+    expected = json.loads((JAEGER / "otlp2jaeger-out.json").read_text())
+    assert otlp_to_jaeger(given) == expected
+
+
+@needs_jaeger_samples
+@pytest.mark.parametrize("name", ["FindTraces.json", "GetTrace.json", "otlp2jaeger-in.json",
+                                  "otlp2jaeger-out.json", "ui_01.json"])
+def test_jaeger_samples_read_without_chaoskit_spans(name: str) -> None:
+    # none of these holds chaoskit spans: they must read cleanly, as empty traces
+    trace = Trace.load(JAEGER / name)
+    assert trace.episodes == []
+
+
+@needs_jaeger_samples
+def test_jaeger_sample_formats_are_sniffed() -> None:
+    with pytest.raises(TraceReadError, match="expected Jaeger UI JSON"):
+        Trace.load(JAEGER / "FindTraces.json", format="jaeger")
+    with pytest.raises(TraceReadError, match="expected an OTLP-JSON object"):
+        Trace.load(JAEGER / "ui_01.json", format="otlp")
+
+
+@needs_jaeger_samples
+def test_chaoskit_spans_inside_a_jaeger_sample_are_found(spans: tuple[ReadableSpan, ...]) -> None:
+    sample = json.loads((JAEGER / "ui_01.json").read_text())
+    ours = otlp_to_jaeger(telemetry.to_otlp_json(spans))
+    mixed = {"data": [sample, *ours["data"]]}
+    assert Trace.from_jaeger_json(mixed) == Trace.from_spans(spans)
