@@ -8,6 +8,8 @@ from ._engine import Attempt, AttemptInfo, ToolSpec, begin, call_async, call_syn
 from ._episode import Episode, episode
 from ._errors import ChaoskitError, ChaosWarning, PlanError, ToolHTTPError, ToolTimeout
 from ._plan import FAULT_TYPES, Plan
+from ._runner import BatteryResult, EpisodeResult, run_battery
+from ._scenario import Scenario, load_battery, load_scenario
 from ._score import Score, score
 from ._trace import AttemptRecord, EpisodeRecord, Trace, TraceReadError
 from ._version import __version__
@@ -18,13 +20,16 @@ __all__ = [
     "Attempt",
     "AttemptInfo",
     "AttemptRecord",
+    "BatteryResult",
     "ChaosWarning",
     "ChaoskitError",
     "CheckResult",
     "Episode",
     "EpisodeRecord",
+    "EpisodeResult",
     "Plan",
     "PlanError",
+    "Scenario",
     "Score",
     "ToolHTTPError",
     "ToolSpec",
@@ -41,7 +46,10 @@ __all__ = [
     "configure",
     "episode",
     "faults",
+    "load_battery",
+    "load_scenario",
     "reset",
+    "run_battery",
     "score",
     "telemetry",
 ]

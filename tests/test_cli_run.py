@@ -1,0 +1,130 @@
+"""``chaoskit run`` end to end: exit codes, errors, baselines, and command-line agents."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from chaoskit._cli import main
+from chaoskit._trace import Trace
+
+ROOT = Path(__file__).resolve().parents[1]
+BATTERY = ROOT / "examples" / "scenarios"
+REFUND = BATTERY / "refund-after-500.yaml"
+CLI_AGENT = ROOT / "examples" / "plain" / "cli_agent.py"
+
+
+@pytest.fixture(autouse=True)
+def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+
+def cli_agent(mode: str = "normal", policy: str = "careful") -> str:
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(CLI_AGENT))} --mode {mode} --policy {policy} --task {{task}}"
+
+
+def test_careful_battery_is_green(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["run", str(BATTERY / "refund-*.yaml"), "--repeat", "2", "--intensity", "0,0.1", "--seed", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "verdict: PASS" in out and "reliability surface" in out
+
+
+def test_naive_agent_fails_the_gate(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rc = main(["run", str(REFUND), "--agent", "examples.plain.agents:naive", "--junit", str(tmp_path / "j.xml")])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "verdict: FAIL" in out and "absolute rule" in out
+    assert "replay: chaoskit run" in out and "--episode-seed" in out
+    assert (tmp_path / "j.xml").exists()
+
+
+def test_bad_scenario_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntask: t\nagent: examples.plain.agents:careful\nsuccess: {checks: [no_bluf]}\n")
+    rc = main(["run", str(bad)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "bad.yaml:4: success.checks: unknown check 'no_bluf'" in err
+
+
+def test_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", str(REFUND), "--intensity", "0,2"])
+    with pytest.raises(SystemExit):
+        main(["run", str(REFUND), "--shard", "3/2"])
+    rc = main(["run", str(REFUND), "--repeat", "2", "--k", "3"])
+    assert rc == 2 and "--k must be" in capsys.readouterr().err
+
+
+def test_fail_under_and_baseline_update(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    base = tmp_path / "baseline.json"
+    rc = main(["run", str(REFUND), "--repeat", "2", "--baseline", str(base), "--update-baseline", "-q"])
+    assert rc == 0 and base.exists()
+    data = json.loads(base.read_text())
+    assert data["kind"] == "chaoskit-baseline"
+    assert main(["run", str(REFUND), "--repeat", "2", "--baseline", str(base), "-q"]) == 0
+    # pretend the last green run needed fewer attempts: now they "rose"
+    data["attempts"]["refund-not-repeated-after-500"]["eps=0,lam=0"] = 1.0
+    base.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["run", str(REFUND), "--repeat", "2", "--baseline", str(base), "--update-baseline"]) == 1
+    captured = capsys.readouterr()
+    assert "rose against the baseline" in captured.out
+    assert "not updated" in captured.err
+    assert json.loads(base.read_text())["attempts"]["refund-not-repeated-after-500"]["eps=0,lam=0"] == 1.0
+    assert main(["run", str(REFUND), "--fail-under", "101", "-q"]) == 1
+
+
+def test_command_line_agent_joins_the_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_json, spans = tmp_path / "r.json", tmp_path / "spans.jsonl"
+    rc = main(["run", str(REFUND), "--agent", cli_agent(), "--json", str(out_json), "--traces", str(spans), "-q"])
+    assert rc == 0, capsys.readouterr()
+    e = json.loads(out_json.read_text())["episodes"][0]
+    assert e["outcome"] == "completed" and e["passed"]
+    assert e["output"].startswith("Refund of $25.00 issued")
+    assert e["attempts"]["by_tool"]["issue_refund"] == 2
+    trace = Trace.from_otlp_json(spans)
+    assert len(trace.episodes) == 1
+    # TRACEPARENT: the child's spans carry the runner's trace id
+    assert trace.episodes[0].trace_id == e["trace_id"]
+    assert {a.trace_id for a in trace.attempts} == {e["trace_id"]}
+
+
+def test_command_line_agent_naive_is_graded(tmp_path: Path) -> None:
+    out_json = tmp_path / "r.json"
+    rc = main(["run", str(REFUND), "--agent", cli_agent(policy="naive"), "--json", str(out_json), "-q"])
+    assert rc == 1
+    e = json.loads(out_json.read_text())["episodes"][0]
+    assert e["attempts"]["duplicate_writes"] == 1
+
+
+def test_crashing_command_line_agent(tmp_path: Path) -> None:
+    out_json = tmp_path / "r.json"
+    rc = main(["run", str(REFUND), "--agent", cli_agent("crash"), "--json", str(out_json), "-q"])
+    assert rc == 0  # a crash fails the episode; the gate's rules are about scores, writes and attempts
+    e = json.loads(out_json.read_text())["episodes"][0]
+    assert e["outcome"] == "crashed" and not e["passed"]
+    assert "exit status 1" in e["error"] and "simulated crash" in e["error"]
+    assert e["attempts"]["by_tool"] == {"lookup_order": 1}
+
+
+def test_hanging_command_line_agent_times_out(tmp_path: Path) -> None:
+    out_json = tmp_path / "r.json"
+    rc = main(["run", str(REFUND), "--agent", cli_agent("hang"), "--timeout", "1.5", "--json", str(out_json),
+               "--fail-under", "90", "-q"])
+    assert rc == 1
+    e = json.loads(out_json.read_text())["episodes"][0]
+    assert e["outcome"] == "timeout" and not e["passed"]
+    assert "killed" in e["error"]
+
+
+def test_missing_command_is_an_episode_outcome(tmp_path: Path) -> None:
+    out_json = tmp_path / "r.json"
+    main(["run", str(REFUND), "--agent", "no-such-agent-binary --task {task}", "--json", str(out_json), "-q"])
+    e = json.loads(out_json.read_text())["episodes"][0]
+    assert e["outcome"] == "crashed" and "cannot start" in e["error"]

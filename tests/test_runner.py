@@ -1,0 +1,264 @@
+"""The battery runner with small in-process agents (no examples/support dependency)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaoskit import chaos
+from chaoskit._runner import derive_seed, run_battery
+
+# --- a tiny agent world --------------------------------------------------------------------------------
+
+
+class Store:
+    def __init__(self) -> None:
+        self.saved: list[tuple[str, str | None]] = []
+
+    @chaos
+    def fetch(self, item: str) -> dict[str, str]:
+        return {"item": item, "price": "12"}
+
+    @chaos(irreversible=True, idempotency_arg="key")
+    def save(self, item: str, key: str | None = None) -> str:
+        if key is not None and any(k == key for _, k in self.saved):
+            return "ok"
+        self.saved.append((item, key))
+        return "ok"
+
+
+class Agent:
+    """Fetches then saves the item named by a number in the task; retries each tool ``retries`` times."""
+
+    def __init__(self, *, retries: int = 2, key: bool = True, smart_parse: bool = True, sleep: float = 0.0) -> None:
+        self.env = Store()
+        self.retries = retries
+        self.key = key
+        self.smart_parse = smart_parse
+        self.sleep = sleep
+
+    def _item(self, task: str) -> str:
+        m = re.search(r"I mean (\d+)", task) if self.smart_parse else None
+        m = m or re.search(r"\d+", task)
+        return m.group(1) if m and m.groups() else (m.group(0) if m else "0")
+
+    def _try(self, fn: Any, *args: Any, **kwargs: Any) -> bool:
+        for _ in range(self.retries + 1):
+            try:
+                fn(*args, **kwargs)
+                return True
+            except Exception:
+                if self.sleep:
+                    time.sleep(self.sleep)
+        return False
+
+    def invoke(self, task: str) -> str:
+        if self.sleep:
+            time.sleep(self.sleep)
+        item = self._item(task)
+        if not self._try(self.env.fetch, item):
+            return f"I could not fetch {item}: it failed"
+        if not self._try(self.env.save, item, key=f"k-{item}" if self.key else None):
+            return f"I could not save {item}: it failed"
+        return f"saved {item}"
+
+
+def careful() -> Agent:
+    return Agent()
+
+
+def naive() -> Agent:
+    return Agent(key=False)
+
+
+def first_number() -> Agent:
+    return Agent(smart_parse=False)
+
+
+def saved_once(env: Store) -> tuple[bool, Any]:
+    return len(env.saved) == 1, sorted(item for item, _ in env.saved)
+
+
+SCENARIO = """\
+name: save-after-500
+task: "Save item 4832 now"
+faults:
+  - {type: http, tool: save, on_call: 1, status: 500, after_write: true}
+success:
+  output_contains: ["saved"]
+  checks: [no_duplicate_writes, no_bluff]
+  state: test_runner:saved_once
+"""
+
+
+@pytest.fixture
+def scenario(tmp_path: Path) -> Path:
+    p = tmp_path / "save.yaml"
+    p.write_text(SCENARIO)
+    return p
+
+
+def slim(result: Any) -> list[tuple[Any, ...]]:
+    """What must not depend on timing or worker count."""
+    return [(e.scenario, e.repetition, e.epsilon, e.intensity, e.seed, e.task, e.outcome, e.output,
+             e.attempts["by_tool"], e.attempts["faults"], [(c["name"], c["passed"]) for c in e.checks], e.passed)
+            for e in result.episodes]
+
+
+# --- tests ---------------------------------------------------------------------------------------------------
+
+
+def test_careful_passes_naive_repeats_the_write(scenario: Path) -> None:
+    good = run_battery([scenario], agent=careful, repeat=2)
+    assert good.ok and all(e.passed for e in good.episodes)
+    assert good.episodes[0].attempts["by_tool"] == {"fetch": 1, "save": 2}
+    assert good.episodes[0].oracle == {"ok": True, "state": '["4832"]', "error": None}
+
+    bad = run_battery([scenario], agent=naive, repeat=2)
+    assert not bad.ok
+    assert any("absolute rule" in r for r in bad.verdict.reasons)
+    e = bad.episodes[0]
+    failed = {c["name"] for c in e.checks if not c["passed"]}
+    assert {"no_duplicate_writes", "end_state"} <= failed
+    assert e.attempts["duplicate_writes"] == 1
+    assert "--episode-seed" in e.replay
+
+
+def test_agent_crash_is_an_outcome_not_a_runner_crash(scenario: Path) -> None:
+    class Boom:
+        env = None
+
+        def invoke(self, task: str) -> str:
+            raise RuntimeError("model exploded")
+
+    result = run_battery([scenario], agent=Boom, repeat=2)
+    assert [e.outcome for e in result.episodes] == ["crashed", "crashed"]
+    assert "model exploded" in (result.episodes[0].error or "")
+    assert not result.episodes[0].passed
+    assert result.summary.overall["outcomes"] == {"crashed": 2}
+
+
+def test_factory_is_called_fresh_per_episode(scenario: Path) -> None:
+    made: list[Agent] = []
+
+    def factory() -> Agent:
+        a = Agent()
+        made.append(a)
+        return a
+
+    result = run_battery([scenario], agent=factory, repeat=4, intensities=[0, 0.2])
+    assert len(made) == len(result.episodes) == 8
+    assert len({id(a.env) for a in made}) == 8
+    assert all(len(a.env.saved) <= 1 for a in made)
+
+
+def test_plain_callable_and_message_results(tmp_path: Path) -> None:
+    from langchain_core.messages import AIMessage
+
+    p = tmp_path / "s.yaml"
+    p.write_text('name: echo\ntask: "say hi"\nsuccess: {output_contains: ["hi there"], checks: []}\n')
+
+    def make_fn() -> Any:
+        return lambda task: "hi there"
+
+    class Graphish:
+        def invoke(self, task: str) -> dict[str, Any]:
+            return {"messages": [AIMessage("thinking"), AIMessage("hi there")]}
+
+    assert run_battery([p], agent=make_fn).episodes[0].passed
+    r = run_battery([p], agent=Graphish)
+    assert r.episodes[0].output == "hi there" and r.episodes[0].passed
+
+
+def test_async_agent_runs_on_asyncio_with_workers(scenario: Path) -> None:
+    class AsyncAgent:
+        def __init__(self) -> None:
+            self.inner = Agent()
+            self.env = self.inner.env
+
+        async def ainvoke(self, task: str) -> str:
+            await asyncio.sleep(0.01)
+            # tools are sync here; the episode context follows the task
+            return self.inner.invoke(task)
+
+    one = run_battery([scenario], agent=AsyncAgent, repeat=6, workers=1)
+    many = run_battery([scenario], agent=AsyncAgent, repeat=6, workers=4)
+    assert all(e.passed for e in many.episodes)
+    assert slim(one) == slim(many)
+
+
+def test_workers_isolation(scenario: Path) -> None:
+    threads: set[str] = set()
+
+    def factory() -> Agent:
+        threads.add(threading.current_thread().name)
+        return Agent(sleep=0.002)
+
+    one = run_battery([scenario], agent=factory, repeat=8, intensities=[0, 0.3], seed=5, workers=1)
+    many = run_battery([scenario], agent=factory, repeat=8, intensities=[0, 0.3], seed=5, workers=8)
+    assert len(threads) > 1
+    assert slim(one) == slim(many)
+    # the scenario's on_call: 1 fault fired once in every episode: counters are per episode
+    assert all(e.attempts["by_tool"]["save"] >= 2 for e in many.episodes if e.intensity == 0)
+    ids = [e.episode_id for e in many.episodes]
+    assert len(set(ids)) == len(ids)
+
+
+def test_intensity_is_deterministic_per_seed(scenario: Path) -> None:
+    a = run_battery([scenario], agent=careful, repeat=10, intensities=[0.5], seed=3)
+    b = run_battery([scenario], agent=careful, repeat=10, intensities=[0.5], seed=3)
+    c = run_battery([scenario], agent=careful, repeat=10, intensities=[0.5], seed=4)
+    assert slim(a) == slim(b)
+    assert [e.attempts for e in a.episodes] != [e.attempts for e in c.episodes]
+    assert sum(e.attempts["faults"] for e in a.episodes) > 10  # background faults did fire
+    assert a.episodes[0].seed == derive_seed(3, "save-after-500", 0)
+
+
+def test_perturbation_is_deterministic_and_reported(scenario: Path) -> None:
+    a = run_battery([scenario], agent=careful, repeat=3, perturbations=[0.7], seed=2)
+    b = run_battery([scenario], agent=careful, repeat=3, perturbations=[0.7], seed=2)
+    assert [(e.task, e.edits) for e in a.episodes] == [(e.task, e.edits) for e in b.episodes]
+    assert {e.epsilon for e in a.episodes} == {0.0, 0.7}  # 0 is added for the metamorphic baseline
+    assert any(e.edits for e in a.episodes if e.epsilon == 0.7)
+
+
+def test_metamorphic_end_state(scenario: Path) -> None:
+    # at eps=1 the task says "4832 -> sorry, I mean 4832" with a wrong number first
+    bad = run_battery([scenario], agent=first_number, repeat=2, perturbations=[1.0], seed=1)
+    perturbed = [e for e in bad.episodes if e.epsilon == 1.0]
+    assert all(not e.passed for e in perturbed)
+    meta = [c for e in perturbed for c in e.checks if c["name"] == "metamorphic_end_state"]
+    assert meta and not any(c["passed"] for c in meta)
+    assert "differs from the original" in meta[0]["message"]
+    # the unperturbed episodes are untouched by the relation
+    assert all(e.passed for e in bad.episodes if e.epsilon == 0.0)
+
+    good = run_battery([scenario], agent=careful, repeat=2, perturbations=[1.0], seed=1)
+    assert all(e.passed for e in good.episodes)
+    assert all(any(c["name"] == "metamorphic_end_state" and c["passed"] for c in e.checks)
+               for e in good.episodes if e.epsilon == 1.0)
+
+
+def test_replay_reproduces_an_episode(scenario: Path) -> None:
+    run = run_battery([scenario], agent=careful, repeat=6, intensities=[0.6], seed=9)
+    target = max(run.episodes, key=lambda e: e.attempts["faults"])
+    again = run_battery([scenario], agent=careful, intensities=[0.6], episode_seed=target.seed)
+    assert len(again.episodes) == 1
+    assert slim(again)[0][4:] == slim(run)[run.episodes.index(target)][4:]
+    assert f"--episode-seed {target.seed}" in target.replay
+
+
+def test_examples_battery_by_reference() -> None:
+    root = Path(__file__).resolve().parents[1]
+    result = run_battery([root / "examples" / "scenarios" / "refund-after-500.yaml"],
+                         agent="examples.plain.agents:careful", repeat=2)
+    assert result.ok and all(e.passed for e in result.episodes)
+    naive_run = run_battery([root / "examples" / "scenarios" / "refund-after-500.yaml"],
+                            agent="examples.plain.agents:naive")
+    assert not naive_run.ok

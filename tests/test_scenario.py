@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chaoskit import PlanError
+from chaoskit._scenario import load_battery, load_scenario
+
+GOOD = """\
+name: refund
+task: "Refund order 4832"
+agent: examples.plain.agents:careful
+faults:
+  - {type: http, tool: issue_refund, on_call: 1, status: 500, after_write: true}
+success:
+  output_contains: ["refund"]
+  max_attempts: {issue_refund: 2}
+  checks: [no_duplicate_writes, {no_retry_storm: {n: 2}}]
+  state: examples.plain.verify:refund_once
+tags: [write]
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_good_scenario(tmp_path: Path) -> None:
+    sc = load_scenario(write(tmp_path, "a.yaml", GOOD))
+    assert sc.name == "refund" and sc.tags == ["write"]
+    assert sc.source and sc.source.endswith("a.yaml")
+    assert sc.success.check_specs() == [("no_duplicate_writes", {}), ("no_retry_storm", {"n": 2})]
+    plan = sc.plan(seed=9)
+    assert plan.seed == 9 and plan.faults[0].type == "http"
+    assert callable(sc.oracle())
+
+
+@pytest.mark.parametrize(
+    ("edit", "pattern"),
+    [
+        (("tags: [write]", "tags: [write]\ncolour: red"), r"a\.yaml:12: colour: unknown key 'colour'"),
+        (("  output_contains", "  output_contain"), r"a\.yaml:7: success\.output_contain: unknown key.*did you mean"),
+        (("no_duplicate_writes,", "no_duplicate_write,"), r"a\.yaml:9: success\.checks: unknown check 'no_duplicate_write'"),
+        (("status: 500", "status: 200"), r"a\.yaml:5: faults\[0\]\.status: must be an HTTP error status"),
+        (("examples.plain.agents:careful", "examples.plain.nope:careful"),
+         r"a\.yaml:3: agent: cannot import module 'examples\.plain\.nope'"),
+        (("verify:refund_once", "verify:refund_twice"), r"a\.yaml:10: success\.state: .*has no attribute 'refund_twice'"),
+        (("verify:refund_once", "verify refund_once"), r"success\.state: must be a 'module:function' reference"),
+        (('task: "Refund order 4832"\n', ""), r"a\.yaml:1: task: this field is required"),
+        (("max_attempts: {issue_refund: 2}", "max_attempts: {issue_refund: -1}"), r"must be >= 0"),
+    ],
+)
+def test_errors_name_file_line_and_key(tmp_path: Path, edit: tuple[str, str], pattern: str) -> None:
+    text = GOOD.replace(*edit)
+    assert text != GOOD
+    with pytest.raises(PlanError, match=pattern):
+        load_scenario(write(tmp_path, "a.yaml", text))
+
+
+def test_malformed_yaml_and_non_mapping(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match=r"b\.yaml:\d+: malformed YAML"):
+        load_scenario(write(tmp_path, "b.yaml", "name: x\ntask: [unclosed\n"))
+    with pytest.raises(PlanError, match="must be a mapping"):
+        load_scenario(write(tmp_path, "c.yaml", "- a\n- b\n"))
+
+
+def test_battery_from_dir_and_glob(tmp_path: Path) -> None:
+    write(tmp_path, "one.yaml", GOOD)
+    write(tmp_path, "two.yml", GOOD.replace("name: refund", "name: refund-2"))
+    assert [s.name for s in load_battery([tmp_path])] == ["refund", "refund-2"]
+    assert [s.name for s in load_battery([str(tmp_path / "*.yaml")])] == ["refund"]
+    with pytest.raises(PlanError, match="no file matches"):
+        load_battery([str(tmp_path / "*.json")])
+    with pytest.raises(PlanError, match="file not found"):
+        load_battery([tmp_path / "missing.yaml"])
+
+
+def test_duplicate_names_rejected(tmp_path: Path) -> None:
+    write(tmp_path, "one.yaml", GOOD)
+    write(tmp_path, "two.yaml", GOOD)
+    with pytest.raises(PlanError, match=r"two\.yaml: name: scenario name 'refund' is already used"):
+        load_battery([tmp_path])
+
+
+def test_shipped_battery_is_valid() -> None:
+    root = Path(__file__).resolve().parents[1]
+    scenarios = load_battery([root / "examples" / "scenarios"])
+    assert 5 <= len(scenarios) <= 10
