@@ -43,8 +43,8 @@ def _has_secret(value: Any, depth: int = 0) -> bool:
     if depth > 8:
         return True
     if isinstance(value, Mapping):
-        secret = _config.CONFIG.secret_re
-        return any(secret.search(str(k).lower()) or _has_secret(v, depth + 1) for k, v in value.items())
+        secret = _config.CONFIG.is_secret
+        return any(secret(str(k)) or _has_secret(v, depth + 1) for k, v in value.items())
     if isinstance(value, list | tuple):
         return any(_has_secret(v, depth + 1) for v in value)
     return False
@@ -66,9 +66,9 @@ def redact(value: Any, depth: int = 0) -> Any:
     if depth > 8:
         return "…"
     if isinstance(value, Mapping):
-        secret = _config.CONFIG.secret_re
+        secret = _config.CONFIG.is_secret
         return {
-            str(k): (REDACTED if secret.search(str(k).lower()) else redact(v, depth + 1))
+            str(k): (REDACTED if secret(str(k)) else redact(v, depth + 1))
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):

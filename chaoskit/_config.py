@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import threading
@@ -14,13 +15,39 @@ if TYPE_CHECKING:
     from ._plan import Plan
 
 _DEFAULT_SECRET_KEYS = (
-    "password", "passwd", "pwd", "secret", "token", "api_key", "apikey", "api-key", "authorization",
-    "auth", "credential", "private_key", "cookie", "session_key", "access_key", "client_secret",
+    "password", "passwd", "pwd", "passphrase", "secret", "token", "api_key", "authorization", "auth",
+    "credential", "credentials", "private_key", "cookie", "session_key", "access_key", "client_secret", "bearer",
 )
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SPLIT = re.compile(r"[^a-z0-9]+")
 
-def _secret_regex(keys: Iterable[str]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(k.lower()).replace("_", "[_-]?") for k in keys))
+
+def _words(key: str) -> tuple[str, ...]:
+    return tuple(w for w in _SPLIT.split(_CAMEL.sub("_", key).lower()) if w)
+
+
+class SecretKeys:
+    """Decides whether an argument name looks secret, by whole words of the name.
+
+    ``access_token``, ``apiKey``, ``X-Api-Key`` and ``client_secret`` match; ``author`` and ``max_tokens`` do
+    not (substring matching would redact them and hide what the agent actually sent).
+    """
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self.phrases = frozenset("".join(_words(k)) for k in keys)
+        self._cache: dict[str, bool] = {}
+
+    def __call__(self, key: str) -> bool:
+        hit = self._cache.get(key)
+        if hit is None:
+            words = _words(key)
+            hit = any(w in self.phrases for w in words) or any(
+                a + b in self.phrases for a, b in itertools.pairwise(words)
+            )
+            if len(self._cache) < 4096:
+                self._cache[key] = hit
+        return hit
 
 
 @dataclass
@@ -29,7 +56,7 @@ class _Config:
     max_output_chars: int = 8192
     record_results: bool = False
     secret_keys: tuple[str, ...] = _DEFAULT_SECRET_KEYS
-    secret_re: re.Pattern[str] = field(default_factory=lambda: _secret_regex(_DEFAULT_SECRET_KEYS))
+    is_secret: SecretKeys = field(default_factory=lambda: SecretKeys(_DEFAULT_SECRET_KEYS))
     on_attempt: tuple[Callable[[AttemptInfo], Any], ...] = ()
     known_tools: set[str] = field(default_factory=set)
     env_plan: Plan | None = None
@@ -50,6 +77,9 @@ def configure(
 ) -> None:
     """Change process-wide settings.
 
+    ``secret_keys`` replaces the argument names whose values are redacted in spans; a name matches by whole
+    words (``token`` matches ``access_token`` and ``authToken`` but not ``max_tokens``).
+
     ``on_attempt`` takes callables that receive a frozen :class:`chaoskit.AttemptInfo` after every tool
     attempt; a hook that raises is logged and ignored so it can never break the agent.
     """
@@ -62,7 +92,7 @@ def configure(
             CONFIG.record_results = bool(record_results)
         if secret_keys is not None:
             CONFIG.secret_keys = tuple(secret_keys)
-            CONFIG.secret_re = _secret_regex(CONFIG.secret_keys)
+            CONFIG.is_secret = SecretKeys(CONFIG.secret_keys)
         if on_attempt is not None:
             CONFIG.on_attempt = tuple(on_attempt)
 
@@ -96,7 +126,9 @@ def env_plan() -> Plan | None:
     if path:
         from ._plan import Plan
 
-        plan = Plan.from_yaml(path) if not path.lstrip().startswith("{") else Plan.model_validate_json(path)
+        # a file path, or inline YAML/JSON (JSON is YAML), named as the variable in errors
+        inline = path.lstrip().startswith("{") or "\n" in path
+        plan = Plan.from_yaml(path, source="CHAOSKIT_PLAN") if inline else Plan.from_yaml(path)
     with _lock:
         cfg.env_plan = plan
         cfg.env_plan_loaded = True

@@ -79,6 +79,9 @@ def chaos(
 ) -> Any:
     """Route every call of a tool function through chaoskit.
 
+    Applied to a LangChain tool (a ``BaseTool``, e.g. made by ``@tool``), it returns
+    ``chaoskit_langchain.chaos_tool(tool, plan, ...)``.
+
     ``@chaos`` alone takes faults from the active plan (episode, ``plan.activate()``, ``CHAOSKIT_PLAN``);
     ``@chaos(plan)`` pins a plan to this tool. With no plan anywhere, the call runs unchanged and is only
     recorded as a span. ``irreversible`` marks a tool whose calls write (refund, send, delete);
@@ -90,11 +93,22 @@ def chaos(
         plan = func_or_plan
         func_or_plan = None
     elif func_or_plan is not None and not (
-        callable(func_or_plan) or isinstance(func_or_plan, classmethod | staticmethod)
+        callable(func_or_plan)
+        or isinstance(func_or_plan, classmethod | staticmethod)
+        or _is_langchain_tool(func_or_plan)
     ):
         raise TypeError(f"chaos(): expected a function or a Plan, got {type(func_or_plan).__name__}")
 
     def decorate(func: F) -> F:
+        if _is_langchain_tool(func):
+            # the tool's own run must make the attempt so LangChain's callbacks and error handling see it;
+            # chaoskit_langchain does that, and it is importable whenever such an object exists
+            from chaoskit_langchain import chaos_tool
+
+            if name is not None or description is not None:
+                raise TypeError("chaos(): name= and description= do not apply to a LangChain tool; it keeps its own")
+            tool: Any = chaos_tool(func, plan, irreversible=irreversible, idempotency_arg=idempotency_arg)
+            return tool  # type: ignore[no-any-return]
         static = isinstance(func, staticmethod)
         target = func.__func__ if isinstance(func, staticmethod | classmethod) else func
         tool_name = name or getattr(target, "__name__", None) or type(target).__name__
@@ -142,6 +156,12 @@ def chaos(
     if func_or_plan is not None:
         return decorate(func_or_plan)
     return decorate
+
+
+def _is_langchain_tool(obj: Any) -> bool:
+    return any(
+        c.__name__ == "BaseTool" and c.__module__.startswith("langchain_core") for c in type(obj).__mro__
+    )
 
 
 def spec_of(func: Any) -> ToolSpec | None:

@@ -105,6 +105,7 @@ class Attempt:
 
     __slots__ = (
         "_done",
+        "_history",
         "_token",
         "args",
         "before",
@@ -143,6 +144,7 @@ class Attempt:
         plan, scope, episode = _resolve(spec)
         self.scope = scope
         self.episode = episode
+        self._history = plan is not None and plan.keeps_history(spec.name)
         resolved: Mapping[str, Any] | None
         resolved = args() if callable(args) else args
         self.args = resolved
@@ -232,7 +234,8 @@ class Attempt:
     def transform(self, result: Any) -> Any:
         """Called with the real tool's result: remember it, then apply a data fault (or raise after_write)."""
         self.executed = True
-        self.scope.remember_result(self.spec.name, result)
+        if self._history:
+            self.scope.remember_result(self.spec.name, result)
         if self.fault is None or self.fault.type == "latency":
             return result
         try:

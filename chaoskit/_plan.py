@@ -453,6 +453,7 @@ class Plan(BaseModel):
 
     _source: str | None = PrivateAttr(default=None)
     _by_tool: dict[str, tuple[tuple[int, _FaultBase], ...]] = PrivateAttr(default_factory=dict)
+    _stale_tools: dict[str, bool] = PrivateAttr(default_factory=dict)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _scope: Any = PrivateAttr(default=None)
 
@@ -516,6 +517,14 @@ class Plan(BaseModel):
         if found is None:
             found = tuple((i, f) for i, f in enumerate(self.faults) if f.targets(tool))
             self._by_tool[tool] = found
+        return found
+
+    def keeps_history(self, tool: str) -> bool:
+        """Whether a ``stale`` fault may replay this tool's earlier result (only then is it kept)."""
+        found = self._stale_tools.get(tool)
+        if found is None:
+            found = any(isinstance(f, GarbageFault) and f.stale for _, f in self.candidates(tool))
+            self._stale_tools[tool] = found
         return found
 
     def decide(

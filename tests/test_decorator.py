@@ -140,3 +140,46 @@ def test_episode_lists_attempts_and_records_crash() -> None:
     root = next(s for s in cap.spans if s.name == "invoke_agent crashy")
     assert root.attributes["chaoskit.episode.outcome"] == "crashed"
     assert root.attributes["error.type"] == "ToolHTTPError"
+
+
+def test_chaos_on_a_langchain_tool_makes_a_chaos_tool() -> None:
+    lc_tools = pytest.importorskip("langchain_core.tools")
+
+    @lc_tools.tool
+    def lookup(order_id: str) -> str:
+        """Look up an order."""
+        return f"order {order_id}: shipped"
+
+    wrapped = chaos(Plan(faults=[{"type": "error", "tool": "lookup", "on_call": 1}]))(lookup)
+    assert wrapped.name == "lookup" and wrapped.description == "Look up an order."
+    with capture_spans() as cap:
+        with pytest.raises(ConnectionResetError):
+            wrapped.invoke({"order_id": "1"})
+        assert wrapped.invoke({"order_id": "1"}) == "order 1: shipped"
+    assert [a["chaoskit.outcome"] for a in attempt_attributes(cap, "lookup")] == ["error", "ok"]
+    with pytest.raises(TypeError, match="do not apply to a LangChain tool"):
+        chaos(name="other")(lookup)
+
+
+def test_results_are_not_kept_unless_a_stale_fault_needs_them() -> None:
+    import gc
+    import weakref
+
+    class Rows(list):  # type: ignore[type-arg]
+        pass
+
+    refs: list[weakref.ref[Rows]] = []
+
+    @chaos
+    def rows() -> Rows:
+        r = Rows([1, 2])
+        refs.append(weakref.ref(r))
+        return r
+
+    with chaoskit.episode("t", plan=Plan(faults=[{"type": "latency", "tool": "rows", "delay_s": 0}])):
+        rows()
+        gc.collect()
+        assert refs[0]() is None  # nothing in chaoskit holds on to the tool's result
+    with chaoskit.episode("t", plan=Plan(faults=[{"type": "garbage", "tool": "rows", "stale": True}])):
+        first = rows()
+        assert rows() is first  # a stale fault replays the first result, so that one is kept

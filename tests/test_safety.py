@@ -90,3 +90,13 @@ def test_plan_naming_a_tool_that_never_exists_warns() -> None:
         warnings.simplefilter("error")
         with chaoskit.episode("ok", plan=Plan(faults=[{"type": "error", "tool": "search", "on_call": 9}])):
             search("a")
+
+
+def test_inline_env_plan_json_and_its_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHAOSKIT_PLAN", '{"faults": [{"type": "error", "tool": "search", "on_call": 1}]}')
+    with pytest.raises(ConnectionResetError):
+        search("a")
+    chaoskit.reset()
+    monkeypatch.setenv("CHAOSKIT_PLAN", '{"faults": [{"type": "error", "on_call": "x"}]}')
+    with pytest.raises(PlanError, match=r"^CHAOSKIT_PLAN:1: faults\[0\]\.on_call: must be a call number"):
+        search("a")

@@ -155,3 +155,34 @@ def test_finish_records_success_and_late_attributes() -> None:
     assert root.attributes["chaoskit.episode.success"] is False
     assert json.loads(root.attributes["chaoskit.episode.required_tools"]) == ["search"]
     assert cap.trace().episodes[0].attributes["chaoskit.episode.success"] is False
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("access_token", True), ("authToken", True), ("X-Api-Key", True), ("apiKey", True), ("api_key", True),
+        ("client_secret", True), ("Authorization", True), ("password", True), ("db_password", True),
+        ("auth", True), ("author", False), ("max_tokens", False), ("tokenizer", False), ("session_id", False),
+        ("order_id", False),
+    ],
+)
+def test_secret_keys_match_whole_words(key: str, secret: bool) -> None:
+    @chaos
+    def call(**kwargs: str) -> None:
+        return None
+
+    with capture_spans() as cap:
+        call(**{key: "v"})
+    assert json.loads(attempt_attributes(cap)[0]["chaoskit.args"]) == {key: "[REDACTED]" if secret else "v"}
+
+
+def test_custom_secret_keys() -> None:
+    chaoskit.configure(secret_keys=["ssn"])
+
+    @chaos
+    def call(customer_ssn: str, password: str) -> None:
+        return None
+
+    with capture_spans() as cap:
+        call("123", "p")
+    assert json.loads(attempt_attributes(cap)[0]["chaoskit.args"]) == {"customer_ssn": "[REDACTED]", "password": "p"}
