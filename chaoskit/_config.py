@@ -98,10 +98,14 @@ def configure(
 
 
 def reset() -> None:
-    """Restore the defaults and forget the CHAOSKIT_PLAN plan and known tools (for tests)."""
+    """Restore the defaults and forget the CHAOSKIT_PLAN plan (for tests).
+
+    The names of wrapped tools are kept: the wrapped functions still exist, and forgetting them would make
+    episodes warn that a plan names a tool that was never wrapped.
+    """
     global CONFIG
     with _lock:
-        CONFIG = _Config()
+        CONFIG = _Config(known_tools=CONFIG.known_tools)
 
 
 def config() -> _Config:

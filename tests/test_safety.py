@@ -100,3 +100,12 @@ def test_inline_env_plan_json_and_its_errors(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("CHAOSKIT_PLAN", '{"faults": [{"type": "error", "on_call": "x"}]}')
     with pytest.raises(PlanError, match=r"^CHAOSKIT_PLAN:1: faults\[0\]\.on_call: must be a call number"):
         search("a")
+
+
+def test_reset_keeps_the_names_of_wrapped_tools() -> None:
+    chaoskit.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # `search` was wrapped at import, before the reset; the plan names it, and it is not called here
+        with chaoskit.episode("not-called", plan=Plan(faults=[{"type": "error", "tool": "search"}])):
+            pass
