@@ -179,9 +179,12 @@ class Episode:
         for i, fault in enumerate(self.plan.faults):
             for name in fault.tool_names():
                 if name not in known:
+                    names = sorted(known)
+                    shown = ", ".join(names[:20]) + (f", … ({len(names)} in all)" if len(names) > 20 else "")
                     warnings.warn(
                         f"{self.plan.source or '<plan>'}: faults[{i}].tool names {name!r}, but no tool of that "
-                        f"name was wrapped or called{_suggest(name, sorted(known))}; this fault can never fire",
+                        f"name was wrapped or called{_suggest(name, names)}; this fault can never fire. "
+                        f"Known tools: {shown or '(none)'}",
                         ChaosWarning,
                         stacklevel=3,
                     )
