@@ -8,6 +8,8 @@ Prints microseconds per call (best of 5 runs). Cases:
 - @chaos, no plan: the pass-through path (span + argument hashing);
 - @chaos, plan active, no fault firing: adds counting and the (pure) decision;
 - @chaos, in an episode: adds recording the attempt on the episode.
+Then the fault decision alone (counting the call and choosing the fault, no span), with and without a
+probability draw, and the memory an episode holds per recorded attempt.
 Also prints peak memory per 10,000 attempts inside one episode (tracemalloc).
 """
 
@@ -53,11 +55,21 @@ def main() -> None:
     with chaoskit.episode("bench", plan=plan):
         rows.append(("@chaos, in an episode", best(lambda: wrapped("4832", 2.0))))
 
+    # the pure decision alone: count the call and pick the fault (no span, no argument handling)
+    from chaoskit._context import Scope
+
+    scope = Scope()
+    args = {"order_id": "4832", "amount": 2.0}
+    decide_us = best(lambda: scope.next_call(plan, "tool", args))
+    prob_plan = Plan(seed=1, faults=[{"type": "error", "tool": "tool", "probability": 0.0}])
+    decide_prob_us = best(lambda: scope.next_call(prob_plan, "tool", args))
+
     base = rows[0][1]
     span = rows[1][1]
     print(f"{'case':34} {'µs/call':>9} {'vs bare':>9} {'vs span':>9}")
     for name, us in rows:
         print(f"{name:34} {us:9.2f} {us - base:+9.2f} {us - span:+9.2f}")
+    print(f"\nfault decision alone (count + decide): {decide_us:.2f} µs; with a probability draw: {decide_prob_us:.2f} µs")
 
     tracemalloc.start()
     with chaoskit.episode("mem", plan=plan):
