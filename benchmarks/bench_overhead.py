@@ -69,7 +69,8 @@ def main() -> None:
     print(f"{'case':34} {'µs/call':>9} {'vs bare':>9} {'vs span':>9}")
     for name, us in rows:
         print(f"{name:34} {us:9.2f} {us - base:+9.2f} {us - span:+9.2f}")
-    print(f"\nfault decision alone (count + decide): {decide_us:.2f} µs; with a probability draw: {decide_prob_us:.2f} µs")
+    print(f"\nfault decision alone (count + decide): {decide_us:.2f} µs; "
+          f"with a probability draw: {decide_prob_us:.2f} µs")
 
     tracemalloc.start()
     with chaoskit.episode("mem", plan=plan):

@@ -2,7 +2,7 @@
 
 from . import checks, faults, telemetry
 from ._config import configure, reset
-from ._context import active_plan
+from ._context import active_plan, current_episode
 from ._decorator import chaos
 from ._engine import Attempt, AttemptInfo, ToolSpec, begin, call_async, call_sync
 from ._episode import Episode, episode
@@ -44,6 +44,7 @@ __all__ = [
     "chaos",
     "checks",
     "configure",
+    "current_episode",
     "episode",
     "faults",
     "load_battery",

@@ -72,6 +72,12 @@ def activate_plan(plan: Plan) -> Iterator[None]:
         ACTIVE.reset(token)
 
 
+def current_episode() -> Episode | None:
+    """The episode open in the current context (thread / asyncio task), if any."""
+    current = ACTIVE.get()
+    return current.episode if current is not None else None
+
+
 def active_plan() -> Plan | None:
     """The plan active in this context (episode, ``plan.activate()`` or ``CHAOSKIT_PLAN``), if any."""
     from ._config import env_plan

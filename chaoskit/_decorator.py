@@ -8,7 +8,6 @@ from typing import Any, TypeVar, overload
 
 import wrapt
 
-from . import _config
 from ._engine import ToolSpec, call_async, call_sync
 from ._plan import Plan
 
@@ -107,7 +106,8 @@ def chaos(
 
             if name is not None or description is not None:
                 raise TypeError("chaos(): name= and description= do not apply to a LangChain tool; it keeps its own")
-            tool: Any = chaos_tool(func, plan, irreversible=irreversible, idempotency_arg=idempotency_arg)
+            lc_tool: Any = func
+            tool: Any = chaos_tool(lc_tool, plan, irreversible=irreversible, idempotency_arg=idempotency_arg)
             return tool  # type: ignore[no-any-return]
         static = isinstance(func, staticmethod)
         target = func.__func__ if isinstance(func, staticmethod | classmethod) else func
@@ -132,7 +132,6 @@ def chaos(
                     f"chaos(idempotency_arg={idempotency_arg!r}): {tool_name}() has no such parameter; "
                     f"its parameters are: {', '.join(params)}"
                 )
-        _config.remember_tool(tool_name)
         binder = _Binder(target, static=static)
 
         if inspect.iscoroutinefunction(target):

@@ -42,6 +42,11 @@ class ToolSpec:
     plan: Plan | None = None
     tool_type: str = "function"
 
+    def __post_init__(self) -> None:
+        # every entry point makes a ToolSpec, so this is where a tool becomes known to the
+        # "plan names a tool that never exists" warning
+        _config.remember_tool(self.name)
+
 
 @dataclass(frozen=True, slots=True)
 class AttemptInfo:
@@ -152,17 +157,11 @@ class Attempt:
         self.fault: _FaultBase | None = decision[1] if decision else None
         self.fault_index: int | None = decision[0] if decision else None
         self.skipped: str | None = None
+        self.span: Any = None
         if self.fault is not None and cannot_inject is not None:
             reason = cannot_inject(self.fault)
             if reason:
-                # never a silent skip: the span and a warning both say which fault did not happen and why
-                warnings.warn(
-                    f"chaoskit: fault #{self.fault_index} ({self.fault.type}) on {spec.name} call {self.n} "
-                    f"was not injected: {reason}", ChaosWarning, stacklevel=4,
-                )
-                self.skipped = self.fault.type
-                self.fault = None
-                self.fault_index = None
+                self.skip(reason, stacklevel=5)
         self.idem = None
         if spec.idempotency_arg and resolved is not None:
             key = resolved.get(spec.idempotency_arg)
@@ -228,6 +227,25 @@ class Attempt:
                 attrs["chaoskit.fault.text"] = _attrs.cap(getattr(fault, "text", ""))
                 attrs["chaoskit.fault.asks_for"] = list(getattr(fault, "asks_for", []))
         return attrs
+
+    def skip(self, reason: str, *, stacklevel: int = 2) -> None:
+        """Do not apply the decided fault, because this entry point cannot produce it here.
+
+        Never a silent skip: a :class:`ChaosWarning` and the span's ``chaoskit.fault.skipped`` both say which
+        fault did not happen. Call it before :meth:`transform`; afterwards the attempt runs unfaulted.
+        """
+        fault = self.fault
+        if fault is None:
+            return
+        warnings.warn(
+            f"chaoskit: fault #{self.fault_index} ({fault.type}) on {self.spec.name} call {self.n} "
+            f"was not injected: {reason}", ChaosWarning, stacklevel=stacklevel + 1,
+        )
+        self.skipped = fault.type
+        self.fault = None
+        self.fault_index = None
+        if self.span is not None and self.span.is_recording():
+            self.span.set_attribute("chaoskit.fault.skipped", fault.type)
 
     # -- the two halves the drivers (and the callback handler) use --------------------------------------
 

@@ -2,8 +2,13 @@
 
 Every fault takes the triggers ``tool``, ``on_call``, ``every``, ``calls``, ``probability``, ``match`` and
 ``times`` (all must hold; none = every call), plus its own parameters. See the README's fault table.
+
+``RAISING_FAULTS`` are the types whose effect is an exception the caller sees; ``DATA_FAULTS`` the types that
+replace or alter the data the caller gets back (an entry point that cannot touch results cannot do those).
 """
 
+from ._effects import DATA as DATA_FAULTS
+from ._effects import RAISING as RAISING_FAULTS
 from ._errors import ToolHTTPError, ToolTimeout
 from ._plan import (
     FAULT_TYPES,
@@ -34,8 +39,32 @@ Garbage = GarbageFault
 PromptInjection = PromptInjectionFault
 
 __all__ = [
-    "FAULT_TYPES", "HTTP", "AuthExpired", "AuthExpiredFault", "Empty", "EmptyFault", "Error", "ErrorFault",
-    "Fault", "Garbage", "GarbageFault", "HTTPFault", "Latency", "LatencyFault", "Partial", "PartialFault",
-    "PromptInjection", "PromptInjectionFault", "RateLimit", "RateLimitFault", "SchemaDrift",
-    "SchemaDriftFault", "Timeout", "TimeoutFault", "ToolHTTPError", "ToolTimeout",
+    "DATA_FAULTS",
+    "FAULT_TYPES",
+    "HTTP",
+    "RAISING_FAULTS",
+    "AuthExpired",
+    "AuthExpiredFault",
+    "Empty",
+    "EmptyFault",
+    "Error",
+    "ErrorFault",
+    "Fault",
+    "Garbage",
+    "GarbageFault",
+    "HTTPFault",
+    "Latency",
+    "LatencyFault",
+    "Partial",
+    "PartialFault",
+    "PromptInjection",
+    "PromptInjectionFault",
+    "RateLimit",
+    "RateLimitFault",
+    "SchemaDrift",
+    "SchemaDriftFault",
+    "Timeout",
+    "TimeoutFault",
+    "ToolHTTPError",
+    "ToolTimeout",
 ]

@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 import warnings
 from collections.abc import Sequence
 from typing import Any
-from uuid import UUID
 
 import pytest
+from _lc_helpers import MODE_IDS, MODES, ORDER, RAISING, Recorder, calls_then_reports, plan_of, run, tool_graph
 from chaoskit_langchain import ChaosCallbackHandler
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt import ToolNode
 
 import chaoskit
-from chaoskit import ChaosWarning, Plan, ToolHTTPError, ToolTimeout
+from chaoskit import ChaosWarning
 from chaoskit.testing import attempt_attributes, capture_spans
 from examples.support.model import ScriptedChatModel, tool_calls
-
-ORDER = {"order_id": "4832", "status": "pending", "items": ["kettle", "mug"]}
 
 
 class Graph:
@@ -44,43 +39,13 @@ class Graph:
             self.runs.append(order_id)
             return dict(ORDER)
 
-        def policy(messages: Sequence[BaseMessage]) -> AIMessage:
-            seen = [m for m in messages if isinstance(m, ToolMessage)]
-            if not seen:
-                return tool_calls(*[("lookup", {"order_id": str(i)}) for i in range(calls)], turn=1)
-            return AIMessage(json.dumps([[m.status, m.text] for m in seen]))
-
-        model = ScriptedChatModel(policy=policy)
+        model = ScriptedChatModel(policy=calls_then_reports(calls, lambda i: {"order_id": str(i)}))
         tools: list[BaseTool] = [alookup if async_tool else lookup]
-        g = StateGraph(MessagesState)
-        g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
-        g.add_node("tools", ToolNode(tools, handle_tool_errors=True))
-        g.add_edge(START, "agent")
-        g.add_conditional_edges("agent", tools_condition)
-        g.add_edge("tools", "agent")
-        self.graph = g.compile()
+        self.graph = tool_graph(model, ToolNode(tools, handle_tool_errors=True))
 
     def invoke(self, callbacks: list[Any], use_async: bool = False) -> list[list[str]]:
-        inp: Any = {"messages": [HumanMessage("look")]}
-        cfg: Any = {"callbacks": callbacks}
-        out = asyncio.run(self.graph.ainvoke(inp, cfg)) if use_async else self.graph.invoke(inp, cfg)
-        return json.loads(out["messages"][-1].text)  # type: ignore[no-any-return]
+        return run(self.graph, use_async, {"callbacks": callbacks})
 
-
-def plan_of(**fault: Any) -> Plan:
-    return Plan(faults=[{"tool": "lookup", "on_call": 1, **fault}])
-
-
-MODES = [(False, False), (True, False), (True, True)]
-MODE_IDS = ["sync", "ainvoke-sync-tool", "ainvoke-async-tool"]
-
-RAISING = [
-    ({"type": "error"}, ConnectionResetError),
-    ({"type": "timeout", "after_s": 0.01}, ToolTimeout),
-    ({"type": "http", "status": 500}, ToolHTTPError),
-    ({"type": "rate_limit", "retry_after": 2}, ToolHTTPError),
-    ({"type": "auth_expired"}, ToolHTTPError),
-]
 
 
 @pytest.mark.parametrize(("use_async", "async_tool"), MODES, ids=MODE_IDS)
@@ -171,20 +136,6 @@ def test_attaches_to_create_agent_and_with_config() -> None:
     assert out["messages"][-1].text == "found"
 
 
-class Recorder(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.events: list[str] = []
-
-    def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, **kw: Any) -> None:
-        self.events.append("start")
-
-    def on_tool_end(self, output: Any, *, run_id: UUID, **kw: Any) -> None:
-        self.events.append("end")
-
-    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kw: Any) -> None:
-        self.events.append("error")
-
-
 def test_ordering_effect_on_other_tracers() -> None:
     before, after = Recorder(), Recorder()
     with warnings.catch_warnings():
@@ -192,7 +143,48 @@ def test_ordering_effect_on_other_tracers() -> None:
         Graph().invoke([before, ChaosCallbackHandler(plan_of(type="error")), after])
     # a fault raised from on_tool_start stops LangChain's handler loop: earlier handlers saw a start and
     # nothing else, later ones never saw the run
-    assert before.events == ["start"] and after.events == []
+    assert before.kinds == ["start"] and after.kinds == []
     before, after = Recorder(), Recorder()
     Graph().invoke([before, ChaosCallbackHandler(plan_of(type="http", after_write=True)), after])
-    assert before.events == ["start", "end"] and after.events == ["start"]
+    assert before.kinds == ["start", "end"] and after.kinds == ["start"]
+
+
+@pytest.mark.parametrize(("use_async", "async_tool"), MODES, ids=MODE_IDS)
+def test_a_tools_own_error_means_it_ran(use_async: bool, async_tool: bool) -> None:
+    # as under @chaos: the tool was called, so it may have written before it failed
+    @tool("lookup")
+    def broken(order_id: str) -> str:
+        """Look up."""
+        raise ConnectionError("real outage")
+
+    @tool("lookup")
+    async def abroken(order_id: str) -> str:
+        """Look up."""
+        raise ConnectionError("real outage")
+
+    graph = tool_graph(ScriptedChatModel(policy=calls_then_reports(1)),
+                       ToolNode([abroken if async_tool else broken], handle_tool_errors=True))
+    with capture_spans() as cap:
+        seen = run(graph, use_async, {"callbacks": [ChaosCallbackHandler()]})
+    assert seen[0][0] == "error"
+    (attrs,) = attempt_attributes(cap, "lookup")
+    assert attrs["chaoskit.outcome"] == "error" and attrs["error.type"] == "ConnectionError"
+    assert attrs["chaoskit.tool.executed"] is True and attrs["chaoskit.fault.injected"] is False
+
+
+def test_an_error_the_tool_handled_itself_is_a_failed_attempt_and_no_after_write() -> None:
+    from langchain_core.tools import ToolException
+
+    @tool("lookup")
+    def broken(order_id: str) -> str:
+        """Look up."""
+        raise ToolException("no such order")
+
+    broken.handle_tool_error = True
+    graph = tool_graph(ScriptedChatModel(policy=calls_then_reports(1)), ToolNode([broken]))
+    with capture_spans() as cap:
+        seen = run(graph, False, {"callbacks": [ChaosCallbackHandler(plan_of(type="http", after_write=True))]})
+    assert seen == [["error", "no such order"]]
+    (attrs,) = attempt_attributes(cap, "lookup")
+    assert attrs["chaoskit.outcome"] == "error" and attrs["error.type"] == "ToolErrorMessage"
+    assert attrs["chaoskit.fault.injected"] is False

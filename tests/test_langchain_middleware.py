@@ -6,21 +6,22 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from _lc_helpers import AFTER_WRITE, ORDER, parse_text, plan_of
+from _lc_helpers import RAISING as BASE_RAISING
 from chaoskit_langchain import ChaosMiddleware
 from langchain.agents import create_agent
 from langchain.agents.middleware import ToolErrorMiddleware, ToolRetryMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.tools import InjectedToolCallId, tool
+from langgraph.types import Command
 
 import chaoskit
-from chaoskit import Plan, ToolHTTPError, ToolTimeout
+from chaoskit import Plan
 from chaoskit.testing import attempt_attributes, capture_spans
 from examples.support.model import ScriptedChatModel, tool_calls
-
-ORDER = {"order_id": "4832", "status": "pending", "amount": 25, "items": ["kettle", "mug", "lid"]}
 
 
 class Agent:
@@ -57,18 +58,7 @@ def surface(exc: Exception, request: Any) -> str:
     return f"Error: {type(exc).__name__}: {exc}"
 
 
-def plan_of(**fault: Any) -> Plan:
-    return Plan(faults=[{"tool": "lookup", "on_call": 1, **fault}])
-
-
-RAISING = [
-    ({"type": "error"}, ConnectionResetError),
-    ({"type": "timeout", "after_s": 0.01}, ToolTimeout),
-    ({"type": "http", "status": 502}, ToolHTTPError),
-    ({"type": "rate_limit", "retry_after": 1}, ToolHTTPError),
-    ({"type": "auth_expired"}, ToolHTTPError),
-    ({"type": "http", "after_write": True}, ToolHTTPError),
-]
+RAISING = [*BASE_RAISING, AFTER_WRITE]
 
 
 @pytest.mark.parametrize("use_async", [False, True])
@@ -104,20 +94,13 @@ DATA = [
 ]
 
 
-def _parse(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
 @pytest.mark.parametrize("use_async", [False, True])
 @pytest.mark.parametrize(("fault", "check"), DATA, ids=[str(f) for f, _ in DATA])
 def test_data_faults_rewrite_what_the_model_reads(fault: dict[str, Any], check: Any, use_async: bool) -> None:
     agent = Agent([ChaosMiddleware(plan_of(**fault))])
     with capture_spans() as cap:
         seen = agent.invoke(use_async)
-    assert seen[0][0] == "success" and check(_parse(seen[0][1])), seen
+    assert seen[0][0] == "success" and check(parse_text(seen[0][1])), seen
     (attrs,) = attempt_attributes(cap, "lookup")
     assert attrs["chaoskit.fault.type"] == fault["type"] and attrs["chaoskit.outcome"] == "ok"
     assert attrs["gen_ai.tool.call.id"] == "call_1_0"
@@ -196,3 +179,38 @@ def test_parallel_calls_get_deterministic_indices_and_the_episode_as_parent(use_
         assert json.loads(seen[3][1])["items"] == []
         root = ep.span.get_span_context().span_id  # type: ignore[union-attr]
         assert all(s.parent is not None and s.parent.span_id == root for s in spans)
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_an_error_message_from_below_is_a_failed_attempt(use_async: bool) -> None:
+    # the error middleware is inside chaos: chaos sees its error message, not the exception
+    agent = Agent([ChaosMiddleware(plan_of(type="empty")), ToolErrorMiddleware(on_error=surface)], flaky=1)
+    with capture_spans() as cap:
+        seen = agent.invoke(use_async)
+    assert seen == [["error", "Error: ConnectionError: real outage"]]
+    (attrs,) = attempt_attributes(cap, "lookup")
+    assert attrs["chaoskit.outcome"] == "error" and attrs["error.type"] == "ToolErrorMessage"
+    assert attrs["chaoskit.tool.executed"] is True and attrs["chaoskit.fault.injected"] is False
+
+
+def test_data_fault_on_a_tool_returning_a_command_is_skipped_and_says_so() -> None:
+    @tool
+    def lookup(order_id: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:  # type: ignore[type-arg]
+        """Look up an order."""
+        return Command(update={"messages": [ToolMessage(json.dumps(ORDER), tool_call_id=tool_call_id)]})
+
+    def policy(messages: Sequence[BaseMessage]) -> AIMessage:
+        seen = [m for m in messages if isinstance(m, ToolMessage)]
+        if not seen:
+            return tool_calls(("lookup", {"order_id": "4832"}), turn=1)
+        return AIMessage(seen[-1].text)
+
+    graph = create_agent(ScriptedChatModel(policy=policy), tools=[lookup],
+                         middleware=[ChaosMiddleware(plan_of(type="empty"))])
+    with capture_spans() as cap, pytest.warns(chaoskit.ChaosWarning, match=r"\(empty\) on lookup call 1 was not injected.*Command"):
+        out = graph.invoke({"messages": [HumanMessage("look it up")]})
+    assert json.loads(out["messages"][-1].text) == ORDER  # the model saw the real, unfaulted result
+    attrs = attempt_attributes(cap, "lookup")[0]
+    assert attrs["chaoskit.fault.skipped"] == "empty" and "chaoskit.fault.value" not in attrs
+    attempt = cap.trace().attempts[0]
+    assert attempt.fault_type is None and attempt.fault_index is None and attempt.fault_skipped == "empty" and attempt.clean_success

@@ -6,20 +6,17 @@ import asyncio
 import json
 import time
 from typing import Annotated, Any
-from uuid import UUID
 
 import pytest
+from _lc_helpers import ORDER, RAISING, Recorder
 from chaoskit_langchain import chaos_tool, chaos_tools, is_chaos_tool, unwrap_tool
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 
 import chaoskit
-from chaoskit import Plan, ToolHTTPError, ToolTimeout, chaos
+from chaoskit import Plan, ToolHTTPError, chaos
 from chaoskit.testing import attempt_attributes, capture_spans
-
-ORDER = {"order_id": "4832", "status": "pending", "amount": 25, "items": ["kettle", "mug", "lid"]}
 
 
 def content(msg: ToolMessage) -> Any:
@@ -48,20 +45,6 @@ def make_alookup() -> StructuredTool:
         return {**ORDER, "order_id": order_id}
 
     return lookup  # type: ignore[return-value]
-
-
-class Recorder(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.events: list[tuple[str, Any]] = []
-
-    def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, **kw: Any) -> None:
-        self.events.append(("start", kw.get("tool_call_id")))
-
-    def on_tool_end(self, output: Any, *, run_id: UUID, **kw: Any) -> None:
-        self.events.append(("end", output))
-
-    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kw: Any) -> None:
-        self.events.append(("error", error))
 
 
 # -- keeps the tool intact ------------------------------------------------------------------------------------
@@ -117,14 +100,6 @@ def test_no_plan_runs_unchanged_and_records_a_span() -> None:
 
 
 # -- every fault type, sync and async -------------------------------------------------------------------------
-
-RAISING = [
-    ({"type": "error"}, ConnectionResetError),
-    ({"type": "timeout", "after_s": 0.01}, ToolTimeout),
-    ({"type": "http", "status": 503}, ToolHTTPError),
-    ({"type": "rate_limit", "retry_after": 0.5}, ToolHTTPError),
-    ({"type": "auth_expired"}, ToolHTTPError),
-]
 
 
 @pytest.mark.parametrize("use_async", [False, True])

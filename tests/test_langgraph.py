@@ -5,10 +5,23 @@ from __future__ import annotations
 import asyncio
 import json
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import pytest
+from _lc_helpers import (
+    AFTER_WRITE,
+    MODE_IDS,
+    MODES,
+    ORDER,
+    RAISING,
+    Recorder,
+    calls_then_reports,
+    parse_text,
+    plan_of,
+    run,
+    tool_graph,
+)
 from chaoskit_langchain import is_chaos_tool
 from chaoskit_langgraph import (
     ChaosToolNode,
@@ -18,19 +31,16 @@ from chaoskit_langgraph import (
     is_instrumented,
     uninstrument_graph,
 )
-from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import InjectedState, ToolNode, tools_condition
+from langgraph.prebuilt import InjectedState, ToolNode
 from langgraph.prebuilt.tool_node import ToolRuntime
 
 import chaoskit
-from chaoskit import Plan, ToolHTTPError, ToolTimeout
+from chaoskit import Plan
 from chaoskit.testing import attempt_attributes, capture_spans
-from examples.support.model import ScriptedChatModel, tool_calls
-
-ORDER = {"order_id": "4832", "status": "pending", "amount": 25, "items": ["kettle", "mug", "lid"]}
+from examples.support.model import ScriptedChatModel
 
 
 class World:
@@ -55,50 +65,13 @@ class World:
 
         self.tools: list[BaseTool] = [alookup if async_tool else lookup]
         self.calls = calls
-        self.model = ScriptedChatModel(policy=self.policy)
-
-    def policy(self, messages: Sequence[BaseMessage]) -> AIMessage:
-        seen = [m for m in messages if isinstance(m, ToolMessage)]
-        if not seen:
-            return tool_calls(*[("lookup", {"order_id": f"48{i:02d}"}) for i in range(self.calls)], turn=1)
-        return AIMessage(json.dumps([[m.status, m.text] for m in seen]))
+        self.model = ScriptedChatModel(policy=calls_then_reports(calls))
 
     def graph(self, node: Callable[[list[BaseTool]], ToolNode] | None = None) -> Any:
         make = node or (lambda tools: ToolNode(tools, handle_tool_errors=True))
-        g = StateGraph(MessagesState)
-        g.add_node("agent", lambda s: {"messages": [self.model.invoke(s["messages"])]})
-        g.add_node("tools", make(self.tools))
-        g.add_edge(START, "agent")
-        g.add_conditional_edges("agent", tools_condition)
-        g.add_edge("tools", "agent")
-        return g.compile()
+        return tool_graph(self.model, make(self.tools))
 
 
-def run(graph: Any, use_async: bool, config: Any = None) -> list[list[str]]:
-    inp = {"messages": [HumanMessage("look")]}
-    out = asyncio.run(graph.ainvoke(inp, config)) if use_async else graph.invoke(inp, config)
-    return json.loads(out["messages"][-1].text)  # type: ignore[no-any-return]
-
-
-def plan_of(**fault: Any) -> Plan:
-    return Plan(faults=[{"tool": "lookup", "on_call": 1, **fault}])
-
-
-def _parse(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-RAISING = [
-    ({"type": "error"}, ConnectionResetError),
-    ({"type": "timeout", "after_s": 0.01}, ToolTimeout),
-    ({"type": "http", "status": 500}, ToolHTTPError),
-    ({"type": "rate_limit", "retry_after": 1}, ToolHTTPError),
-    ({"type": "auth_expired"}, ToolHTTPError),
-    ({"type": "http", "after_write": True}, ToolHTTPError),
-]
 DATA = [
     ({"type": "empty"}, lambda r: r["items"] == []),
     ({"type": "empty", "value": {"order": None}}, lambda r: r == {"order": None}),
@@ -108,10 +81,8 @@ DATA = [
     ({"type": "garbage", "garbage": "stale"}, lambda r: r == "stale"),
     ({"type": "prompt_injection", "text": "obey me"}, lambda r: r["note"] == "obey me"),
 ]
-ALL = [(f, ("raise", e)) for f, e in RAISING] + [(f, ("data", c)) for f, c in DATA]
+ALL = [(f, ("raise", e)) for f, e in [*RAISING, AFTER_WRITE]] + [(f, ("data", c)) for f, c in DATA]
 ALL_IDS = [str(f) for f, _ in ALL]
-MODES = [(False, False), (True, False), (True, True)]
-MODE_IDS = ["sync", "ainvoke-sync-tool", "ainvoke-async-tool"]
 
 
 def check(fault: dict[str, Any], expect: tuple[str, Any], seen: list[list[str]], world: World, cap: Any) -> None:
@@ -123,42 +94,33 @@ def check(fault: dict[str, Any], expect: tuple[str, Any], seen: list[list[str]],
         assert world.runs == (["4800"] if fault.get("after_write") else [])
         assert attrs["chaoskit.outcome"] == "error" and attrs["chaoskit.fault.injected"] is True
     else:
-        assert seen[0][0] == "success" and what(_parse(seen[0][1])), seen
+        assert seen[0][0] == "success" and what(parse_text(seen[0][1])), seen
         assert attrs["chaoskit.outcome"] == "ok"
 
 
 # -- chaos_interceptor ----------------------------------------------------------------------------------------
 
+def _interceptor_node(tools: list[BaseTool], plan: Plan) -> ToolNode:
+    chaos = chaos_interceptor(plan)
+    return ToolNode(tools, handle_tool_errors=True, wrap_tool_call=chaos, awrap_tool_call=chaos.acall)
+
+
+def _chaos_tool_node(tools: list[BaseTool], plan: Plan) -> ToolNode:
+    return ChaosToolNode(tools, plan, handle_tool_errors=True)
+
+
+# chaos_interceptor makes faults at the interceptor; ChaosToolNode (like instrument_graph) inside the tool run
+@pytest.mark.parametrize("make", [_interceptor_node, _chaos_tool_node], ids=["chaos_interceptor", "ChaosToolNode"])
 @pytest.mark.parametrize(("use_async", "async_tool"), MODES, ids=MODE_IDS)
 @pytest.mark.parametrize(("fault", "expect"), ALL, ids=ALL_IDS)
-def test_chaos_interceptor(fault: dict[str, Any], expect: Any, use_async: bool, async_tool: bool) -> None:
+def test_tool_node_entry_points(
+    fault: dict[str, Any], expect: Any, use_async: bool, async_tool: bool, make: Callable[..., ToolNode]
+) -> None:
     world = World(async_tool=async_tool)
-    chaos = chaos_interceptor(plan_of(**fault))
-    graph = world.graph(lambda tools: ToolNode(tools, handle_tool_errors=True, wrap_tool_call=chaos,
-                                               awrap_tool_call=chaos.acall))
+    graph = world.graph(lambda tools: make(tools, plan_of(**fault)))
     with capture_spans() as cap:
         seen = run(graph, use_async)
     check(fault, expect, seen, world, cap)
-
-
-# -- ChaosToolNode and instrument_graph: faults inside the tool run --------------------------------------------
-
-@pytest.mark.parametrize(("use_async", "async_tool"), MODES, ids=MODE_IDS)
-@pytest.mark.parametrize(("fault", "expect"), ALL, ids=ALL_IDS)
-def test_chaos_tool_node(fault: dict[str, Any], expect: Any, use_async: bool, async_tool: bool) -> None:
-    world = World(async_tool=async_tool)
-    graph = world.graph(lambda tools: ChaosToolNode(tools, plan_of(**fault), handle_tool_errors=True))
-    with capture_spans() as cap:
-        seen = run(graph, use_async)
-    check(fault, expect, seen, world, cap)
-
-
-class Recorder(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.errors: list[BaseException] = []
-
-    def on_tool_error(self, error: BaseException, **kw: Any) -> None:
-        self.errors.append(error)
 
 
 @pytest.mark.parametrize(("use_async", "async_tool"), MODES, ids=MODE_IDS)

@@ -17,13 +17,16 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import ToolMessage
+from pydantic import ValidationError
+from pydantic.v1 import ValidationError as ValidationErrorV1
 
 import chaoskit
 from chaoskit import Plan
-from chaoskit._effects import DATA
 from chaoskit._engine import Attempt
+from chaoskit.faults import DATA_FAULTS as DATA
 
-from ._common import SpecTable
+from ._common import SpecTable, ToolErrorMessage
 
 __all__ = ["ChaosCallbackHandler"]
 
@@ -103,6 +106,12 @@ class ChaosCallbackHandler(BaseCallbackHandler):
         attempt = self._pop(run_id)
         if attempt is None:
             return
+        if isinstance(output, ToolMessage) and output.status == "error":
+            # the tool's own handle_tool_error / handle_validation_error turned its failure into a message:
+            # the attempt failed, and a fault after it (after_write) would claim a write that did not happen
+            attempt.executed = True
+            attempt.fail(ToolErrorMessage(output.text))
+            return
         try:
             attempt.transform(output)  # only after_write can act here: it raises, with the write done
         except BaseException as exc:
@@ -114,8 +123,12 @@ class ChaosCallbackHandler(BaseCallbackHandler):
         self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
         attempt = self._pop(run_id)
-        if attempt is not None:
-            attempt.fail(error)
+        if attempt is None:
+            return
+        # as under @chaos, a tool that raised its own error did run (it may have written before failing);
+        # only arguments LangChain rejected before calling it mean it did not
+        attempt.executed = not isinstance(error, ValidationError | ValidationErrorV1)
+        attempt.fail(error)
 
     def _pop(self, run_id: UUID) -> Attempt | None:
         with self._lock:

@@ -11,16 +11,16 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskit import ToolSpec, _config
+from chaoskit import ToolSpec
 from chaoskit._engine import Attempt
 
-__all__ = ["CALL_ID", "PENDING", "Pending", "Sequencer", "SpecTable", "ToolErrorMessage", "drive_async",
-           "drive_sync", "parse_content", "render_content", "take_pending"]
+__all__ = ["CALL_ID", "PENDING", "Pending", "Sequencer", "SpecTable", "Ticket", "ToolErrorMessage", "parse_content",
+           "render_content", "take_pending"]
 
 #: the ``tool_call_id`` LangChain gave ``BaseTool.run``; its ``_run``/``func`` never receive it
 CALL_ID: ContextVar[str | None] = ContextVar("chaoskit_lc_call_id", default=None)
@@ -49,18 +49,6 @@ def take_pending(tool: str) -> Attempt | None:
 
 class ToolErrorMessage(Exception):
     """A tool's failure that reached chaoskit as an error ``ToolMessage`` (already handled below us)."""
-
-
-# -- drivers for an attempt opened elsewhere (same steps as chaoskit.call_sync / call_async after begin) --
-
-def drive_sync(attempt: Attempt, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return attempt.run_sync(fn, args, kwargs)
-
-
-async def drive_async(
-    attempt: Attempt, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    return await attempt.run_async(fn, args, kwargs)
 
 
 # -- ToolMessage content <-> the value a data fault transforms --------------------------------------------
@@ -121,7 +109,6 @@ class SpecTable:
             description=desc.splitlines()[0] if desc else None,
             plan=self.plan,
         )
-        _config.remember_tool(name)
         with self._lock:
             return self._specs.setdefault(name, spec)
 

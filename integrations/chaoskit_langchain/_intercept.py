@@ -8,34 +8,48 @@ Two kinds:
 - :class:`PendingInterceptor` only opens the attempt (in call order) and leaves the fault to a
   :func:`chaos_tool` below it, so the fault still happens inside the tool's run (used by
   ``instrument_graph`` and ``ChaosToolNode``).
+
+Both carry an attempt out with :meth:`Attempt.run_sync` / :meth:`Attempt.run_async`: the fault steps live in
+the engine only.
 """
 
 from __future__ import annotations
 
-import time
-import warnings
-from collections.abc import Awaitable, Callable, Collection, Mapping
+import contextlib
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from langchain_core.messages import ToolMessage
 from opentelemetry import trace
 
 import chaoskit
-from chaoskit import ChaosWarning, Plan
-from chaoskit._engine import Attempt
+from chaoskit import Attempt, Plan, ToolSpec
+from chaoskit.faults import DATA_FAULTS as DATA
 
-from ._common import PENDING, Pending, Sequencer, SpecTable, ToolErrorMessage, parse_content, render_content
+from ._common import PENDING, Pending, Sequencer, SpecTable, Ticket, ToolErrorMessage, parse_content, render_content
 
 __all__ = ["CallInterceptor", "PendingInterceptor"]
 
 Execute = Callable[[Any], Any]
 AExecute = Callable[[Any], Awaitable[Any]]
 
+_NOT_RUN = object()
+
 
 def _call_of(request: Any) -> tuple[str, dict[str, Any], str | None]:
     call = request.tool_call
     args = call.get("args")
     return call["name"], dict(args) if isinstance(args, Mapping) else {"input": args}, call.get("id")
+
+
+def _begin(ticket: Ticket | None, spec: ToolSpec, args: dict[str, Any], call_id: str | None, *,
+           attach: bool) -> Attempt:
+    # the ticket orders only the counting (inside begin); releasing it at once lets the calls run in parallel
+    try:
+        return chaoskit.begin(spec, args, call_id=call_id, attach=attach)
+    finally:
+        if ticket is not None:
+            ticket.release()
 
 
 class CallInterceptor:
@@ -52,93 +66,89 @@ class CallInterceptor:
         self.specs = SpecTable(plan, irreversible=irreversible, idempotency_args=idempotency_args)
         self.sequencer = Sequencer() if order_parallel_calls else None
 
-    def __call__(self, request: Any, execute: Execute) -> Any:
+    def _ticket(self, request: Any) -> Ticket | None:
+        return self.sequencer.ticket(request.tool_call.get("id"), request.state) if self.sequencer else None
+
+    def _open(self, request: Any, ticket: Ticket | None) -> _Call:
         name, args, call_id = _call_of(request)
-        spec = self.specs.get(name, request.tool)
-        ticket = self.sequencer.ticket(call_id, request.state) if self.sequencer else None
+        attempt = _begin(ticket, self.specs.get(name, request.tool), args, call_id, attach=True)
+        return _Call(attempt, request)
+
+    def __call__(self, request: Any, execute: Execute) -> Any:
+        ticket = self._ticket(request)
         if ticket is not None:
             ticket.wait()
+        call = self._open(request, ticket)
         try:
-            attempt = chaoskit.begin(spec, args, call_id=call_id, attach=True)
-        finally:
-            if ticket is not None:
-                ticket.release()
-        try:
-            pre = attempt.before
-            if pre.sleep:
-                time.sleep(pre.sleep)
-            if pre.exc is not None:
-                raise pre.exc
-            out = _finish(attempt, execute(request)) if pre.call else _faked(attempt, request, pre.value)
-        except BaseException as exc:
-            attempt.fail(exc)
-            raise
-        return out
+            value = call.attempt.run_sync(call.run, (execute,), {})
+        except ToolErrorMessage as exc:
+            return call.handled(exc)
+        return call.result(value)
 
     async def acall(self, request: Any, execute: AExecute) -> Any:
-        import asyncio
-
-        name, args, call_id = _call_of(request)
-        spec = self.specs.get(name, request.tool)
-        ticket = self.sequencer.ticket(call_id, request.state) if self.sequencer else None
+        ticket = self._ticket(request)
         if ticket is not None:
             await ticket.await_turn()
+        call = self._open(request, ticket)
         try:
-            attempt = chaoskit.begin(spec, args, call_id=call_id, attach=True)
-        finally:
-            if ticket is not None:
-                ticket.release()
-        try:
-            pre = attempt.before
-            if pre.sleep:
-                await asyncio.sleep(pre.sleep)
-            if pre.exc is not None:
-                raise pre.exc
-            out = _finish(attempt, await execute(request)) if pre.call else _faked(attempt, request, pre.value)
-        except BaseException as exc:
-            attempt.fail(exc)
-            raise
+            value = await call.attempt.run_async(call.arun, (execute,), {})
+        except ToolErrorMessage as exc:
+            return call.handled(exc)
+        return call.result(value)
+
+
+class _Call:
+    """Translates between what ``execute`` returns (a ``ToolMessage``) and the value a data fault works on
+    (its decoded content), so that the engine sees a plain tool call."""
+
+    __slots__ = ("attempt", "error", "out", "request", "value")
+
+    def __init__(self, attempt: Attempt, request: Any) -> None:
+        self.attempt = attempt
+        self.request = request
+        self.out: Any = _NOT_RUN
+        self.value: Any = _NOT_RUN
+        self.error: ToolErrorMessage | None = None
+
+    def run(self, execute: Execute) -> Any:
+        return self._unwrap(execute(self.request))
+
+    async def arun(self, execute: AExecute) -> Any:
+        return self._unwrap(await execute(self.request))
+
+    def _unwrap(self, out: Any) -> Any:
+        self.out = out
+        if isinstance(out, ToolMessage):
+            if out.status == "error":
+                # the tool failed and something below (ToolNode's handle_tool_errors, a middleware) turned
+                # the exception into a message: the attempt failed all the same
+                self.error = ToolErrorMessage(_text(out.content))
+                raise self.error
+            self.value = parse_content(out.content)
+            return self.value
+        fault = self.attempt.fault
+        if fault is not None and fault.type in DATA:
+            self.attempt.skip(
+                f"the tool returned a {type(out).__name__}, not a ToolMessage; wrap the tool with "
+                f"chaoskit_langchain.chaos_tool to fault its raw result"
+            )
+        self.value = out
         return out
 
+    def handled(self, exc: ToolErrorMessage) -> Any:
+        if exc is not self.error:
+            raise exc
+        return self.out
 
-def _faked(attempt: Attempt, request: Any, value: Any) -> ToolMessage:
-    """The ToolMessage for a fault that replaces the call (``empty`` with a value, ``garbage``)."""
-    call = request.tool_call
-    msg = ToolMessage(content=render_content(value), name=call["name"], tool_call_id=call.get("id") or "")
-    attempt.succeed(value)
-    return msg
-
-
-def _finish(attempt: Attempt, out: Any) -> Any:
-    if isinstance(out, ToolMessage):
-        if out.status == "error":
-            # the tool failed and something below (ToolNode's handle_tool_errors, a middleware) turned
-            # the exception into a message: the attempt failed all the same
-            attempt.fail(ToolErrorMessage(_text(out.content)))
+    def result(self, value: Any) -> Any:
+        out = self.out
+        if out is _NOT_RUN:
+            # a fault that replaces the call (``empty`` with a value, ``garbage``): answer in the tool's place
+            call = self.request.tool_call
+            return ToolMessage(content=render_content(value), name=call["name"], tool_call_id=call.get("id") or "")
+        if value is self.value or not isinstance(out, ToolMessage):
             return out
-        value = parse_content(out.content)
-        new = attempt.transform(value)  # raises for after_write, with the real write done
-        attempt.succeed(new)
-        if new is value:
-            return out
-        return out.model_copy(update={"content": render_content(new)})
-    fault = attempt.fault
-    if fault is not None and fault.type in chaoskit._effects.DATA:
-        warnings.warn(
-            f"chaoskit: {fault.type} on {attempt.spec.name} call {attempt.n} was not applied: the tool returned "
-            f"a {type(out).__name__}, not a ToolMessage; wrap the tool with chaoskit_langchain.chaos_tool to "
-            f"fault its raw result", ChaosWarning, stacklevel=3,
-        )
-        attempt.executed = True
-        attempt.succeed(out)
-        return out
-    return attempt_result(attempt, out)
-
-
-def attempt_result(attempt: Attempt, out: Any) -> Any:
-    new = attempt.transform(out)
-    attempt.succeed(new)
-    return new
+        return out.model_copy(update={"content": render_content(value)})
 
 
 def _text(content: Any) -> str:
@@ -156,69 +166,57 @@ class PendingInterceptor:
     def __init__(self, *, max_wait_s: float = 0.25) -> None:
         self.sequencer = Sequencer(max_wait_s=max_wait_s)
 
-    def _open(self, request: Any) -> tuple[Attempt, Any] | None:
-        tool = request.tool
-        spec = getattr(type(tool), "__chaoskit_spec__", None) if tool is not None else None
-        if spec is None:
-            return None
+    def _ticket(self, request: Any) -> Ticket | None:
+        return self.sequencer.ticket(request.tool_call.get("id"), request.state)
+
+    def _open(self, request: Any, spec: ToolSpec, ticket: Ticket | None) -> Pending:
         name, args, call_id = _call_of(request)
-        return chaoskit.begin(spec, _keep(tool, args), call_id=call_id, attach=False), name
+        # attach=False: the tool may finish the attempt in another context (a sync tool under ainvoke runs
+        # in an executor), so the span is made current here with use_span instead
+        return Pending(_begin(ticket, spec, _keep(request.tool, args), call_id, attach=False), name)
 
     def __call__(self, request: Any, execute: Execute) -> Any:
-        tool = request.tool
-        if tool is None or getattr(type(tool), "__chaoskit_spec__", None) is None:
+        spec = _spec_of(request.tool)
+        if spec is None:
             return execute(request)
-        ticket = self.sequencer.ticket(request.tool_call.get("id"), request.state)
+        ticket = self._ticket(request)
         if ticket is not None:
             ticket.wait()
-        try:
-            opened = self._open(request)
-        finally:
-            if ticket is not None:
-                ticket.release()
-        assert opened is not None
-        attempt, name = opened
-        pending = Pending(attempt, name)
-        token = PENDING.set(pending)
-        try:
-            with trace.use_span(attempt.span, end_on_exit=False, record_exception=False,
-                                set_status_on_exception=False):
-                out = execute(request)
-        except BaseException as exc:
-            attempt.fail(exc)  # a no-op when the tool already closed it
-            raise
-        finally:
-            PENDING.reset(token)
-        _close_unreached(attempt, pending, out)
-        return out
+        pending = self._open(request, spec, ticket)
+        with _carrying(pending):
+            out = execute(request)
+        return _close_unreached(pending, out)
 
     async def acall(self, request: Any, execute: AExecute) -> Any:
-        tool = request.tool
-        if tool is None or getattr(type(tool), "__chaoskit_spec__", None) is None:
+        spec = _spec_of(request.tool)
+        if spec is None:
             return await execute(request)
-        ticket = self.sequencer.ticket(request.tool_call.get("id"), request.state)
+        ticket = self._ticket(request)
         if ticket is not None:
             await ticket.await_turn()
-        try:
-            opened = self._open(request)
-        finally:
-            if ticket is not None:
-                ticket.release()
-        assert opened is not None
-        attempt, name = opened
-        pending = Pending(attempt, name)
-        token = PENDING.set(pending)
-        try:
-            with trace.use_span(attempt.span, end_on_exit=False, record_exception=False,
-                                set_status_on_exception=False):
-                out = await execute(request)
-        except BaseException as exc:
-            attempt.fail(exc)
-            raise
-        finally:
-            PENDING.reset(token)
-        _close_unreached(attempt, pending, out)
-        return out
+        pending = self._open(request, spec, ticket)
+        with _carrying(pending):
+            out = await execute(request)
+        return _close_unreached(pending, out)
+
+
+def _spec_of(tool: Any) -> ToolSpec | None:
+    return getattr(type(tool), "__chaoskit_spec__", None) if tool is not None else None
+
+
+@contextlib.contextmanager
+def _carrying(pending: Pending) -> Iterator[None]:
+    attempt = pending.attempt
+    token = PENDING.set(pending)
+    try:
+        with trace.use_span(attempt.span, end_on_exit=False, record_exception=False,
+                            set_status_on_exception=False):
+            yield
+    except BaseException as exc:
+        attempt.fail(exc)  # a no-op when the tool already closed it
+        raise
+    finally:
+        PENDING.reset(token)
 
 
 def _keep(tool: Any, args: dict[str, Any]) -> dict[str, Any]:
@@ -228,10 +226,10 @@ def _keep(tool: Any, args: dict[str, Any]) -> dict[str, Any]:
     return args if keys is None else {k: v for k, v in args.items() if k in keys}
 
 
-def _close_unreached(attempt: Attempt, pending: Pending, out: Any) -> None:
-    if pending.consumed:
-        return
-    if isinstance(out, ToolMessage) and out.status == "error":
-        attempt.fail(ToolErrorMessage(_text(out.content)))
-    else:
-        attempt.succeed(out)
+def _close_unreached(pending: Pending, out: Any) -> Any:
+    if not pending.consumed:
+        if isinstance(out, ToolMessage) and out.status == "error":
+            pending.attempt.fail(ToolErrorMessage(_text(out.content)))
+        else:
+            pending.attempt.succeed(out)
+    return out

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ToolCallRequest
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
-from chaoskit import Plan
-
 from ._intercept import CallInterceptor
 
 __all__ = ["ChaosMiddleware"]
 
 
-class ChaosMiddleware(AgentMiddleware):
+class ChaosMiddleware(CallInterceptor, AgentMiddleware):
     """Inject chaoskit faults into every tool call of a ``create_agent`` agent.
 
+    ``ChaosMiddleware(plan=None, *, irreversible=(), idempotency_args=None, order_parallel_calls=True)``.
     Each call that passes through this middleware is one attempt (one ``execute_tool`` span carrying
     ``gen_ai.tool.call.id``). Error faults are raised from the middleware, so the middleware outside it and
     the ToolNode's ``handle_tool_errors`` see them; data faults rewrite the ``ToolMessage`` content.
@@ -29,28 +28,16 @@ class ChaosMiddleware(AgentMiddleware):
     the retry middleware entirely.
     """
 
-    def __init__(
-        self,
-        plan: Plan | None = None,
-        *,
-        irreversible: Collection[str] = (),
-        idempotency_args: Mapping[str, str] | None = None,
-        order_parallel_calls: bool = True,
-    ) -> None:
-        super().__init__()
-        self._chaos = CallInterceptor(plan, irreversible=irreversible, idempotency_args=idempotency_args,
-                                      order_parallel_calls=order_parallel_calls)
-
     def wrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command],  # type: ignore[type-arg]
     ) -> ToolMessage | Command:  # type: ignore[type-arg]
-        return self._chaos(request, handler)  # type: ignore[no-any-return]
+        return self(request, handler)  # type: ignore[no-any-return]
 
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],  # type: ignore[type-arg]
     ) -> ToolMessage | Command:  # type: ignore[type-arg]
-        return await self._chaos.acall(request, handler)  # type: ignore[no-any-return]
+        return await self.acall(request, handler)  # type: ignore[no-any-return]

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 import wrapt
 from langchain_core.tools import BaseTool, StructuredTool, Tool
 
-from chaoskit import Plan, ToolSpec, _config, call_async, call_sync
+from chaoskit import Plan, ToolSpec, call_async, call_sync
 from chaoskit._decorator import _Binder, spec_of
 
-from ._common import CALL_ID, drive_async, drive_sync, take_pending
+from ._common import CALL_ID, take_pending
 
 __all__ = ["chaos_tool", "chaos_tools", "is_chaos_tool", "unwrap_tool"]
 
@@ -94,7 +94,6 @@ def chaos_tool(
         description=desc.splitlines()[0] if desc else None,
         plan=plan,
     )
-    _config.remember_tool(tool.name)
     model_keys = _model_arg_keys(tool)
     if idempotency_arg is not None and model_keys is not None and idempotency_arg not in model_keys:
         raise TypeError(
@@ -184,7 +183,7 @@ def _wrap(
         async def async_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
             attempt = take_pending(spec.name)
             if attempt is not None:
-                return await drive_async(attempt, wrapped, args, kwargs)
+                return await attempt.run_async(wrapped, args, kwargs)
             return await call_async(spec, wrapped, args, kwargs,
                                     bound=lambda: keep(binder.bind(instance, args, kwargs)),
                                     call_id=CALL_ID.get())
@@ -195,7 +194,7 @@ def _wrap(
     def sync_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         attempt = take_pending(spec.name)
         if attempt is not None:
-            return drive_sync(attempt, wrapped, args, kwargs)
+            return attempt.run_sync(wrapped, args, kwargs)
         return call_sync(spec, wrapped, args, kwargs, bound=lambda: keep(binder.bind(instance, args, kwargs)),
                          call_id=CALL_ID.get())
 

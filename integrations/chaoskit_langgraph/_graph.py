@@ -14,17 +14,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import _handle_tool_error
 
-from chaoskit import Plan
-from chaoskit._context import ACTIVE
-
-__all__ = [
-    "ChaosToolNode",
-    "chaos_interceptor",
-    "find_tool_nodes",
-    "instrument_graph",
-    "is_instrumented",
-    "uninstrument_graph",
-]
+from chaoskit import Plan, current_episode
 
 Wrapper = Callable[[Any, Callable[[Any], Any]], Any]
 AWrapper = Callable[[Any, Callable[[Any], Awaitable[Any]]], Awaitable[Any]]
@@ -82,8 +72,7 @@ def _flag_name(node: ToolNode) -> str:
 def _record_crash(node: ToolNode, exc: BaseException) -> None:
     # LangGraph's default handle_tool_errors re-raises every tool exception: the agent crashed. That is a
     # finding about the agent, recorded as the episode's outcome, not an error of chaoskit.
-    active = ACTIVE.get()
-    episode = active.episode if active is not None else None
+    episode = current_episode()
     if episode is not None and episode.outcome is None:
         episode.crash(exc, reason=_crash_reason(node, exc))
 
