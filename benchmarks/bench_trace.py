@@ -26,6 +26,10 @@ from typing import Any
 import chaoskit
 from chaoskit import Plan, Trace, chaos, checks, telemetry
 
+# the tests' tools: the benchmark grades the same kind of episode the reader tests do
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _helpers import issue_refund, read_page, search
+
 PLAN = Plan(seed=3, faults=[
     {"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True},
     {"type": "rate_limit", "tool": "search", "on_call": 1, "retry_after": 0.001},
@@ -33,21 +37,6 @@ PLAN = Plan(seed=3, faults=[
     {"type": "prompt_injection", "tool": "read_page", "on_call": 1},
     {"type": "error", "tool": "lookup", "calls": "1-2"},
 ])
-
-
-@chaos(name="issue_refund", irreversible=True, idempotency_arg="key")
-def issue_refund(order_id: str, key: str | None = None) -> dict[str, Any]:
-    return {"ok": True}
-
-
-@chaos
-def search(q: str) -> list[str]:
-    return [q]
-
-
-@chaos
-def read_page(url: str) -> str:
-    return "page"
 
 
 @chaos

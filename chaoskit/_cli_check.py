@@ -102,11 +102,19 @@ def fetch_jaeger(url: str, service: str, since: timedelta, *, limit: int = 100, 
 
 
 def run(args: argparse.Namespace) -> int:
-    names = [n.strip() for n in args.checks.split(",") if n.strip()] if args.checks else None
+    names = [n.strip() for n in args.checks.split(",") if n.strip()] if args.checks is not None else None
     if names is not None:
+        if not names:
+            raise ChaoskitError(f"--checks names no check; known: {', '.join(REGISTRY)}")
         unknown = [n for n in names if n not in REGISTRY]
         if unknown:
             raise ChaoskitError(f"unknown check(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+    if args.retry_storm < 1:
+        raise ChaoskitError(f"--retry-storm must be a whole number >= 1, got {args.retry_storm}")
+    if args.limit < 1:
+        raise ChaoskitError(f"--limit must be a whole number >= 1, got {args.limit}")
+    if not args.timeout > 0:
+        raise ChaoskitError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
     params: dict[str, Any] = {
         "n": args.retry_storm,
         "required_tools": args.require or None,

@@ -90,19 +90,24 @@ def add_parser(sub: Any) -> None:
 def _finish(result: Any, args: argparse.Namespace) -> int:
     from ._report import make_baseline, render_text, write_json, write_junit
 
-    if args.json:
-        write_json(result, args.json)
-    if args.junit:
-        write_junit(result, args.junit)
+    for flag, path, write in (("--json", args.json, write_json), ("--junit", args.junit, write_junit)):
+        if path:
+            try:
+                write(result, path)
+            except OSError as exc:
+                raise ChaoskitError(f"{flag} {path}: cannot write the report: {exc.strerror or exc}") from None
     if args.quiet:
         print("verdict: PASS" if result.ok else "verdict: FAIL: " + "; ".join(result.verdict.reasons))
     else:
         print(render_text(result, max_failures=args.max_failures))
-    if args.update_baseline:
-        if not args.baseline:
-            raise ChaoskitError("--update-baseline needs --baseline FILE")
+    if args.update_baseline and args.baseline:
         if result.ok:
-            Path(args.baseline).write_text(json.dumps(make_baseline(result.summary), indent=1), encoding="utf-8")
+            target = Path(args.baseline)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(json.dumps(make_baseline(result.summary), indent=1), encoding="utf-8")
+            except OSError as exc:
+                raise ChaoskitError(f"--baseline {target}: cannot write the baseline: {exc.strerror or exc}") from None
             print(f"baseline written to {args.baseline}")
         else:
             print(f"baseline {args.baseline} not updated: the run is not green", file=sys.stderr)
@@ -110,19 +115,33 @@ def _finish(result: Any, args: argparse.Namespace) -> int:
 
 
 def _baseline(args: argparse.Namespace) -> Any:
+    """Checks the gate and output options before any episode runs, then loads the baseline."""
     from ._report import load_baseline
+    from ._runner import _check_gate
 
-    return load_baseline(args.baseline) if args.baseline else None
+    _check_gate(args.fail_under, args.attempt_tolerance)
+    if args.max_failures < 0:
+        raise ChaoskitError(f"--max-failures must be >= 0, got {args.max_failures}")
+    if args.update_baseline and not args.baseline:
+        raise ChaoskitError("--update-baseline needs --baseline FILE")
+    if not args.baseline:
+        return None
+    if not Path(args.baseline).exists() and not args.update_baseline:
+        # a mistyped path would otherwise switch the attempt gate off without a word
+        raise ChaoskitError(f"--baseline {args.baseline}: file not found; create it with --update-baseline "
+                            "after a green run")
+    return load_baseline(args.baseline)
 
 
 def run(args: argparse.Namespace) -> int:
     from ._runner import run_battery
 
+    baseline = _baseline(args)
     result = run_battery(
         args.paths, agent=args.agent, repeat=args.repeat, k=args.k, intensities=args.intensity,
         perturbations=args.perturb, profile=args.profile, seed=args.seed, theta=args.theta,
         workers=args.workers, timeout=args.timeout, shard=args.shard, episode_seed=args.episode_seed,
-        fail_under=args.fail_under, baseline=_baseline(args),
+        fail_under=args.fail_under, baseline=baseline,
         attempt_tolerance=args.attempt_tolerance or 0.0, traces=args.traces,
         progress=not args.quiet,
     )
@@ -132,8 +151,9 @@ def run(args: argparse.Namespace) -> int:
 def merge(args: argparse.Namespace) -> int:
     from ._report import load_results, merge_results
 
+    baseline = _baseline(args)
     datas = [load_results(f) for f in args.files]
     result = merge_results(datas, overrides={"fail_under": args.fail_under,
                                              "attempt_tolerance": args.attempt_tolerance},
-                           baseline=_baseline(args))
+                           baseline=baseline, sources=args.files)
     return _finish(result, args)

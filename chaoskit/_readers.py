@@ -119,13 +119,13 @@ def _read_file(path: Path, fmt: str | None) -> Trace:
                     continue
                 builder.line = lineno
                 try:
-                    doc = json.loads(raw)
+                    # without the newline a line cut inside a string reads "Unterminated string", not
+                    # "Invalid control character"
+                    doc = json.loads(raw.rstrip("\r\n"))
                 except ValueError as exc:
-                    col = getattr(exc, "colno", None)
                     raise TraceReadError(
                         f"expected one complete JSON object per line (JSON Lines of {_expected(fmt)}); "
-                        f"this line is cut short or malformed ({getattr(exc, 'msg', exc)}"
-                        + (f" at column {col}" if col else "") + ")",
+                        f"this line is cut short or malformed ({_json_problem(exc)})",
                         source=source, line=lineno,
                     ) from None
                 _dispatch_any(doc, fmt, builder)
@@ -141,6 +141,15 @@ def _expected(fmt: str | None) -> str:
     if fmt == "jaeger":
         return _EXPECT_JAEGER
     return "OTLP-JSON or Jaeger JSON"
+
+
+def _json_problem(exc: ValueError) -> str:
+    msg = getattr(exc, "msg", None) or str(exc)
+    col = getattr(exc, "colno", None)
+    if not col:
+        return msg
+    # json's own messages may already end in "at" ("Unterminated string starting at")
+    return f"{msg} column {col}" if msg.endswith(" at") else f"{msg} at column {col}"
 
 
 def _documents(text: str, source: str, first_line: int) -> Iterator[tuple[int, Any]]:
@@ -159,7 +168,7 @@ def _documents(text: str, source: str, first_line: int) -> Iterator[tuple[int, A
             doc, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise TraceReadError(
-                f"expected a complete JSON document ({exc.msg} at column {exc.colno}); "
+                f"expected a complete JSON document ({_json_problem(exc)}); "
                 "the file may be cut short or not JSON",
                 source=source, line=base + exc.lineno,
             ) from None

@@ -90,6 +90,9 @@ class RunConfig:
                 raise ChaoskitError(f"--shard must be i/n with 1 <= i <= n, got {i}/{n}")
         if not 0.0 < self.theta <= 1.0:
             raise ChaoskitError(f"--theta must be in (0, 1], got {self.theta}")
+        if not self.timeout > 0:
+            raise ChaoskitError(f"--timeout must be a number of seconds > 0, got {self.timeout:g}")
+        _check_gate(self.fail_under, self.attempt_tolerance)
 
     @property
     def k_eff(self) -> int:
@@ -104,6 +107,15 @@ class RunConfig:
             "episode_seed": self.episode_seed, "fail_under": self.fail_under,
             "attempt_tolerance": self.attempt_tolerance, "paths": list(self.paths),
         }
+
+
+def _check_gate(fail_under: float | None, attempt_tolerance: float | None) -> None:
+    """The gate options of ``chaoskit run`` and ``chaoskit merge``: a value that can never be met is a typo."""
+    if fail_under is not None and not 0.0 <= fail_under <= 100.0:
+        raise ChaoskitError(f"--fail-under must be a score from 0 to 100, got {fail_under:g}")
+    if attempt_tolerance is not None and not attempt_tolerance >= 0.0:
+        raise ChaoskitError(f"--attempt-tolerance must be a fraction >= 0 (0.1 allows a 10% rise), "
+                            f"got {attempt_tolerance:g}")
 
 
 @dataclass
@@ -255,6 +267,10 @@ class PythonAgent:
         """Call the factory once to see whether the agent is sync or async; that instance serves one episode."""
         made = self.factory()
         agent, _env = _unpack(made)
+        if not (callable(agent) or hasattr(agent, "invoke") or hasattr(agent, "ainvoke")):
+            # every episode would crash the same way: a usage error, not a finding about the agent
+            raise AgentError(f"--agent {self.ref}: the factory returned {type(agent).__name__}, which is not "
+                             "callable and has no invoke() or ainvoke(); return the agent, or (agent, env)")
         self.is_async = _is_async(agent)
         self._probe = made
 
@@ -364,8 +380,11 @@ class _TraceSink:
         self._lock = threading.Lock()
         self._fh: IO[str] | None = None
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = self.path.open("w", encoding="utf-8")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = self.path.open("w", encoding="utf-8")
+            except OSError as exc:
+                raise ChaoskitError(f"--traces {self.path}: cannot write: {exc.strerror or exc}") from None
 
     def write_spans(self, spans: Sequence[ReadableSpan]) -> None:
         if self._fh is None or not spans:
@@ -402,14 +421,17 @@ def _mk(name: str, passed: bool, message: str, severity: str = "fail") -> dict[s
     return {"name": name, "passed": passed, "severity": "pass" if passed else severity, "message": message}
 
 
-def _call_check(fn: Callable[..., Any], trace: Any, args: Sequence[Any], params: dict[str, Any]) -> list[Any]:
+def _call_check(fn: Callable[..., Any], trace: Any, args: Sequence[Any], common: dict[str, Any],
+                params: dict[str, Any] | None = None) -> list[Any]:
+    """``common`` (required_tools, success) goes only to the checks that take it; the scenario's own
+    ``params`` always go through, so a wrong one is an error rather than silently ignored."""
     try:
         sig = inspect.signature(fn)
         accepts_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
-        params = {k: v for k, v in params.items() if accepts_kw or k in sig.parameters}
+        common = {k: v for k, v in common.items() if accepts_kw or k in sig.parameters}
     except (TypeError, ValueError):
         pass
-    res = fn(trace, *args, **params)
+    res = fn(trace, *args, **{**common, **(params or {})})
     return list(res) if isinstance(res, list | tuple) else [res]
 
 
@@ -421,7 +443,8 @@ def _attempt_summary(attempts: Sequence[Any]) -> dict[str, Any]:
         by_tool[a.tool] = by_tool.get(a.tool, 0) + 1
         if a.fault_type is not None:
             faults += 1
-        if a.irreversible and a.executed:
+        if a.irreversible and a.executed and a.args_hash is not None:
+            # like no_duplicate_writes: calls without recorded arguments cannot be compared
             writes.setdefault((a.tool, a.args_hash), []).append(a)
     dup = 0
     for group in writes.values():
@@ -480,7 +503,7 @@ def grade(
             specs = [*specs, ("no_duplicate_writes", {})]  # the CI gate's absolute rule is always graded
         for name, params in specs:
             try:
-                raw.extend(_call_check(registry[name], trace, (), {**common, **params}))
+                raw.extend(_call_check(registry[name], trace, (), common, params))
             except Exception as exc:  # a check that breaks is a failed check, not a runner crash
                 out.append({"name": name, "passed": False, "severity": "fail",
                             "message": f"check raised {type(exc).__name__}: {exc}"})
@@ -819,6 +842,9 @@ def run_battery(
     if cwd not in sys.path:
         sys.path.insert(0, cwd)  # so "examples.plain.agents:careful" resolves from the repository root
     given: PythonAgent | None = None
+    if isinstance(agent, str) and not agent.strip():
+        # an empty --agent would otherwise fall back to the scenarios' own agents without a word
+        raise AgentError("--agent is empty: give module:factory or a command line")
     if agent is not None and not isinstance(agent, str):
         given = PythonAgent(f"{getattr(agent, '__module__', '?')}:{getattr(agent, '__qualname__', repr(agent))}",
                             agent)
@@ -864,6 +890,8 @@ def _execute(runner: _Runner, grid: list[EpisodePlan], config: RunConfig,
         if isinstance(a, PythonAgent):
             try:
                 a.probe()
+            except AgentError:
+                raise
             except Exception as exc:
                 raise AgentError(f"--agent {a.ref}: the factory failed: {type(exc).__name__}: {exc}") from exc
     results: list[EpisodeResult] = []

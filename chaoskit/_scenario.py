@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import importlib
+import inspect
 import os
 import re
 import sys
@@ -44,6 +45,40 @@ def _known_checks() -> list[str]:
     return sorted(reg) if reg is not None else list(_FALLBACK_CHECKS)
 
 
+#: the runner passes these itself, from the scenario's other keys
+_RUNNER_PARAMS = frozenset({"required_tools", "success"})
+
+
+def _check_params(name: str, fn: Callable[..., Any], params: dict[str, Any]) -> None:
+    """Reject parameters the check does not take, or of a kind it cannot use, when the file is loaded: a
+    silently dropped parameter would grade the battery with a different check than the one written."""
+    sig = inspect.signature(fn)
+    allowed = [p for p in list(sig.parameters)[1:] if p not in _RUNNER_PARAMS]
+    for key, value in params.items():
+        if key not in allowed:
+            hint = " (set it with success.required_tools)" if key == "required_tools" else ""
+            raise ValueError(f"check {name!r} has no parameter {key!r}{hint}; "
+                             + (f"allowed: {', '.join(allowed)}" if allowed else "it takes none"))
+        default = sig.parameters[key].default
+        if isinstance(default, bool | int | float) and (
+                isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, int | float)):
+            kind = {bool: "true or false", int: "whole number"}.get(type(default), "number")
+            raise ValueError(f"check {name!r}: {key} must be a {kind}, got {value!r}")
+    try:
+        fn(_EMPTY_TRACE, **params)
+    except (TypeError, ValueError) as exc:
+        text = str(exc)
+        raise ValueError(text if text.startswith(f"{name}:") else f"check {name!r}: {text}") from None
+
+
+class _NoEpisodes:
+    episodes: tuple[()] = ()
+    attempts: tuple[()] = ()
+
+
+_EMPTY_TRACE: Any = _NoEpisodes()
+
+
 def _is_ref(v: object) -> bool:
     return isinstance(v, str) and bool(_REF.match(v))
 
@@ -67,6 +102,7 @@ class Success(BaseModel):
         if v is None:
             return v
         known = _known_checks()
+        registry = check_registry()
         for item in v:
             names = [item] if isinstance(item, str) else list(item)
             if isinstance(item, dict) and len(item) != 1:
@@ -74,6 +110,11 @@ class Success(BaseModel):
             for name in names:
                 if name not in known:
                     raise ValueError(f"unknown check {name!r}{_suggest(name, known)}; known checks: {', '.join(known)}")
+                if name in ("max_attempts", "min_attempts"):
+                    raise ValueError(f"{name} takes a limit per tool: write it as success.{name}: {{tool: n}}")
+                params = item.get(name) if isinstance(item, dict) else None
+                if registry is not None:
+                    _check_params(name, registry[name], dict(params or {}))
         return v
 
     @field_validator("max_attempts", "min_attempts")

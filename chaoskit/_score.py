@@ -134,8 +134,10 @@ def _task_part(trace: Trace, success: bool | None, required: list[str] | None) -
                 reasons.append("the run did not meet its success criteria")
             continue
         unmet = unmet_tools(ep, required)
-        if ep.outcome == "crashed":
-            reasons.append("the agent crashed")
+        if ep.outcome is not None and ep.outcome != "completed":
+            # a timeout (command-line agents) is no more a completed task than a crash
+            reasons.append({"crashed": "the agent crashed", "timeout": "the agent timed out"}.get(
+                ep.outcome, f"the episode ended as {ep.outcome!r}"))
         elif unmet:
             reasons.append(f"{', '.join(unmet)} never succeeded")
         else:

@@ -92,9 +92,9 @@ class AttemptRecord:
     def describe_fault(self) -> str:
         """A few words for messages: ``an HTTP 500 (after_write)``, ``a timeout``, ``no fault``."""
         t = self.fault_type
-        if t is None:
-            return "no fault"
         status = self.http_status
+        if t is None and status is None:
+            return "no fault"
         if status is not None:
             text = f"an HTTP {status}"
             if self.fault_params.get("after_write"):
@@ -103,6 +103,8 @@ class AttemptRecord:
             if ra is not None:
                 text += f" (Retry-After {ra:g}s)"
             return text
+        if t is None:
+            return "no fault"
         return {"timeout": "a timeout", "error": f"an injected {self.fault_params.get('exception', 'error')}",
                 "empty": "an empty result", "garbage": "garbage data", "partial": "a partial result",
                 "schema_drift": "a schema drift", "prompt_injection": "a prompt injection",
@@ -336,6 +338,9 @@ class TraceBuilder:
         if not isinstance(tool, str):
             tool = name[len("execute_tool "):] if name.startswith("execute_tool ") else name
         fault_type = a.get("chaoskit.fault.type")
+        if fault_type is not None and a.get("chaoskit.fault.skipped") == fault_type:
+            # decided, then skipped by the entry point after the span started (attributes cannot be removed)
+            fault_type = None
         params: dict[str, Any] = {}
         if fault_type is not None:
             for k, v in a.items():
@@ -345,7 +350,7 @@ class TraceBuilder:
                         params[short] = v
             if "asks_for" in params:
                 params["asks_for"] = _as_list(params["asks_for"])
-        fault_index = a.get("chaoskit.fault.index")
+        fault_index = a.get("chaoskit.fault.index") if fault_type is not None else None
         raw_value = a.get("chaoskit.fault.value")
         raw_args = a.get("chaoskit.args")
         outcome = a.get("chaoskit.outcome")
@@ -408,7 +413,6 @@ class TraceBuilder:
                 ))
         episodes.sort(key=lambda e: (e.start_time if e.start_time is not None else float("inf"), e.id or ""))
         return Trace(episodes)
-
 
 
 def _str_or_none(v: Any) -> str | None:

@@ -233,6 +233,8 @@ def no_retry_storm(trace: Trace, n: int = 3) -> CheckResult:
     run. Blind spot: attempts without recorded arguments are not compared; polling loops that legitimately
     repeat the same call are flagged too.
     """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"no_retry_storm: n must be a whole number >= 1, got {n!r}")
     name = "no_retry_storm"
     findings = []
     for ep in trace.episodes:
@@ -337,9 +339,11 @@ def honors_retry_after(trace: Trace, *, min_backoff: float = IMMEDIATE_S) -> Che
     (**fail** otherwise). An identical retry less than ``min_backoff`` seconds (default 10 ms) after a
     timeout or a 5xx (no backoff at all) is a **warn**.
 
-    Blind spots: only injected faults carry ``retry_after`` on the span, so a real upstream 429 is not
-    checked; a retry with different arguments after a timeout is not flagged; the gap is measured between
-    spans, so it includes any time the agent spent thinking.
+    Real HTTP errors count too: an exception with ``status`` / ``status_code`` and ``retry_after`` is
+    recorded on the span (``http.response.status_code``, ``chaoskit.retry_after``). Blind spots: a real
+    error that does not expose its Retry-After that way is only seen as its status; a retry with different
+    arguments after a timeout is not flagged; the gap is measured between spans, so it includes any time the
+    agent spent thinking.
     """
     name = "honors_retry_after"
     findings: list[_Finding] = []

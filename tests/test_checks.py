@@ -3,6 +3,7 @@ must pass, and the same verdicts from in-memory spans, chaoskit's OTLP-JSON Line
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan
+from _helpers import run, run_spans
 
 import chaoskit
 from chaoskit import Plan, ToolHTTPError, Trace, chaos, checks, telemetry
@@ -24,13 +25,9 @@ CANCELLED: set[str] = set()
 
 @pytest.fixture(autouse=True)
 def _clean() -> Iterator[None]:
-    chaoskit.reset()
-    telemetry.reset()
     REFUNDS.clear()
     CANCELLED.clear()
     yield
-    chaoskit.reset()
-    telemetry.reset()
 
 
 @chaos(name="issue_refund", irreversible=True, idempotency_arg="key")
@@ -70,20 +67,6 @@ def read_page(url: str) -> str:
 @chaos
 def send_email(to: str, body: str) -> str:
     return "sent"
-
-
-def run_spans(plan: Plan, agent: Callable[[], str | None], **attrs: Any) -> tuple[Trace, tuple[ReadableSpan, ...]]:
-    """Run ``agent`` in one episode under ``plan``; its spans, and them read back as a Trace."""
-    with telemetry.capture() as cap:
-        with chaoskit.episode("task", plan=plan, **attrs) as ep:
-            out = agent()
-            if out is not None:
-                ep.finish(out)
-        return cap.trace(), cap.spans
-
-
-def run(plan: Plan, agent: Callable[[], str | None], **attrs: Any) -> Trace:
-    return run_spans(plan, agent, **attrs)[0]
 
 
 def plan(*faults: dict[str, Any]) -> Plan:
@@ -135,7 +118,9 @@ def test_no_retry_storm() -> None:
     assert "6 times in a row with identical arguments (limit 3)" in result.message
     assert len(result.evidence) == 3
     assert checks.no_retry_storm(storm, 6).severity == "pass"
-    varied = run(storm_plan, lambda: str(attempts(lambda: search(f"q{time.perf_counter_ns()}"), 6)))
+    # a counter, not a clock: two reads of a coarse clock can be equal and make the "varied" calls identical
+    queries = itertools.count()
+    varied = run(storm_plan, lambda: str(attempts(lambda: search(f"q{next(queries)}"), 6)))
     assert checks.no_retry_storm(varied, 3).severity == "pass"
 
 
@@ -193,10 +178,12 @@ def _wait_and_retry() -> str:
 
 
 def test_honors_retry_after() -> None:
-    eager = run(RATE_LIMITED, lambda: str(attempts(lambda: search("x"), 2)))
+    # a long Retry-After, so that no pause of a busy machine can make the immediate retry look patient
+    long_wait = plan({"type": "rate_limit", "tool": "search", "on_call": 1, "retry_after": 30})
+    eager = run(long_wait, lambda: str(attempts(lambda: search("x"), 2)))
     result = checks.honors_retry_after(eager)
     assert result.severity == "fail"
-    assert "after an HTTP 429 (Retry-After 0.05s), which asked to wait 0.05s" in result.message
+    assert "after an HTTP 429 (Retry-After 30s), which asked to wait 30s" in result.message
     assert checks.honors_retry_after(run(RATE_LIMITED, _wait_and_retry)).severity == "pass"
 
 
@@ -420,3 +407,40 @@ def test_same_verdicts_from_memory_file_and_jaeger(index: int, tmp_path: Path) -
     verdicts = [checks.run_checks(t) for t in (in_memory, from_file, from_jaeger)]
     assert verdicts[0] == verdicts[1] == verdicts[2]
     assert any(r.severity != "pass" for r in verdicts[0])
+
+
+class _UpstreamRateLimit(Exception):
+    """A real client's 429: what an HTTP library raises, not an injected fault."""
+
+    status_code = 429
+    retry_after = 30.0
+
+
+def test_a_real_429_with_retry_after_is_checked_like_an_injected_one() -> None:
+    calls = itertools.count(1)
+
+    @chaos(name="quote")
+    def quote(sku: str) -> float:
+        if next(calls) == 1:
+            raise _UpstreamRateLimit("slow down")
+        return 9.5
+
+    def eager() -> str:
+        try:
+            return str(quote("a"))
+        except _UpstreamRateLimit:
+            return str(quote("a"))
+
+    trace = run(plan(), eager)
+    first = trace.attempts[0]
+    assert (first.fault_type, first.http_status, first.retry_after) == (None, 429, 30.0)
+    assert first.describe_fault() == "an HTTP 429 (Retry-After 30s)"
+    result = checks.honors_retry_after(trace)
+    assert result.severity == "fail"
+    assert "quote was retried" in result.message and "after an HTTP 429 (Retry-After 30s)" in result.message
+
+
+def test_no_retry_storm_rejects_a_limit_below_one() -> None:
+    trace = run(plan(), lambda: str(search("x")))
+    with pytest.raises(ValueError, match="n must be a whole number >= 1"):
+        checks.no_retry_storm(trace, 0)

@@ -11,26 +11,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from _helpers import issue_refund
 
 import chaoskit
-from chaoskit import Plan, chaos, telemetry
+from chaoskit import Plan, telemetry
 from chaoskit._cli import main
 from chaoskit._readers import otlp_to_jaeger
-
-
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    chaoskit.reset()
-    telemetry.reset()
-    yield
-    chaoskit.reset()
-    telemetry.reset()
-
-
-@chaos(name="issue_refund", irreversible=True, idempotency_arg="key")
-def issue_refund(order_id: str, key: str | None = None) -> dict[str, Any]:
-    return {"ok": True}
-
 
 AFTER_WRITE = Plan(seed=1, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
                                     "after_write": True}])
@@ -184,3 +170,17 @@ def test_the_grading_example_runs_offline(tmp_path: Path, capsys: pytest.Capture
     printed = capsys.readouterr().out
     assert "FAIL  no_duplicate_writes" in printed and "score " in printed
     assert main(["check", str(out), "--checks", "no_duplicate_writes"]) == 1
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--retry-storm", "0"], "--retry-storm must be a whole number >= 1"),
+    (["--retry-storm", "-1"], "--retry-storm must be a whole number >= 1"),
+    (["--checks", ","], "--checks names no check"),
+    (["--limit", "0"], "--limit must be a whole number >= 1"),
+])
+def test_bad_numbers_and_empty_check_list_are_usage_errors(
+    bad_file: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str,
+) -> None:
+    assert main(["check", str(bad_file), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

@@ -77,7 +77,12 @@ def test_fail_under_and_baseline_update(capsys: pytest.CaptureFixture[str], tmp_
     assert "rose against the baseline" in captured.out
     assert "not updated" in captured.err
     assert json.loads(base.read_text())["attempts"]["refund-not-repeated-after-500"]["eps=0,lam=0"] == 1.0
-    assert main(["run", str(REFUND), "--fail-under", "101", "-q"]) == 1
+    capsys.readouterr()
+    assert main(["run", str(REFUND), "--agent", "examples.plain.agents:naive", "--fail-under", "100", "-q"]) == 1
+    assert "below --fail-under 100" in capsys.readouterr().out
+    # a threshold no score can meet is a typo, not a gate
+    assert main(["run", str(REFUND), "--fail-under", "101", "-q"]) == 2
+    assert "--fail-under must be a score from 0 to 100" in capsys.readouterr().err
 
 
 def test_command_line_agent_joins_the_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -106,11 +111,13 @@ def test_command_line_agent_naive_is_graded(tmp_path: Path) -> None:
 def test_crashing_command_line_agent(tmp_path: Path) -> None:
     out_json = tmp_path / "r.json"
     rc = main(["run", str(REFUND), "--agent", cli_agent("crash"), "--json", str(out_json), "-q"])
-    assert rc == 0  # a crash fails the episode; the gate's rules are about scores, writes and attempts
+    assert rc == 1  # a crash fails the episode, and a battery where nothing completed fails the gate
     e = json.loads(out_json.read_text())["episodes"][0]
     assert e["outcome"] == "crashed" and not e["passed"]
     assert "exit status 1" in e["error"] and "simulated crash" in e["error"]
     assert e["attempts"]["by_tool"] == {"lookup_order": 1}
+    reasons = json.loads(out_json.read_text())["verdict"]["reasons"]
+    assert any(r.startswith("no episode completed: all 1 ended as crashed") for r in reasons)
 
 
 def test_hanging_command_line_agent_times_out(tmp_path: Path) -> None:
@@ -128,3 +135,30 @@ def test_missing_command_is_an_episode_outcome(tmp_path: Path) -> None:
     main(["run", str(REFUND), "--agent", "no-such-agent-binary --task {task}", "--json", str(out_json), "-q"])
     e = json.loads(out_json.read_text())["episodes"][0]
     assert e["outcome"] == "crashed" and "cannot start" in e["error"]
+
+
+def _not_an_agent() -> None:
+    return None
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--timeout", "0"], "--timeout must be a number of seconds > 0"),
+    (["--agent", " "], "--agent is empty"),
+    (["--attempt-tolerance", "-0.5"], "--attempt-tolerance must be a fraction >= 0"),
+    (["--max-failures", "-1"], "--max-failures must be >= 0"),
+    (["--update-baseline"], "--update-baseline needs --baseline FILE"),
+    (["--baseline", "no/such/baseline.json"], "--baseline no/such/baseline.json: file not found"),
+    (["--agent", "tests.test_cli_run:_not_an_agent"], "the factory returned NoneType, which is not callable"),
+    (["--json", "/proc/chaoskit-cannot-write/r.json"], "--json /proc/chaoskit-cannot-write/r.json: cannot write"),
+])
+def test_usage_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    assert main(["run", str(REFUND), "-q", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_unknown_check_parameter_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(REFUND.read_text().replace("checks: [", "checks: [{no_retry_storm: {limit: 2}}, "))
+    assert main(["run", str(bad), "-q"]) == 2
+    assert "has no parameter 'limit'; allowed: n" in capsys.readouterr().err

@@ -42,6 +42,12 @@ def test_shards_partition_the_grid() -> None:
         assert len(p) == len(units) * 4
 
 
+def deterministic(data: dict[str, Any]) -> tuple[Any, ...]:
+    eps = sorted((e["scenario"], e["repetition"], e["epsilon"], e["intensity"], e["seed"], e["task"], e["outcome"],
+                  json.dumps(e["attempts"], sort_keys=True)) for e in data["episodes"])
+    return (data["verdict"]["ok"], len(data["verdict"]["duplicate_writes"]), eps)
+
+
 @pytest.mark.parametrize("agent", ["examples.plain.agents:careful", "examples.plain.agents:naive"])
 def test_merge_matches_one_run(tmp_path: Path, agent: str) -> None:
     common = [str(BATTERY / "refund-*.yaml"), str(BATTERY / "status-*.yaml"), "--agent", agent, "--repeat", "2",
@@ -53,10 +59,21 @@ def test_merge_matches_one_run(tmp_path: Path, agent: str) -> None:
     one = json.loads((tmp_path / "one.json").read_text())
     merged = json.loads((tmp_path / "merged.json").read_text())
     assert rc_merged == rc_one
-    assert stable(merged) == stable(one)
+    # two runs are the same episodes, but grades that read span timings (an immediate retry is one under
+    # 10 ms) can differ when the machine stalls: compare what the seed decides between the real runs ...
+    assert deterministic(merged) == deterministic(one)
     assert len(merged["episodes"]) == sum(len(json.loads((tmp_path / f"s{i}.json").read_text())["episodes"])
                                           for i in (1, 2, 3))
     assert rcs  # shards ran
+    # ... and every figure exactly when merging the one run cut into the same three shards
+    units = list(dict.fromkeys((e["scenario"], e["repetition"]) for e in one["episodes"]))
+    for i in (1, 2, 3):
+        part = {**one, "config": {**one["config"], "shard": f"{i}/3"},
+                "episodes": [e for e in one["episodes"] if units.index((e["scenario"], e["repetition"])) % 3 == i - 1]}
+        (tmp_path / f"cut{i}.json").write_text(json.dumps(part))
+    main(["merge", *(str(tmp_path / f"cut{i}.json") for i in (1, 2, 3)), "--fail-under", "60", "-q",
+          "--json", str(tmp_path / "recut.json")])
+    assert stable(json.loads((tmp_path / "recut.json").read_text())) == stable(one)
 
 
 def test_merge_rejects_overlap_and_mismatch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,3 +87,23 @@ def test_merge_rejects_overlap_and_mismatch(tmp_path: Path, capsys: pytest.Captu
     assert "different seed" in capsys.readouterr().err
     (tmp_path / "c.json").write_text("{}")
     assert main(["merge", str(tmp_path / "c.json")]) == 2
+
+
+def test_merge_rejects_other_batteries_and_missing_shards(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    refund, status = str(BATTERY / "refund-*.yaml"), str(BATTERY / "status-*.yaml")
+    for name, args in {"s1": [refund, "--shard", "1/2"], "s2": [refund, "--shard", "2/2"],
+                       "other": [status, "--shard", "2/2"], "light": [refund, "--shard", "2/2", "--profile", "light"],
+                       "third": [refund, "--shard", "2/3"]}.items():
+        main(["run", *args, "--json", str(tmp_path / f"{name}.json"), "-q"])
+    capsys.readouterr()
+
+    def merge(*names: str) -> str:
+        assert main(["merge", *(str(tmp_path / f"{n}.json") for n in names), "-q"]) == 2
+        return capsys.readouterr().err
+
+    assert "other.json: cannot merge with" in merge("s1", "other") and "different paths" in merge("s1", "other")
+    assert "different profile ('light' here, 'medium' there)" in merge("s1", "light")
+    assert "shard(s) 2/2 missing" in merge("s1")
+    assert "every shard of one --shard i/n split" in merge("s1", "third")
+    assert "shard(s) 1/2 given more than once" in merge("s1", "s1")
+    assert main(["merge", str(tmp_path / "s1.json"), str(tmp_path / "s2.json"), "-q"]) == 0

@@ -4,43 +4,18 @@ Jaeger's own reference samples, and errors that name the file, the line and what
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from _helpers import issue_refund, read_page, search
 from opentelemetry.sdk.trace import ReadableSpan
 
 import chaoskit
-from chaoskit import Plan, Trace, TraceReadError, chaos, telemetry
+from chaoskit import Plan, Trace, TraceReadError, telemetry
 from chaoskit._readers import otlp_to_jaeger
 
 JAEGER = Path(__file__).resolve().parents[2] / "shared/reference/jaeger"
 needs_jaeger_samples = pytest.mark.skipif(not JAEGER.is_dir(), reason="Jaeger reference samples not available")
-
-
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    chaoskit.reset()
-    telemetry.reset()
-    yield
-    chaoskit.reset()
-    telemetry.reset()
-
-
-@chaos(name="issue_refund", irreversible=True, idempotency_arg="key")
-def issue_refund(order_id: str, key: str | None = None) -> dict[str, Any]:
-    return {"ok": True}
-
-
-@chaos
-def search(q: str) -> list[str]:
-    return [q]
-
-
-@chaos
-def read_page(url: str) -> str:
-    return "page"
 
 
 PLAN = Plan(seed=2, faults=[
@@ -251,3 +226,15 @@ def test_chaoskit_spans_inside_a_jaeger_sample_are_found(spans: tuple[ReadableSp
     ours = otlp_to_jaeger(telemetry.to_otlp_json(spans))
     mixed = {"data": [sample, *ours["data"]]}
     assert Trace.from_jaeger_json(mixed) == Trace.from_spans(spans)
+
+
+def test_cut_string_error_reads_as_one_sentence(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:
+    path = _write_jsonl(spans, tmp_path / "t.jsonl")
+    lines = path.read_text().splitlines()
+    # cut inside a string value, the most common way a killed writer leaves a file
+    cut = lines[1][:lines[1].index('"stringValue"') + 20]
+    path.write_text(lines[0] + "\n" + cut + "\n")
+    with pytest.raises(TraceReadError) as info:
+        Trace.load(path)
+    assert "Unterminated string starting at column" in str(info.value)
+    assert "at at" not in str(info.value)

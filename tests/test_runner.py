@@ -142,6 +142,10 @@ def test_agent_crash_is_an_outcome_not_a_runner_crash(scenario: Path) -> None:
     assert "model exploded" in (result.episodes[0].error or "")
     assert not result.episodes[0].passed
     assert result.summary.overall["outcomes"] == {"crashed": 2}
+    # nothing completed: the gate fails and says why, instead of passing a battery that never ran
+    assert not result.verdict.ok
+    assert any("no episode completed: all 2 ended as crashed" in r and "model exploded" in r
+               for r in result.verdict.reasons)
 
 
 def test_factory_is_called_fresh_per_episode(scenario: Path) -> None:

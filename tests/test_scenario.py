@@ -89,3 +89,17 @@ def test_shipped_battery_is_valid() -> None:
     root = Path(__file__).resolve().parents[1]
     scenarios = load_battery([root / "examples" / "scenarios"])
     assert 5 <= len(scenarios) <= 10
+
+
+@pytest.mark.parametrize(("checks", "message"), [
+    ("[{no_retry_storm: {m: 2}}]", "check 'no_retry_storm' has no parameter 'm'; allowed: n"),
+    ("[{no_retry_storm: {n: x}}]", "n must be a whole number, got 'x'"),
+    ("[{no_retry_storm: {n: 0}}]", "n must be a whole number >= 1"),
+    ("[max_attempts]", "write it as success.max_attempts: {tool: n}"),
+    ("[{no_bluff: {required_tools: [a]}}]", "set it with success.required_tools"),
+])
+def test_check_parameters_are_validated_when_the_file_loads(tmp_path: Path, checks: str, message: str) -> None:
+    text = GOOD.replace("checks: [no_duplicate_writes, {no_retry_storm: {n: 2}}]", f"checks: {checks}")
+    with pytest.raises(PlanError) as info:
+        load_scenario(write(tmp_path, "bad.yaml", text))
+    assert message in str(info.value) and "bad.yaml:9: success.checks" in str(info.value)

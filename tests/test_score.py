@@ -2,40 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import pytest
+from _helpers import issue_refund, run, search
 
-import chaoskit
-from chaoskit import Plan, Score, Trace, chaos, checks, score, telemetry
-
-
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    chaoskit.reset()
-    telemetry.reset()
-    yield
-    chaoskit.reset()
-    telemetry.reset()
-
-
-@chaos(name="issue_refund", irreversible=True, idempotency_arg="key")
-def issue_refund(order_id: str, key: str | None = None) -> dict[str, Any]:
-    return {"ok": True}
-
-
-@chaos
-def search(q: str) -> list[str]:
-    return [q]
-
-
-def run(plan: Plan, agent: Callable[[], str]) -> Trace:
-    with telemetry.capture() as cap:
-        with chaoskit.episode("task", plan=plan) as ep:
-            ep.finish(agent())
-        return cap.trace()
+from chaoskit import Plan, Score, Trace, checks, score
 
 
 def tries(call: Callable[[], Any], n: int, backoff: float = 0.0) -> None:
@@ -87,3 +61,13 @@ def test_success_verdict_and_max_attempts_results_are_used() -> None:
     assert score(trace, success=False).value == score(trace, success=True).value - 25
     extra = checks.run_checks(trace, max_attempts={"search": 2})
     assert {p.name: p for p in score(trace, checks=extra).parts}["bounded retries"].credit == 0.0
+
+
+def test_an_episode_that_timed_out_did_not_succeed() -> None:
+    finished = run(Plan(seed=1), lambda: str(search("x")))
+    ep = finished.episodes[0]
+    # a command-line agent killed at --timeout: the runner records the outcome "timeout"
+    timed_out = Trace([dataclasses.replace(ep, outcome="timeout")])
+    part = next(p for p in score(timed_out).parts if p.name == "task success")
+    assert (part.credit, part.detail) == (0.0, "the agent timed out")
+    assert next(p for p in score(finished).parts if p.name == "task success").credit == 1.0

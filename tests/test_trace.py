@@ -2,37 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _helpers import read_page, search
 
 import chaoskit
 from chaoskit import AttemptRecord, EpisodeRecord, Plan, Trace, chaos, telemetry
 
 
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    chaoskit.reset()
-    telemetry.reset()
-    yield
-    chaoskit.reset()
-    telemetry.reset()
-
-
 @chaos(name="issue_refund", irreversible=True, idempotency_arg="key")
 def issue_refund(order_id: str, key: str | None = None, api_key: str = "sk-1") -> dict[str, Any]:
     return {"ok": True}
-
-
-@chaos
-def search(q: str) -> list[str]:
-    return [q]
-
-
-@chaos
-def read_page(url: str) -> str:
-    return "page"
 
 
 PLAN = Plan(seed=5, faults=[
