@@ -749,7 +749,8 @@ class _Runner:
 # --- progress -----------------------------------------------------------------------------------------------
 
 class Progress:
-    """A one-line bar on a TTY; otherwise a line every tenth of the run or every 10 seconds."""
+    """A one-line bar on a TTY; otherwise a line every fifth of the run (at least every 10 episodes) or every
+    10 seconds. Both show the rate and, until the end, the time left at that rate."""
 
     def __init__(self, total: int, stream: IO[str] | None = None, enabled: bool = True) -> None:
         self.total = total
@@ -771,20 +772,32 @@ class Progress:
                 return
             now = time.perf_counter()
             rate = self.done / max(now - self.start, 1e-9)
+            left = "" if self.done == self.total else f", ~{_duration((self.total - self.done) / rate)} left"
             if self.tty:
                 width = 30
                 filled = int(width * self.done / self.total)
                 bar = "#" * filled + "." * (width - filled)
                 self.stream.write(f"\r[{bar}] {self.done}/{self.total} episodes, {self.failed} failed, "
-                                  f"{rate:.1f}/s ")
+                                  f"{rate:.1f}/s{left}    ")
                 if self.done == self.total:
                     self.stream.write("\n")
                 self.stream.flush()
             elif self.done % self._step == 0 or now - self._last >= 10 or self.done == self.total:
                 self._last = now
                 self.stream.write(f"chaoskit: {self.done}/{self.total} episodes, {self.failed} failed, "
-                                  f"{rate:.1f}/s\n")
+                                  f"{rate:.1f}/s{left}\n")
                 self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
 
 
 # --- the battery ----------------------------------------------------------------------------------------------

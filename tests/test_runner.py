@@ -266,3 +266,39 @@ def test_examples_battery_by_reference() -> None:
     naive_run = run_battery([root / "examples" / "scenarios" / "refund-after-500.yaml"],
                             agent="examples.plain.agents:naive")
     assert not naive_run.ok
+
+
+class _Terminal:
+    """A stream that says it is a terminal, to see the one-line bar as a person would."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, s: str) -> int:
+        self.text += s
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_and_in_a_log(scenario: Path) -> None:
+    import io
+
+    term = _Terminal()
+    run_battery([scenario], agent=careful, repeat=4, progress=term)  # type: ignore[arg-type]
+    frames = [f for f in term.text.split("\r") if f.strip()]
+    assert len(frames) == 4
+    assert frames[0].startswith("[#######.......................] 1/4 episodes, 0 failed, ") and "left" in frames[0]
+    assert frames[-1].startswith("[##############################] 4/4 episodes, 0 failed, ")
+    assert "left" not in frames[-1] and frames[-1].endswith("\n")
+
+    log = io.StringIO()
+    run_battery([scenario], agent=careful, repeat=20, progress=log)
+    lines = log.getvalue().splitlines()
+    assert all("\r" not in line for line in lines)
+    assert lines[-1].startswith("chaoskit: 20/20 episodes, 0 failed, ")
+    assert lines[0].startswith("chaoskit: 10/20 episodes, 0 failed, ") and lines[0].endswith("left")
