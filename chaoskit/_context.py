@@ -26,7 +26,7 @@ class Scope:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.calls: dict[str, int] = {}
-        self.fired: dict[int, int] = {}
+        self.fired: dict[tuple[int, str], int] = {}
         self.first_results: dict[str, Any] = {}
 
     def next_call(
@@ -43,7 +43,8 @@ class Scope:
                 if fault.type == "garbage" and getattr(fault, "stale", False) and tool not in self.first_results:
                     # nothing earlier to serve as stale data: this call passes through, unfaulted
                     return n, None
-                self.fired[index] = self.fired.get(index, 0) + 1
+                key = (index, tool)
+                self.fired[key] = self.fired.get(key, 0) + 1
             return n, decision
 
     def remember_result(self, tool: str, result: Any) -> None:

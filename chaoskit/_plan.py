@@ -532,9 +532,13 @@ class Plan(BaseModel):
         tool: str,
         call: int,
         args: Mapping[str, Any] | None,
-        fired: Mapping[int, int],
+        fired: Mapping[tuple[int, str], int],
     ) -> tuple[int, _FaultBase] | None:
-        """Which fault fires for call ``call`` (1-based) of ``tool``; pure: no I/O, no clock, no RNG state."""
+        """Which fault fires for call ``call`` (1-based) of ``tool``; pure: no I/O, no clock, no RNG state.
+
+        ``fired`` counts earlier fires per (fault index, tool): ``times`` is a budget per tool, so that calls
+        to other tools, in whatever order they run in parallel, never change this tool's faults.
+        """
         for index, fault in self.candidates(tool):
             if fault.on_call is not None and call not in fault.on_call:
                 continue
@@ -549,7 +553,7 @@ class Plan(BaseModel):
                     continue
                 if any(args.get(k, _UNSET) != v for k, v in fault.match.items()):
                     continue
-            if fault.times is not None and fired.get(index, 0) >= fault.times:
+            if fault.times is not None and fired.get((index, tool), 0) >= fault.times:
                 continue
             if fault.probability is not None and uniform(self.seed, index, tool, call) >= fault.probability:
                 continue

@@ -120,12 +120,12 @@ def test_check_tools_names_the_unknown_tool() -> None:
 
 
 def _fires(plan: Plan, tool: str, calls: int, args: dict[str, object] | None = None) -> list[int]:
-    fired: dict[int, int] = {}
+    fired: dict[tuple[int, str], int] = {}
     out = []
     for n in range(1, calls + 1):
         d = plan.decide(tool, n, args or {}, fired)
         if d is not None:
-            fired[d[0]] = fired.get(d[0], 0) + 1
+            fired[(d[0], tool)] = fired.get((d[0], tool), 0) + 1
             out.append(n)
     return out
 
@@ -167,3 +167,15 @@ def test_probability_is_seeded_per_tool_and_call() -> None:
     assert all(plan.decide("search", n, {}, {}) is not None for n in first[:50])
     assert _fires(Plan(seed=7, faults=[{"type": "error", "probability": 0}]), "t", 100) == []
     assert len(_fires(Plan(seed=7, faults=[{"type": "error", "probability": 1}]), "t", 100)) == 100
+
+
+def test_times_is_a_budget_per_tool() -> None:
+    plan = Plan(faults=[{"type": "error", "tool": "*", "times": 1}])
+    fired: dict[tuple[int, str], int] = {}
+    seen = []
+    for tool in ["a", "b", "a", "b"]:
+        d = plan.decide(tool, 1 + seen.count(tool), {}, fired)
+        if d is not None:
+            fired[(d[0], tool)] = fired.get((d[0], tool), 0) + 1
+        seen.append(tool)
+        assert (d is not None) == (seen.count(tool) == 1)
