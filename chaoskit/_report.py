@@ -208,6 +208,13 @@ def verdict(episodes: Sequence[EpisodeResult], summary: Summary, config: Mapping
             f"no episode completed: all {len(episodes)} ended as {', '.join(sorted({e.outcome for e in episodes}))}"
             + (f" (first error: {first[:200]})" if first else "")
         )
+    elif episodes and not any(e.attempts.get("total", 0) for e in episodes):
+        # every episode ran, yet no tool call went through chaoskit: no fault could fire, nothing was tested
+        v.reasons.append(
+            f"no tool attempt was recorded in any of the {len(episodes)} episodes: the agent's tools do not go "
+            "through chaoskit (wrap them with @chaos, chaoskit_langchain.chaos_tools or "
+            "chaoskit_langgraph.instrument_graph)"
+        )
     for e in episodes:
         dup = [c for c in e.checks if c["name"] == "no_duplicate_writes" and not c["passed"]]
         if dup or e.attempts.get("duplicate_writes", 0) > 0:

@@ -51,6 +51,7 @@ __all__ = [
     "reset",
     "to_otlp_json",
     "write_jsonl",
+    "write_otlp_json",
 ]
 
 log = logging.getLogger("chaoskit")

@@ -302,3 +302,17 @@ def test_progress_on_a_terminal_and_in_a_log(scenario: Path) -> None:
     assert all("\r" not in line for line in lines)
     assert lines[-1].startswith("chaoskit: 20/20 episodes, 0 failed, ")
     assert lines[0].startswith("chaoskit: 10/20 episodes, 0 failed, ") and lines[0].endswith("left")
+
+
+def test_a_battery_whose_tools_bypass_chaoskit_fails_the_gate(scenario: Path) -> None:
+    class Unwrapped:
+        env = None
+
+        def invoke(self, task: str) -> str:
+            return "saved item 7"  # answers without a single tool call going through chaoskit
+
+    result = run_battery([scenario], agent=Unwrapped, repeat=2)
+    assert [e.outcome for e in result.episodes] == ["completed", "completed"]
+    assert not result.verdict.ok
+    assert any(r.startswith("no tool attempt was recorded in any of the 2 episodes") for r in result.verdict.reasons)
+    assert run_battery([scenario], agent=careful, repeat=1).verdict.ok
