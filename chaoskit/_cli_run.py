@@ -45,7 +45,8 @@ def _gate_options(p: argparse.ArgumentParser) -> None:
                    help="allowed relative rise of attempts against the baseline (default 0)")
     o = p.add_argument_group("output")
     o.add_argument("--json", metavar="FILE", help="every episode, the aggregates and the verdict as JSON")
-    o.add_argument("--junit", metavar="FILE", help="JUnit XML: one test case per episode (scenario x repetition x eps x lambda)")
+    o.add_argument("--junit", metavar="FILE",
+                   help="JUnit XML: one test case per episode (scenario x repetition x eps x lambda)")
     o.add_argument("--quiet", "-q", action="store_true", help="print only the verdict")
     o.add_argument("--max-failures", type=int, default=10, metavar="N",
                    help="failing episodes listed in the terminal report (default 10)")
