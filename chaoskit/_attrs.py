@@ -29,14 +29,38 @@ def _default(obj: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=_default, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return json.dumps(value, sort_keys=True, default=_default, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        # dict keys that are not strings (ints mixed with strs, tuples) or circular data: normalise and retry,
+        # because describing a call must never break the call
+        return json.dumps(_plain(value, 0), sort_keys=True, default=_default, ensure_ascii=False,
+                          separators=(",", ":"))
+
+
+def _plain(value: Any, depth: int) -> Any:
+    if depth > 32:
+        return "…"
+    if isinstance(value, Mapping):
+        return {_key(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v, depth + 1) for v in value]
+    return value
+
+
+def _key(k: Any) -> str:
+    return k if isinstance(k, str) else canonical_json(k) if isinstance(k, tuple) else str(k)
 
 
 def args_hash(args: Mapping[str, Any], *, exclude: str | None = None) -> str:
-    """Stable hash of the canonical arguments; the idempotency key is left out so retries compare equal."""
+    """Stable hash of the canonical, redacted arguments.
+
+    The idempotency key is left out so that retries compare equal; secret values are redacted first, so the
+    hash cannot be used to confirm a guessed password (and a retry with a refreshed token is the same call).
+    """
     if exclude is not None and exclude in args:
         args = {k: v for k, v in args.items() if k != exclude}
-    return hashlib.sha256(canonical_json(args).encode()).hexdigest()[:16]
+    return hashlib.sha256(canonical_json(redact(args)).encode()).hexdigest()[:16]
 
 
 def _has_secret(value: Any, depth: int = 0) -> bool:

@@ -49,8 +49,12 @@ class Scope:
 
     def remember_result(self, tool: str, result: Any) -> None:
         if tool not in self.first_results:
+            from ._effects import _copy
+
+            # a copy taken now: the agent may change the object it got before a stale fault replays it
+            snapshot = _copy(result)
             with self._lock:
-                self.first_results.setdefault(tool, result)
+                self.first_results.setdefault(tool, snapshot)
 
 
 @dataclass(frozen=True, slots=True)

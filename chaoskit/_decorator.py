@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
@@ -19,31 +20,32 @@ __all__ = ["chaos"]
 class _Binder:
     """Maps a call's positional and keyword arguments to parameter names (for hashing, match, idempotency)."""
 
-    __slots__ = ("drop_first", "sig")
+    __slots__ = ("first", "sig", "static")
 
     def __init__(self, func: Callable[..., Any], *, static: bool) -> None:
         try:
             self.sig: inspect.Signature | None = inspect.signature(func)
         except (TypeError, ValueError):
             self.sig = None
+        self.static = static
         params = list(self.sig.parameters) if self.sig is not None else []
-        self.drop_first = not static and bool(params) and params[0] in ("self", "cls")
+        self.first = params[0] if params else None
 
     def bind(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Mapping[str, Any]:
         sig = self.sig
         if sig is None:
             return {"args": list(args), **kwargs}
+        # wrapt passes the instance (or class) apart from the arguments of a bound call; whatever the first
+        # parameter is called, it is the receiver then, and it is not part of what the tool was asked
+        receiver = instance is not None and not self.static and self.first is not None
         try:
-            if self.drop_first and instance is not None:
-                bound = sig.bind(instance, *args, **kwargs)
-            else:
-                bound = sig.bind(*args, **kwargs)
+            bound = sig.bind(instance, *args, **kwargs) if receiver else sig.bind(*args, **kwargs)
         except TypeError:
             return {"args": list(args), **kwargs}
         bound.apply_defaults()
         out = dict(bound.arguments)
-        if self.drop_first:
-            out.pop(next(iter(sig.parameters)), None)
+        if receiver or (self.first in ("self", "cls") and out and not self.static):
+            out.pop(self.first, None)  # type: ignore[arg-type]
         for name, param in sig.parameters.items():
             if param.kind is inspect.Parameter.VAR_KEYWORD and name in out:
                 out.update(out.pop(name))
@@ -111,7 +113,13 @@ def chaos(
             return tool  # type: ignore[no-any-return]
         static = isinstance(func, staticmethod)
         target = func.__func__ if isinstance(func, staticmethod | classmethod) else func
-        tool_name = name or getattr(target, "__name__", None) or type(target).__name__
+        if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
+            raise TypeError(
+                f"chaos(): {getattr(target, '__name__', target)!r} is a generator; a tool must return its result "
+                "(wrap a function that collects the items, e.g. returns list(...))"
+            )
+        inner = target.func if isinstance(target, functools.partial) else target
+        tool_name = name or getattr(inner, "__name__", None) or type(inner).__name__
         doc = description or inspect.getdoc(target)
         spec = ToolSpec(
             name=tool_name,
@@ -134,7 +142,8 @@ def chaos(
                 )
         binder = _Binder(target, static=static)
 
-        if inspect.iscoroutinefunction(target):
+        call_method = type(target).__call__ if not inspect.isroutine(target) else None
+        if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call_method):
 
             @wrapt.decorator
             async def async_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:

@@ -91,15 +91,21 @@ def before(fault: _FaultBase | None, tool: str, first_result: Any = _UNSET) -> B
         if fault.mode == "value":
             return Before(call=False, value=copy.deepcopy(fault.garbage))
         if fault.mode == "stale" and first_result is not _UNSET:
-            return Before(call=False, value=first_result)
+            # a copy: the agent may have changed the object it got the first time
+            return Before(call=False, value=_copy(first_result))
     return PASS
 
 
+def raises_after(fault: _FaultBase) -> bool:
+    """Whether the fault raises once the real tool has run (``after_write``)."""
+    return isinstance(fault, HTTPFault) and fault.after_write
+
+
 def after(fault: _FaultBase | None, tool: str, result: Any) -> Any:
-    """The caller's view of the real ``result`` under ``fault``; raises for ``after_write``."""
+    """The caller's view of the real ``result`` under a data fault."""
     if fault is None:
         return result
-    if isinstance(fault, HTTPFault) and fault.after_write:
+    if raises_after(fault):
         raise make_exception(fault, tool)
     if isinstance(fault, EmptyFault):
         return hollow(result)
@@ -117,6 +123,13 @@ def after(fault: _FaultBase | None, tool: str, result: Any) -> Any:
 _COUNT_KEY = re.compile(r"(^|_)(count|total|n|num|size|hits|matches)$", re.I)
 
 
+def _copy(value: Any) -> Any:
+    try:
+        return copy.deepcopy(value)
+    except Exception:
+        return value
+
+
 def hollow(value: Any) -> Any:
     """The same shape with no rows: lists emptied, strings blanked, counts zeroed, other scalars kept."""
     if isinstance(value, list):
@@ -130,8 +143,10 @@ def hollow(value: Any) -> Any:
     if isinstance(value, dict):
         out: dict[Any, Any] = {}
         for k, v in value.items():
-            if isinstance(v, list | tuple | dict):
+            if isinstance(v, list | dict):
                 out[k] = type(v)()
+            elif isinstance(v, tuple):
+                out[k] = ()  # a namedtuple cannot be built empty; a plain empty tuple keeps "no rows"
             elif isinstance(v, int) and not isinstance(v, bool) and _COUNT_KEY.search(str(k)):
                 out[k] = 0
             else:
@@ -199,7 +214,7 @@ def off_by_one(value: Any) -> Any:
         return tuple(off_by_one(v) for v in value)
     if isinstance(value, str):
         # numbers written in text shift too ("order 4832" -> "order 4833"): what a stale cache looks like
-        return re.sub(r"\d+", lambda m: str(int(m.group()) + 1), value)
+        return re.sub(r"\d{1,4000}", lambda m: str(int(m.group()) + 1), value)
     return value
 
 

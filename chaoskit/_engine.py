@@ -173,16 +173,26 @@ class Attempt:
         args_json: str | None = None
         if resolved is not None:
             self.hash, args_json = _attrs.describe_args(resolved, exclude=spec.idempotency_arg)
-        self.span = get_tracer().start_span(
-            f"execute_tool {spec.name}",
-            context=_parent(),
-            kind=SpanKind.INTERNAL,
-            attributes=self._start_attributes(args_json),
-        )
+        try:
+            self.span = get_tracer().start_span(
+                f"execute_tool {spec.name}",
+                context=_parent(),
+                kind=SpanKind.INTERNAL,
+                attributes=self._start_attributes(args_json),
+            )
+        except Exception:
+            # the application's own span processors run inside start_span; theirs to fix, never the agent's
+            log.exception("chaoskit: starting the span for %s failed; the call goes on without one", spec.name)
+            self.span = trace.INVALID_SPAN
         self._token = otel_context.attach(trace.set_span_in_context(self.span)) if attach else None
-        self.before = _effects.before(
-            self.fault, spec.name, scope.first_results.get(spec.name, _UNSET)
-        )
+        try:
+            self.before = _effects.before(
+                self.fault, spec.name, scope.first_results.get(spec.name, _UNSET)
+            )
+        except Exception as exc:
+            # a fault parameter that cannot be produced (e.g. a value that cannot be copied): skip that fault
+            self.before = _effects.PASS
+            self.skip(f"it could not be prepared: {type(exc).__name__}: {exc}")
         if self.before.exc is not None:
             self.injected_exc = self.before.exc
             self.before.exc.__chaoskit_fault__ = self.fault.type if self.fault else None  # type: ignore[attr-defined]
@@ -254,14 +264,22 @@ class Attempt:
         self.executed = True
         if self._history:
             self.scope.remember_result(self.spec.name, result)
-        if self.fault is None or self.fault.type == "latency":
+        fault = self.fault
+        if fault is None or fault.type == "latency":
             return result
-        try:
-            out = _effects.after(self.fault, self.spec.name, result)
-        except BaseException as exc:
+        if _effects.raises_after(fault):
+            exc = _effects.make_exception(fault, self.spec.name)
             self.injected_exc = exc
-            exc.__chaoskit_fault__ = self.fault.type  # type: ignore[attr-defined]
-            raise
+            exc.__chaoskit_fault__ = fault.type  # type: ignore[attr-defined]
+            raise exc
+        try:
+            out = _effects.after(fault, self.spec.name, result)
+        except Exception as exc:
+            # a transform that cannot handle this result is chaoskit's limit, not a fault the agent should see
+            log.warning("chaoskit: %s could not transform the result of %s", fault.type, self.spec.name,
+                        exc_info=True)
+            self.skip(f"it cannot transform this result ({type(exc).__name__}: {exc})")
+            return result
         self.injected_value = out
         return out
 
@@ -355,7 +373,11 @@ class Attempt:
 
     def _end(self, outcome: str, exc: BaseException | None) -> None:
         end = time.time()
-        self.span.end()
+        try:
+            self.span.end()
+        except Exception:
+            # span processors of the application run here; a failing one must not lose the attempt record
+            log.exception("chaoskit: ending the span of %s failed; ignored", self.spec.name)
         if self._token is not None:
             try:
                 otel_context.detach(self._token)

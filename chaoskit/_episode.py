@@ -44,9 +44,10 @@ def traceparent_context() -> otel_context.Context | None:
 class Episode:
     """One agent run. Use as ``with chaoskit.episode(...) as ep:`` (or ``async with``).
 
-    Inside, tool calls count from 1 again, the plan given here is active, and every attempt span is a
-    child of this episode's ``invoke_agent`` span. ``ep.finish(output)`` records the agent's final answer.
-    An exception escaping the block is recorded as the outcome ``crashed`` and re-raised.
+    Inside, tool calls count from 1 again, the plan given here is active (with no ``plan=``, the plan that
+    was already active stays active), and every attempt span is a child of this episode's ``invoke_agent``
+    span. ``ep.finish(output)`` records the agent's final answer. An exception escaping the block is
+    recorded as the outcome ``crashed`` and re-raised.
     """
 
     def __init__(self, name: str | None = None, plan: Plan | None = None, **attributes: Any) -> None:
@@ -65,6 +66,12 @@ class Episode:
     # -- lifecycle -------------------------------------------------------------------------------------
 
     def __enter__(self) -> Episode:
+        if self.plan is None:
+            # an episode without its own plan runs under the one already active (plan.activate(), an outer
+            # episode), as a tool call outside the episode would
+            outer = ACTIVE.get()
+            if outer is not None:
+                self.plan = outer.plan
         tracer = get_tracer()
         agent = self.name or "agent"
         parent = None

@@ -7,6 +7,7 @@ import contextlib
 import difflib
 import fnmatch
 import hashlib
+import math
 import os
 import re
 import threading
@@ -45,6 +46,8 @@ __all__ = [
 ]
 
 _UNSET: Any = object()
+# set while a loader validates: models then let pydantic's errors through, for the loader to locate
+_raw_errors = threading.local()
 
 
 # --- trigger field parsers: each raises one sentence that says what is allowed -------------------------
@@ -84,7 +87,18 @@ def _parse_calls(v: object) -> object:
     raise ValueError(f'must be a window of call numbers such as "2-5" (calls 2 to 5) or "3-" (3 onwards), got {v!r}')
 
 
+def _number(v: object) -> object:
+    # YAML 1.1 reads 1e-3 (no dot) as a string; a number written that way is still meant as a number
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return v
+    return v
+
+
 def _parse_probability(v: object) -> object:
+    v = _number(v)
     if v is None:
         return None
     if isinstance(v, int | float) and not isinstance(v, bool) and 0.0 <= v <= 1.0:
@@ -101,9 +115,16 @@ def _parse_tool(v: object) -> object:
 
 
 def _parse_seconds(v: object) -> object:
-    if v is None or (isinstance(v, int | float) and not isinstance(v, bool) and v >= 0):
+    v = _number(v)
+    if v is None or (isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < math.inf):
         return v
-    raise ValueError(f"must be a number of seconds >= 0, got {v!r}")
+    raise ValueError(f"must be a finite number of seconds >= 0, got {v!r}")
+
+
+def _parse_seed(v: object) -> object:
+    if _is_int(v):
+        return v
+    raise ValueError(f"must be a whole number, got {v!r}")
 
 
 OnCall = Annotated[tuple[int, ...] | None, BeforeValidator(_parse_on_call)]
@@ -132,6 +153,19 @@ class _FaultBase(BaseModel):
 
     #: fault types whose effect needs the real tool to run first
     runs_tool: ClassVar[bool] = False
+
+    def __init__(self, **data: Any) -> None:
+        if getattr(_raw_errors, "on", False):
+            super().__init__(**data)
+            return
+        # built directly (faults.HTTP(status=200)): the same PlanError as from a plan, naming the field
+        _raw_errors.on = True
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise validation_to_plan_error(exc, source="<python>", lines={}, model=type(self)) from None
+        finally:
+            _raw_errors.on = False
 
     def model_post_init(self, __context: Any) -> None:
         if self.calls is not None:
@@ -398,7 +432,9 @@ def _normalize_fault(v: object) -> object:
     if "type" not in v:
         raise ValueError(f"missing 'type'; allowed: {', '.join(FAULT_TYPES)}")
     t = v["type"]
-    t = _ALIASES.get(t, t) if isinstance(t, str) else t
+    if not isinstance(t, str):
+        raise ValueError(f"type must be a name, one of {', '.join(FAULT_TYPES)}; got {t!r}")
+    t = _ALIASES.get(t, t)
     if t not in _FAULT_CLASSES:
         hint = _suggest(str(t), FAULT_TYPES)
         raise ValueError(f"unknown fault type {v['type']!r}{hint}; allowed: {', '.join(FAULT_TYPES)}")
@@ -439,7 +475,16 @@ def uniform(seed: int, fault_index: int, tool: str, call: int) -> float:
     return int.from_bytes(digest, "big") / 18446744073709551616.0
 
 
-_raw_errors = threading.local()
+@contextlib.contextmanager
+def raw_validation() -> Iterator[None]:
+    """While a loader validates data that contains plans or faults, let pydantic's errors through so that
+    the loader can turn them into one PlanError with its file and line."""
+    before = getattr(_raw_errors, "on", False)
+    _raw_errors.on = True
+    try:
+        yield
+    finally:
+        _raw_errors.on = before
 
 
 class Plan(BaseModel):
@@ -447,7 +492,7 @@ class Plan(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    seed: int = 0
+    seed: Annotated[int, BeforeValidator(_parse_seed)] = 0
     name: str | None = None
     faults: list[Fault] = Field(default_factory=list)
 
@@ -462,10 +507,22 @@ class Plan(BaseModel):
             # a loader is validating: it turns the raw errors into PlanErrors with file and line
             super().__init__(**data)
             return
+        _raw_errors.on = True
         try:
             super().__init__(**data)
         except ValidationError as exc:
             raise _plan_error(exc, source="<python>", lines={}) from None
+        finally:
+            _raw_errors.on = False
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Plan:
+        """A copy with its own caches and call counters (they belong to one plan's faults)."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied._by_tool = {}
+        copied._stale_tools = {}
+        copied._lock = threading.Lock()
+        copied._scope = None
+        return copied
 
     @classmethod
     def _validate(cls, data: Mapping[Any, Any], source: str, lines: Mapping[tuple[Any, ...], int]) -> Plan:
@@ -627,25 +684,65 @@ def _fault_to_dict(f: _FaultBase) -> dict[str, Any]:
 
 # --- YAML with line numbers ---------------------------------------------------------------------------
 
+_LOOKS_LIKE_YAML = re.compile(r"^\s*[\w.-]+\s*:(\s|$)")
+
+
 def read_source(path_or_text: str | os.PathLike[str], source: str | None) -> tuple[str, str]:
-    if isinstance(path_or_text, os.PathLike) or (
-        isinstance(path_or_text, str) and "\n" not in path_or_text and ":" not in path_or_text.replace(":\\", "")
-    ):
-        path = Path(path_or_text)
-        try:
-            return path.read_text(encoding="utf-8"), source or str(path)
-        except FileNotFoundError:
-            raise PlanError("file not found", source=str(path)) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise PlanError(f"cannot read the file: {exc}", source=str(path)) from None
-    return str(path_or_text), source or "<yaml>"
+    """The text of a plan and the name to report it by, from a path or from YAML text.
+
+    A string is text when it has a newline, starts like a flow mapping/sequence or a comment, or reads as
+    ``key: value``; else it is a path (an existing file always is).
+    """
+    if isinstance(path_or_text, os.PathLike):
+        return _read_file(Path(path_or_text), source)
+    text = str(path_or_text)
+    if not text.strip():
+        raise PlanError("no plan given: expected a YAML file path or YAML text, got an empty string",
+                        source=source or "<yaml>")
+    if "\n" in text or text.lstrip().startswith(("{", "[", "#")):
+        return text, source or "<yaml>"
+    path = Path(text)
+    if path.is_file() or path.is_dir():
+        return _read_file(path, source)
+    if _LOOKS_LIKE_YAML.match(text):
+        return text, source or "<yaml>"
+    raise PlanError("file not found", source=text)
+
+
+def _read_file(path: Path, source: str | None) -> tuple[str, str]:
+    if path.is_dir():
+        raise PlanError("is a folder; expected a YAML file", source=str(path))
+    try:
+        return path.read_text(encoding="utf-8"), source or str(path)
+    except FileNotFoundError:
+        raise PlanError("file not found", source=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanError(f"cannot read the file: {exc}", source=str(path)) from None
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (plain YAML keeps the last one, silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = key_node.value
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice (first on line {seen[key]}); give it once",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_yaml(text: str, source: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
     """Parse YAML safely; return the data and a map from key paths to 1-based line numbers."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -689,11 +786,16 @@ def format_loc(loc: Iterable[Any]) -> str:
 
 
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    # pydantic puts the discriminator tag and validator names into the location; users never wrote those
-    return tuple(
-        p for p in loc
-        if not (isinstance(p, str) and (p in _FAULT_CLASSES or p.startswith("function-")))
-    )
+    # pydantic puts the discriminator tag (right after a fault's list index) and validator names into the
+    # location; users never wrote those. A field that shares a type's name (``error``) is kept.
+    out: list[Any] = []
+    for i, p in enumerate(loc):
+        if isinstance(p, str) and p.startswith("function-"):
+            continue
+        if isinstance(p, str) and p in _FAULT_CLASSES and i >= 1 and isinstance(loc[i - 1], int):
+            continue
+        out.append(p)
+    return tuple(out)
 
 
 def _allowed_keys(model: type[BaseModel]) -> str:

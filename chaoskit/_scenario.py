@@ -18,7 +18,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from ._errors import PlanError
-from ._plan import Fault, Plan, _line_for, _suggest, load_yaml, read_source, validation_to_plan_error
+from ._plan import (
+    Fault,
+    Plan,
+    _line_for,
+    _suggest,
+    load_yaml,
+    raw_validation,
+    read_source,
+    validation_to_plan_error,
+)
 
 __all__ = ["Scenario", "Success", "check_registry", "load_battery", "load_scenario", "resolve_ref"]
 
@@ -220,7 +229,8 @@ def load_scenario(path_or_text: str | os.PathLike[str], *, source: str | None = 
     if not isinstance(data, Mapping):
         raise PlanError("a scenario must be a mapping with at least 'name' and 'task'", source=src, line=1)
     try:
-        scenario = Scenario.model_validate(dict(data))
+        with raw_validation():
+            scenario = Scenario.model_validate(dict(data))
     except ValidationError as exc:
         raise validation_to_plan_error(exc, source=src, lines=lines, model=Scenario) from None
     scenario._source = src

@@ -113,8 +113,21 @@ def _private_provider() -> TracerProvider:
             resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "chaoskit")})
             provider = TracerProvider(resource=resource)
             provider.add_span_processor(_state.tee)
+            if _otlp_env():
+                # on the private provider only: once the application installs its own provider, its exporters
+                # send chaoskit's spans, and a second OTLP sink here would send every span twice
+                try:
+                    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+                    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+                except Exception:
+                    log.exception("chaoskit: could not set up OTLP export from the environment; spans stay local")
             _state.private = provider
         return _state.private
+
+
+def _otlp_env() -> bool:
+    return bool(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
 
 
 def get_tracer() -> trace.Tracer:
@@ -126,7 +139,7 @@ def get_tracer() -> trace.Tracer:
     with _state.lock:
         if not _state.env_done:
             _state.env_done = True
-            _configure_from_env(user_provider=_is_sdk(provider))
+            _configure_from_env()
         if _is_sdk(provider):
             if provider not in _state.attached:
                 provider.add_span_processor(_state.tee)  # type: ignore[attr-defined]
@@ -161,7 +174,16 @@ def remove_processor(processor: SpanProcessor, *, shutdown: bool = True) -> None
 
 def flush(timeout_millis: int = 30000) -> bool:
     """Push every pending span to its sink. Call it before reporting; the runner does."""
-    return _state.tee.force_flush(timeout_millis)
+    ok = _state.tee.force_flush(timeout_millis)
+    private = _state.private
+    if private is not None:
+        try:
+            # the private provider's own OTLP exporter (from the environment) sits outside the tee
+            ok = bool(private.force_flush(timeout_millis)) and ok
+        except Exception:
+            log.exception("chaoskit: flushing the OTLP exporter failed; ignored")
+            ok = False
+    return ok
 
 
 def reset() -> None:
@@ -237,17 +259,10 @@ def write_jsonl(path: str | os.PathLike[str]) -> SpanProcessor:
     return add_processor(BatchSpanProcessor(JsonLinesSpanExporter(path), schedule_delay_millis=500))
 
 
-def _configure_from_env(*, user_provider: bool) -> None:
+def _configure_from_env() -> None:
     path = os.environ.get("CHAOSKIT_TRACES_FILE")
     if path:
         write_jsonl(path)
-    if not user_provider and (
-        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    ):
-        try:
-            export_otlp()
-        except Exception:
-            log.exception("chaoskit: could not set up OTLP export from the environment; spans stay local")
     atexit.register(flush)
 
 

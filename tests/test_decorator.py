@@ -182,4 +182,6 @@ def test_results_are_not_kept_unless_a_stale_fault_needs_them() -> None:
         assert refs[0]() is None  # nothing in chaoskit holds on to the tool's result
     with chaoskit.episode("t", plan=Plan(faults=[{"type": "garbage", "tool": "rows", "stale": True}])):
         first = rows()
-        assert rows() is first  # a stale fault replays the first result, so that one is kept
+        first.append(99)  # the agent changes what it got; the stale replay is what the tool returned
+        again = rows()
+        assert again == [1, 2] and again is not first
