@@ -135,7 +135,22 @@ ToolSelector = Annotated[str | tuple[str, ...], BeforeValidator(_parse_tool)]
 Seconds = Annotated[float | None, BeforeValidator(_parse_seconds)]
 
 
-class _FaultBase(BaseModel):
+class _PlanErrorsInit(BaseModel):
+    """Models built directly in Python (``Plan(...)``, ``faults.HTTP(status=200)``) raise the same PlanError a
+    plan file would, naming the field; inside a loader's validation the raw errors pass through to it."""
+
+    def __init__(self, **data: Any) -> None:
+        if getattr(_raw_errors, "on", False):
+            super().__init__(**data)
+            return
+        with raw_validation():
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise validation_to_plan_error(exc, source="<python>", lines={}, model=type(self)) from None
+
+
+class _FaultBase(_PlanErrorsInit):
     """Trigger fields shared by every fault. All given triggers must hold (AND); none = every call."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -154,18 +169,6 @@ class _FaultBase(BaseModel):
     #: fault types whose effect needs the real tool to run first
     runs_tool: ClassVar[bool] = False
 
-    def __init__(self, **data: Any) -> None:
-        if getattr(_raw_errors, "on", False):
-            super().__init__(**data)
-            return
-        # built directly (faults.HTTP(status=200)): the same PlanError as from a plan, naming the field
-        _raw_errors.on = True
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise validation_to_plan_error(exc, source="<python>", lines={}, model=type(self)) from None
-        finally:
-            _raw_errors.on = False
 
     def model_post_init(self, __context: Any) -> None:
         if self.calls is not None:
@@ -487,7 +490,7 @@ def raw_validation() -> Iterator[None]:
         _raw_errors.on = before
 
 
-class Plan(BaseModel):
+class Plan(_PlanErrorsInit):
     """A fault plan: a seed and an ordered list of faults. The first fault whose triggers all hold fires."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -501,19 +504,6 @@ class Plan(BaseModel):
     _stale_tools: dict[str, bool] = PrivateAttr(default_factory=dict)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _scope: Any = PrivateAttr(default=None)
-
-    def __init__(self, **data: Any) -> None:
-        if getattr(_raw_errors, "on", False):
-            # a loader is validating: it turns the raw errors into PlanErrors with file and line
-            super().__init__(**data)
-            return
-        _raw_errors.on = True
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise _plan_error(exc, source="<python>", lines={}) from None
-        finally:
-            _raw_errors.on = False
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Plan:
         """A copy with its own caches and call counters (they belong to one plan's faults)."""

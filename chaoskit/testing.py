@@ -40,4 +40,4 @@ def attempt_attributes(cap: SpanCapture, tool: str | None = None) -> list[dict[s
 
 def plan_from(*faults: dict[str, Any], seed: int = 0) -> Plan:
     """A plan from fault dicts: ``plan_from({"type": "error", "tool": "search", "on_call": 1})``."""
-    return Plan(seed=seed, faults=list(faults))
+    return Plan.from_dict({"seed": seed, "faults": list(faults)}, source="<python>")
