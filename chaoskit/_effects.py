@@ -102,11 +102,9 @@ def raises_after(fault: _FaultBase) -> bool:
 
 
 def after(fault: _FaultBase | None, tool: str, result: Any) -> Any:
-    """The caller's view of the real ``result`` under a data fault."""
+    """The caller's view of the real ``result`` under a data fault (``after_write`` is the engine's to raise)."""
     if fault is None:
         return result
-    if raises_after(fault):
-        raise make_exception(fault, tool)
     if isinstance(fault, EmptyFault):
         return hollow(result)
     if isinstance(fault, PartialFault):

@@ -523,7 +523,7 @@ class Plan(_PlanErrorsInit):
         try:
             plan = cls(**data)
         except ValidationError as exc:
-            raise _plan_error(exc, source=source, lines=lines) from None
+            raise validation_to_plan_error(exc, source=source, lines=lines, model=cls) from None
         finally:
             _raw_errors.on = False
         plan._source = source
@@ -790,11 +790,6 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _allowed_keys(model: type[BaseModel]) -> str:
     return ", ".join(model.model_fields)
-
-
-def _plan_error(exc: ValidationError, *, source: str, lines: Mapping[tuple[Any, ...], int],
-                model: type[BaseModel] | None = None, prefix: tuple[Any, ...] = ()) -> PlanError:
-    return validation_to_plan_error(exc, source=source, lines=lines, model=model or Plan, prefix=prefix)
 
 
 def validation_to_plan_error(
