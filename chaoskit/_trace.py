@@ -64,6 +64,10 @@ class AttemptRecord:
     #: status and Retry-After of any HTTP error the caller saw, injected or real
     observed_status: int | None = None
     observed_retry_after: float | None = None
+    #: the tool was declared ``idempotent=True`` (``chaoskit.tool.idempotent``): repeating it is harmless
+    idempotent: bool = False
+    #: the tool itself refused the call by returning an error value (``chaoskit.tool.refused``), not raising
+    refused: bool = False
 
     @property
     def clean_success(self) -> bool:
@@ -385,6 +389,8 @@ class TraceBuilder:
             result=_str_or_none(a.get("gen_ai.tool.call.result")),
             observed_status=_int_or_none(a.get("http.response.status_code")),
             observed_retry_after=_float_or_none(a.get("chaoskit.retry_after")),
+            idempotent=a.get("chaoskit.tool.idempotent") is True,
+            refused=a.get("chaoskit.tool.refused") is True,
         )
 
     def build(self) -> Trace:
