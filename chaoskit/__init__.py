@@ -6,7 +6,7 @@ from ._context import active_plan, current_episode
 from ._decorator import chaos
 from ._engine import Attempt, AttemptInfo, ToolSpec, begin, call_async, call_sync
 from ._episode import Episode, episode
-from ._errors import ChaoskitError, ChaosWarning, PlanError, ToolHTTPError, ToolTimeout
+from ._errors import ChaoskitError, ChaosWarning, ConfigError, PlanError, ToolHTTPError, ToolTimeout
 from ._plan import FAULT_TYPES, Plan
 from ._runner import BatteryResult, EpisodeResult, run_battery
 from ._scenario import Scenario, load_battery, load_scenario
@@ -24,6 +24,7 @@ __all__ = [
     "ChaosWarning",
     "ChaoskitError",
     "CheckResult",
+    "ConfigError",
     "Episode",
     "EpisodeRecord",
     "EpisodeResult",

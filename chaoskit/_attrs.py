@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _config
+
+if TYPE_CHECKING:
+    from ._engine import Attempt
 
 REDACTED = "[REDACTED]"
 
@@ -114,3 +117,59 @@ def to_attr_json(value: Any, limit: int | None = None) -> str:
 def to_text(value: Any, limit: int | None = None) -> str:
     text = value if isinstance(value, str) else canonical_json(redact(value))
     return cap(text, limit or _config.CONFIG.max_output_chars)
+
+
+def start_attributes(attempt: Attempt, args_json: str | None) -> dict[str, Any]:
+    """The attributes an attempt's span starts with: one dict, since the SDK cleans attributes per call."""
+    spec = attempt.spec
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": spec.name,
+        "gen_ai.tool.type": spec.tool_type,
+        "chaoskit.attempt": attempt.n,
+        "chaoskit.tool.irreversible": spec.irreversible,
+    }
+    if spec.idempotent:
+        attrs["chaoskit.tool.idempotent"] = True
+    if attempt.episode is not None:
+        attrs["chaoskit.episode.id"] = attempt.episode.id
+    if attempt.call_id:
+        attrs["gen_ai.tool.call.id"] = attempt.call_id
+    if spec.description:
+        attrs["gen_ai.tool.description"] = cap(spec.description, 512)
+    if args_json is not None:
+        attrs["chaoskit.args.hash"] = attempt.hash
+        attrs["chaoskit.args"] = args_json
+    if attempt.idem is not None:
+        attrs["chaoskit.idempotency_key"] = attempt.idem
+    if attempt.skipped is not None:
+        attrs["chaoskit.fault.skipped"] = attempt.skipped
+    fault = attempt.fault
+    if fault is not None:
+        attrs["chaoskit.fault.type"] = fault.type
+        attrs["chaoskit.fault.index"] = attempt.fault_index
+        for key, value in fault.params().items():
+            if value is None or value is False or key in ("value", "garbage", "text"):
+                continue
+            name = "chaoskit.fault.http.status" if key == "status" else f"chaoskit.fault.{key}"
+            attrs[name] = value if isinstance(value, bool | int | float | str) else to_attr_json(value)
+        status = getattr(fault, "status", None)
+        if status is not None:
+            attrs["chaoskit.fault.http.status"] = status
+        if fault.type == "prompt_injection":
+            attrs["chaoskit.fault.text"] = cap(getattr(fault, "text", ""))
+            attrs["chaoskit.fault.asks_for"] = list(getattr(fault, "asks_for", []))
+    return attrs
+
+
+def add_http_error(attrs: dict[str, Any], exc: BaseException) -> None:
+    # duck-typed so a real client's 429 (ToolHTTPError, or an exception with .status/.status_code
+    # and .retry_after) is gradable from the trace like an injected one
+    status = getattr(exc, "status", None)
+    if status is None:
+        status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        attrs["http.response.status_code"] = status
+    retry_after = getattr(exc, "retry_after", None)
+    if isinstance(retry_after, int | float) and not isinstance(retry_after, bool):
+        attrs["chaoskit.retry_after"] = float(retry_after)

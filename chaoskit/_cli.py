@@ -22,18 +22,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"chaoskit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
+        # a command module that fails to import is a broken install: say so, rather than drop the subcommand
         try:
             module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
+        except ImportError as exc:
+            raise ChaoskitError(f"cannot load the command module {name} ({type(exc).__name__}: {exc}); "
+                                "reinstall chaoskit") from exc
         module.add_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except ChaoskitError as exc:
+        print(f"chaoskit: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:

@@ -6,7 +6,7 @@ import itertools
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -67,34 +67,116 @@ _lock = threading.Lock()
 CONFIG = _Config()
 
 
+_CONFIGURE_ARGS = ("max_attr_chars", "max_output_chars", "record_results", "secret_keys", "on_attempt")
+_MIN_CHARS = 64
+
+
 def configure(
     *,
     max_attr_chars: int | None = None,
     max_output_chars: int | None = None,
     record_results: bool | None = None,
     secret_keys: Iterable[str] | None = None,
-    on_attempt: Iterable[Callable[[AttemptInfo], Any]] | None = None,
+    on_attempt: Callable[[AttemptInfo], Any] | Iterable[Callable[[AttemptInfo], Any]] | None = None,
+    **unknown: Any,
 ) -> None:
-    """Change process-wide settings.
+    """Change process-wide settings. Every argument is checked first: a bad one raises
+    :class:`chaoskit.ConfigError` naming it and what is allowed, and then nothing is changed.
 
-    ``secret_keys`` replaces the argument names whose values are redacted in spans; a name matches by whole
-    words (``token`` matches ``access_token`` and ``authToken`` but not ``max_tokens``).
+    ``max_attr_chars`` / ``max_output_chars`` (whole numbers >= 64) cap span attributes and the recorded final
+    answer. ``secret_keys`` replaces the argument names whose values are redacted in spans: a list of names
+    (a bare string is rejected, it would be read letter by letter); a name matches by whole words (``token``
+    matches ``access_token`` and ``authToken`` but not ``max_tokens``).
 
-    ``on_attempt`` takes callables that receive a frozen :class:`chaoskit.AttemptInfo` after every tool
-    attempt; a hook that raises is logged and ignored so it can never break the agent.
+    ``on_attempt`` takes a callable, or a list of them, that receive a frozen :class:`chaoskit.AttemptInfo`
+    after every tool attempt; a hook that raises is logged and ignored so it can never break the agent.
     """
+    from ._errors import ConfigError
+
+    if unknown:
+        from ._plan import _suggest
+
+        name = sorted(unknown)[0]
+        raise ConfigError(f"configure(): no argument {name!r}{_suggest(name, _CONFIGURE_ARGS)}; "
+                          f"the arguments are: {', '.join(_CONFIGURE_ARGS)}")
+    chars = {k: _check_chars(v, k) for k, v in (("max_attr_chars", max_attr_chars),
+                                                  ("max_output_chars", max_output_chars)) if v is not None}
+    if record_results is not None and not isinstance(record_results, bool):
+        raise ConfigError(f"configure(record_results=...): expected True or False, got "
+                          f"{type(record_results).__name__} {record_results!r}")
+    keys = _check_secret_keys(secret_keys) if secret_keys is not None else None
+    hooks = _check_hooks(on_attempt) if on_attempt is not None else None
     with _lock:
-        if max_attr_chars is not None:
-            CONFIG.max_attr_chars = max(64, int(max_attr_chars))
-        if max_output_chars is not None:
-            CONFIG.max_output_chars = max(64, int(max_output_chars))
+        for k, v in chars.items():
+            setattr(CONFIG, k, v)
         if record_results is not None:
-            CONFIG.record_results = bool(record_results)
-        if secret_keys is not None:
-            CONFIG.secret_keys = tuple(secret_keys)
-            CONFIG.is_secret = SecretKeys(CONFIG.secret_keys)
-        if on_attempt is not None:
-            CONFIG.on_attempt = tuple(on_attempt)
+            CONFIG.record_results = record_results
+        if keys is not None:
+            CONFIG.secret_keys = keys
+            CONFIG.is_secret = SecretKeys(keys)
+        if hooks is not None:
+            CONFIG.on_attempt = hooks
+
+
+def _check_chars(value: Any, name: str) -> int:
+    from ._errors import ConfigError
+
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"configure({name}=...): expected a whole number of characters >= {_MIN_CHARS}, got "
+                          f"{type(value).__name__} {value!r}")
+    if value < _MIN_CHARS:
+        raise ConfigError(f"configure({name}=...): expected a whole number of characters >= {_MIN_CHARS}, "
+                          f"got {value}")
+    return value
+
+
+def _check_secret_keys(value: Any) -> tuple[str, ...]:
+    from ._errors import ConfigError
+
+    allowed = "a list of argument names, e.g. secret_keys=['token', 'ssn']"
+    if isinstance(value, str | bytes):
+        # iterating a string gives its letters: redaction of the name itself would silently stop
+        raise ConfigError(f"configure(secret_keys=...): got the bare string {value!r}; expected {allowed}")
+    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+        raise ConfigError(f"configure(secret_keys=...): expected {allowed}, got {type(value).__name__}")
+    keys = tuple(value)
+    bad = [k for k in keys if not isinstance(k, str) or not k.strip()]
+    if bad:
+        raise ConfigError(f"configure(secret_keys=...): every name must be a non-empty string, got {bad[0]!r}; "
+                          f"expected {allowed}")
+    return keys
+
+
+def _check_hooks(value: Any) -> tuple[Callable[[AttemptInfo], Any], ...]:
+    from ._errors import ConfigError
+
+    allowed = "a callable taking one chaoskit.AttemptInfo, or a list of them"
+    if callable(value):
+        return (value,)
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise ConfigError(f"configure(on_attempt=...): expected {allowed}, got {type(value).__name__}")
+    hooks = tuple(value)
+    for i, hook in enumerate(hooks):
+        if not callable(hook):
+            raise ConfigError(f"configure(on_attempt=...): item {i} is a {type(hook).__name__}, not callable; "
+                              f"expected {allowed}")
+    return hooks
+
+
+def as_plan(value: Any, argument: str) -> Plan | None:
+    """``value`` as a Plan: a Plan, None, or a dict validated at once with ``Plan.from_dict`` (so that a bad
+    plan fails where it is given, not at the first tool call). Anything else is a ConfigError."""
+    from ._plan import Plan
+
+    if value is None or isinstance(value, Plan):
+        return value
+    if isinstance(value, Mapping):
+        return Plan.from_dict(value, source=f"{argument}=<dict>")
+    from ._errors import ConfigError
+
+    hint = "; to load a file, pass Plan.from_yaml(path)" if isinstance(value, str | os.PathLike) else ""
+    raise ConfigError(f"{argument}: expected a chaoskit.Plan, a dict (read with Plan.from_dict) or None, "
+                      f"got {type(value).__name__}{hint}")
 
 
 def reset() -> None:
@@ -128,11 +210,23 @@ def env_plan() -> Plan | None:
     path = os.environ.get("CHAOSKIT_PLAN")
     plan = None
     if path:
+        from ._errors import PlanError
         from ._plan import Plan
 
         # a file path, or inline YAML/JSON (JSON is YAML), named as the variable in errors
         inline = path.lstrip().startswith("{") or "\n" in path
-        plan = Plan.from_yaml(path, source="CHAOSKIT_PLAN") if inline else Plan.from_yaml(path)
+        try:
+            plan = Plan.from_yaml(path, source="CHAOSKIT_PLAN") if inline else Plan.from_yaml(path)
+        except PlanError as exc:
+            if inline:
+                raise
+            # the file's own errors name the file; say also where that file name came from
+            wrapped = PlanError(str(exc), source=f"CHAOSKIT_PLAN={path}")
+            wrapped.line, wrapped.field, wrapped.reason = exc.line, exc.field, exc.reason
+            raise wrapped from None
+        except (OSError, ValueError, TypeError) as exc:
+            raise PlanError(f"cannot read the plan file: {type(exc).__name__}: {exc}; expected the path of a "
+                            f"YAML/JSON plan file or an inline plan", source=f"CHAOSKIT_PLAN={path}") from None
     with _lock:
         cfg.env_plan = plan
         cfg.env_plan_loaded = True

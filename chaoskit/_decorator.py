@@ -5,12 +5,15 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 import wrapt
 
+from ._config import as_plan
 from ._engine import ToolSpec, call_async, call_sync
+from ._errors import ConfigError
 from ._plan import Plan
+from ._spec import ErrorResult, check_flag, refusal_check
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,19 +55,45 @@ class _Binder:
         return out
 
 
+# typed as Any: wrapt's stubs make these generic over the wrapped callable, which a subclass cannot name
+_FunctionWrapper: Any = wrapt.FunctionWrapper
+_BoundFunctionWrapper: Any = wrapt.BoundFunctionWrapper
+
+
+class _ToolFunction(_FunctionWrapper):  # type: ignore[misc]
+    """The wrapper ``@chaos`` returns. The spec lives on the wrapper itself (never set on the wrapped object:
+    a bound method or a ``__slots__`` object cannot take attributes, and the user's own function must stay
+    unmarked so that wrapping it again elsewhere still works)."""
+
+    @property
+    def __chaoskit_spec__(self) -> ToolSpec:
+        return self._self_chaoskit_spec  # type: ignore[no-any-return]
+
+
+class _BoundToolFunction(_BoundFunctionWrapper):  # type: ignore[misc]
+    @property
+    def __chaoskit_spec__(self) -> ToolSpec:
+        return self._self_parent._self_chaoskit_spec  # type: ignore[no-any-return]
+
+
+_ToolFunction.__bound_function_wrapper__ = _BoundToolFunction
+
+
 @overload
 def chaos(func: F, /) -> F: ...
 
 
 @overload
 def chaos(
-    plan: Plan | None = None,
+    plan: Plan | Mapping[str, Any] | None = None,
     /,
     *,
     name: str | None = None,
     irreversible: bool = False,
     idempotency_arg: str | None = None,
     description: str | None = None,
+    idempotent: bool = False,
+    error_result: ErrorResult | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -72,25 +101,35 @@ def chaos(
     func_or_plan: Any = None,
     /,
     *,
-    plan: Plan | None = None,
+    plan: Plan | Mapping[str, Any] | None = None,
     name: str | None = None,
     irreversible: bool = False,
     idempotency_arg: str | None = None,
     description: str | None = None,
+    idempotent: bool = False,
+    error_result: ErrorResult | None = None,
 ) -> Any:
     """Route every call of a tool function through chaoskit.
 
-    Applied to a LangChain tool (a ``BaseTool``, e.g. made by ``@tool``), it returns
-    ``chaoskit_langchain.chaos_tool(tool, plan, ...)``.
+    Works on functions, bound methods, ``@staticmethod`` / ``@classmethod`` (above or below ``@chaos``),
+    methods decorated in a class body, ``functools.partial`` objects and callable objects, sync or async; the
+    receiver (``self`` / ``cls``) is never recorded as an argument. Applied to a LangChain tool (a
+    ``BaseTool``, e.g. made by ``@tool``), it returns ``chaoskit_langchain.chaos_tool(tool, plan, ...)``.
 
     ``@chaos`` alone takes faults from the active plan (episode, ``plan.activate()``, ``CHAOSKIT_PLAN``);
-    ``@chaos(plan)`` pins a plan to this tool. With no plan anywhere, the call runs unchanged and is only
-    recorded as a span. ``irreversible`` marks a tool whose calls write (refund, send, delete);
-    ``idempotency_arg`` names the argument that carries its idempotency key.
+    ``@chaos(plan)`` pins a plan (a :class:`Plan`, or a dict checked now with ``Plan.from_dict``) to this tool.
+    With no plan anywhere, the call runs unchanged and is only recorded as a span. ``irreversible`` marks a
+    tool whose calls write (refund, send, delete); ``idempotency_arg`` names the argument that carries its
+    idempotency key; ``idempotent=True`` declares that repeating a call with the same arguments changes
+    nothing. ``error_result`` says which *returned* values are the tool refusing the call: a predicate
+    ``(result) -> bool | str`` (a string is the message) or a key name (a dict result with that key truthy);
+    by default a dict whose only key is ``error`` and an MCP result with ``isError`` true; ``False`` for none.
+    Bad arguments raise :class:`chaoskit.ConfigError` (or :class:`chaoskit.PlanError` for a bad plan dict)
+    here, at decoration time.
     """
-    if isinstance(func_or_plan, Plan):
+    if isinstance(func_or_plan, Plan | Mapping):
         if plan is not None:
-            raise TypeError("chaos(): give the plan once, positionally or as plan=")
+            raise ConfigError("chaos(): give the plan once, positionally or as plan=")
         plan = func_or_plan
         func_or_plan = None
     elif func_or_plan is not None and not (
@@ -98,7 +137,15 @@ def chaos(
         or isinstance(func_or_plan, classmethod | staticmethod)
         or _is_langchain_tool(func_or_plan)
     ):
-        raise TypeError(f"chaos(): expected a function or a Plan, got {type(func_or_plan).__name__}")
+        raise ConfigError(f"chaos(): expected a function or a Plan (or a plan dict), got {type(func_or_plan).__name__}")
+    checked_plan = as_plan(plan, "chaos(plan)")
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ConfigError(f"chaos(name=...): expected a non-empty string, got {name!r}")
+    if description is not None and not isinstance(description, str):
+        raise ConfigError(f"chaos(description=...): expected a string, got {type(description).__name__}")
+    check_flag(irreversible, "chaos(irreversible=...)")
+    check_flag(idempotent, "chaos(idempotent=...)")
+    refusal_check(error_result)  # raises ConfigError now, not at the first call
 
     def decorate(func: F) -> F:
         if _is_langchain_tool(func):
@@ -107,14 +154,18 @@ def chaos(
             from chaoskit_langchain import chaos_tool
 
             if name is not None or description is not None:
-                raise TypeError("chaos(): name= and description= do not apply to a LangChain tool; it keeps its own")
+                raise ConfigError("chaos(): name= and description= do not apply to a LangChain tool; it keeps "
+                                  "its own")
             lc_tool: Any = func
-            tool: Any = chaos_tool(lc_tool, plan, irreversible=irreversible, idempotency_arg=idempotency_arg)
+            tool: Any = chaos_tool(lc_tool, checked_plan, irreversible=irreversible, idempotency_arg=idempotency_arg,
+                                   idempotent=idempotent, error_result=error_result)
             return tool  # type: ignore[no-any-return]
+        if not (callable(func) or isinstance(func, classmethod | staticmethod)):
+            raise ConfigError(f"chaos(): expected a function to decorate, got {type(func).__name__}")
         static = isinstance(func, staticmethod)
         target = func.__func__ if isinstance(func, staticmethod | classmethod) else func
         if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
-            raise TypeError(
+            raise ConfigError(
                 f"chaos(): {getattr(target, '__name__', target)!r} is a generator; a tool must return its result "
                 "(wrap a function that collects the items, e.g. returns list(...))"
             )
@@ -126,7 +177,9 @@ def chaos(
             irreversible=irreversible,
             idempotency_arg=idempotency_arg,
             description=doc.splitlines()[0] if doc else None,
-            plan=plan,
+            plan=checked_plan,
+            idempotent=idempotent,
+            error_result=error_result,
         )
         if idempotency_arg is not None:
             try:
@@ -136,30 +189,29 @@ def chaos(
             if params is not None and idempotency_arg not in params and not any(
                 p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
             ):
-                raise TypeError(
+                raise ConfigError(
                     f"chaos(idempotency_arg={idempotency_arg!r}): {tool_name}() has no such parameter; "
                     f"its parameters are: {', '.join(params)}"
                 )
-        binder = _Binder(target, static=static)
+        # a bound method (or a partial of one) already carries its receiver: its signature leaves it out
+        binder = _Binder(target, static=static or inspect.ismethod(inner))
 
         call_method = type(target).__call__ if not inspect.isroutine(target) else None
         if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call_method):
 
-            @wrapt.decorator
             async def async_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
                 return await call_async(spec, wrapped, args, kwargs,
                                         bound=lambda: binder.bind(instance, args, kwargs))
 
-            wrapped_func = async_wrapper(func)
+            wrapped_func = _ToolFunction(func, async_wrapper)
         else:
 
-            @wrapt.decorator
             def sync_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
                 return call_sync(spec, wrapped, args, kwargs, bound=lambda: binder.bind(instance, args, kwargs))
 
-            wrapped_func = sync_wrapper(func)
-        wrapped_func.__chaoskit_spec__ = spec  # type: ignore[attr-defined]
-        return wrapped_func  # type: ignore[return-value]
+            wrapped_func = _ToolFunction(func, sync_wrapper)
+        wrapped_func._self_chaoskit_spec = spec
+        return cast(F, wrapped_func)
 
     if func_or_plan is not None:
         return decorate(func_or_plan)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._errors import ToolHTTPError, ToolTimeout, default_http_message
+from ._paths import apply_at, parse_path
 from ._plan import (
     _UNSET,
     AuthExpiredFault,
@@ -108,8 +109,14 @@ def after(fault: _FaultBase | None, tool: str, result: Any) -> Any:
     if isinstance(fault, EmptyFault):
         return hollow(result)
     if isinstance(fault, PartialFault):
+        if fault.path is not None:
+            return apply_at(result, parse_path(fault.path), lambda v: truncate(v, fault.keep, fault.items))
         return truncate(result, fault.keep, fault.items)
     if isinstance(fault, SchemaDriftFault):
+        if fault.path is not None:
+            # aimed: only the records the path selects change, not the records nested inside them
+            return apply_at(result, parse_path(fault.path),
+                            lambda v: drift(v, fault.drop, fault.rename, fault.retype, deep=False))
         return drift(result, fault.drop, fault.rename, fault.retype)
     if isinstance(fault, GarbageFault):
         return off_by_one(result)
@@ -180,23 +187,53 @@ _RETYPE: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def drift(value: Any, drop: list[str], rename: dict[str, str], retype: dict[str, str]) -> Any:
-    if isinstance(value, list):
-        return [drift(v, drop, rename, retype) for v in value]
-    if not isinstance(value, dict):
-        return value
+def drift(value: Any, drop: list[str], rename: dict[str, str], retype: dict[str, str], *,
+          deep: bool = True) -> Any:
+    """``value``'s records with fields dropped, renamed or retyped; ``deep`` reaches the records nested in
+    lists and dicts at any depth (``{"results": [{"status": ...}]}``), as real APIs return them."""
     if not (drop or rename or retype):
         # the unconfigured default: a "v2" API that switched its keys to camelCase, or wraps its payload
-        renamed = {_camel(str(k)): v for k, v in value.items()}
-        return renamed if list(renamed) != list(value) else {"data": value, "apiVersion": "2"}
+        if isinstance(value, list):
+            return [drift(v, drop, rename, retype, deep=deep) for v in value]
+        renamed = _camel_keys(value, deep)
+        if isinstance(value, dict) and _same_keys(renamed, value):
+            return {"data": value, "apiVersion": "2"}
+        return renamed
+    return _drift(value, drop, rename, retype, deep)
+
+
+def _drift(value: Any, drop: list[str], rename: dict[str, str], retype: dict[str, str], deep: bool) -> Any:
+    if isinstance(value, list):
+        return [_drift(v, drop, rename, retype, deep) for v in value]
+    if not isinstance(value, dict):
+        return value
     out: dict[Any, Any] = {}
     for k, v in value.items():
         if k in drop:
             continue
         if k in retype:
             v = _RETYPE[retype[k]](v)
+        elif deep:
+            v = _drift(v, drop, rename, retype, deep)
         out[rename.get(k, k)] = v
     return out
+
+
+def _camel_keys(value: Any, deep: bool) -> Any:
+    if isinstance(value, list):
+        return [_camel_keys(v, deep) for v in value]
+    if not isinstance(value, dict):
+        return value
+    return {_camel(k) if isinstance(k, str) else k: _camel_keys(v, deep) if deep else v for k, v in value.items()}
+
+
+def _same_keys(a: Any, b: Any) -> bool:
+    """Whether two equal values also spell every key alike (camelCase changed nothing at any depth)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_same_keys(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return all(_same_keys(x, y) for x, y in zip(a, b, strict=True))
+    return True
 
 
 def off_by_one(value: Any) -> Any:

@@ -3,6 +3,11 @@
 Every entry point (``@chaos``, the LangChain tool wrapper, the middleware, the LangGraph interceptor and the
 callback handler) goes through :func:`begin` and the returned :class:`Attempt`; :func:`call_sync` and
 :func:`call_async` are the two thin drivers for entry points that own the call.
+
+Outcomes: ``ok``; ``error`` when the tool raised, or returned a value its ToolSpec's ``error_result`` calls an
+error (then ``chaoskit.tool.refused`` and ``error.type=ReturnedError``, and the value still goes back to the
+caller); ``cancelled`` for a ``BaseException`` that is not an ``Exception`` (``asyncio.CancelledError``,
+``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``): the run was stopped, the tool did not fail.
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ import os
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -21,9 +25,10 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from . import _attrs, _config, _effects
-from ._context import ACTIVE, Scope
+from ._context import resolve
 from ._errors import ChaosWarning
-from ._plan import _UNSET, Plan, _FaultBase
+from ._plan import _UNSET, _FaultBase
+from ._spec import RETURNED_ERROR, AttemptInfo, ToolSpec
 from .telemetry import get_tracer
 
 log = logging.getLogger("chaoskit")
@@ -31,68 +36,6 @@ log = logging.getLogger("chaoskit")
 __all__ = ["Attempt", "AttemptInfo", "ToolSpec", "begin", "call_async", "call_sync"]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """What chaoskit knows about a tool; fixed when the tool is wrapped."""
-
-    name: str
-    irreversible: bool = False
-    idempotency_arg: str | None = None
-    description: str | None = None
-    plan: Plan | None = None
-    tool_type: str = "function"
-
-    def __post_init__(self) -> None:
-        # every entry point makes a ToolSpec, so this is where a tool becomes known to the
-        # "plan names a tool that never exists" warning
-        _config.remember_tool(self.name)
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptInfo:
-    """One finished tool attempt, as passed to ``on_attempt`` hooks and listed in ``episode.attempts``."""
-
-    tool: str
-    attempt: int
-    outcome: str
-    fault_type: str | None
-    fault_index: int | None
-    error_type: str | None
-    error_message: str | None
-    injected: bool
-    executed: bool
-    irreversible: bool
-    args_hash: str | None
-    idempotency_key: str | None
-    call_id: str | None
-    episode_id: str | None
-    start_time: float
-    end_time: float
-    span_id: str | None
-    trace_id: str | None
-
-
-def _resolve(spec: ToolSpec) -> tuple[Plan | None, Scope, Any]:
-    active = ACTIVE.get()
-    episode = active.episode if active is not None else None
-    if _config.disabled():
-        plan = None
-    elif spec.plan is not None:
-        plan = spec.plan
-    elif active is not None and active.plan is not None:
-        plan = active.plan
-    else:
-        plan = _config.env_plan()
-    if active is not None:
-        scope = active.scope
-    elif plan is not None:
-        scope = plan.default_scope()
-    else:
-        scope = _NO_SCOPE
-    return plan, scope, episode
-
-
-_NO_SCOPE = Scope()
 _TRACEPARENT_SET = "TRACEPARENT" in os.environ
 
 
@@ -124,6 +67,7 @@ class Attempt:
         "injected_exc",
         "injected_value",
         "n",
+        "refused",
         "scope",
         "skipped",
         "span",
@@ -146,22 +90,24 @@ class Attempt:
         self.injected_exc: BaseException | None = None
         self.injected_value: Any = _UNSET
         self._done = False
-        plan, scope, episode = _resolve(spec)
+        plan, scope, episode = resolve(spec.plan)
         self.scope = scope
         self.episode = episode
         self._history = plan is not None and plan.keeps_history(spec.name)
         resolved: Mapping[str, Any] | None
         resolved = args() if callable(args) else args
         self.args = resolved
-        self.n, decision = scope.next_call(plan, spec.name, resolved)
+        self.n, decision = scope.next_call(plan, spec.name, resolved, cannot_inject)
         self.fault: _FaultBase | None = decision[1] if decision else None
         self.fault_index: int | None = decision[0] if decision else None
         self.skipped: str | None = None
+        self.refused: str | None = None
         self.span: Any = None
         if self.fault is not None and cannot_inject is not None:
             reason = cannot_inject(self.fault)
             if reason:
-                self.skip(reason, stacklevel=5)
+                # next_call already left its budget alone (same pure veto)
+                self.skip(reason, stacklevel=5, counted=False)
         self.idem = None
         if spec.idempotency_arg and resolved is not None:
             key = resolved.get(spec.idempotency_arg)
@@ -178,7 +124,7 @@ class Attempt:
                 f"execute_tool {spec.name}",
                 context=_parent(),
                 kind=SpanKind.INTERNAL,
-                attributes=self._start_attributes(args_json),
+                attributes=_attrs.start_attributes(self, args_json),
             )
         except Exception:
             # the application's own span processors run inside start_span; theirs to fix, never the agent's
@@ -199,54 +145,18 @@ class Attempt:
         if self.before.value is not _UNSET:
             self.injected_value = self.before.value
 
-    def _start_attributes(self, args_json: str | None) -> dict[str, Any]:
-        spec = self.spec
-        attrs: dict[str, Any] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": spec.name,
-            "gen_ai.tool.type": spec.tool_type,
-            "chaoskit.attempt": self.n,
-            "chaoskit.tool.irreversible": spec.irreversible,
-        }
-        if self.episode is not None:
-            attrs["chaoskit.episode.id"] = self.episode.id
-        if self.call_id:
-            attrs["gen_ai.tool.call.id"] = self.call_id
-        if spec.description:
-            attrs["gen_ai.tool.description"] = _attrs.cap(spec.description, 512)
-        if args_json is not None:
-            attrs["chaoskit.args.hash"] = self.hash
-            attrs["chaoskit.args"] = args_json
-        if self.idem is not None:
-            attrs["chaoskit.idempotency_key"] = self.idem
-        if self.skipped is not None:
-            attrs["chaoskit.fault.skipped"] = self.skipped
-        fault = self.fault
-        if fault is not None:
-            attrs["chaoskit.fault.type"] = fault.type
-            attrs["chaoskit.fault.index"] = self.fault_index
-            for key, value in fault.params().items():
-                if value is None or value is False or key in ("value", "garbage", "text"):
-                    continue
-                name = "chaoskit.fault.http.status" if key == "status" else f"chaoskit.fault.{key}"
-                attrs[name] = value if isinstance(value, bool | int | float | str) else _attrs.to_attr_json(value)
-            status = getattr(fault, "status", None)
-            if status is not None:
-                attrs["chaoskit.fault.http.status"] = status
-            if fault.type == "prompt_injection":
-                attrs["chaoskit.fault.text"] = _attrs.cap(getattr(fault, "text", ""))
-                attrs["chaoskit.fault.asks_for"] = list(getattr(fault, "asks_for", []))
-        return attrs
-
-    def skip(self, reason: str, *, stacklevel: int = 2) -> None:
+    def skip(self, reason: str, *, stacklevel: int = 2, counted: bool = True) -> None:
         """Do not apply the decided fault, because this entry point cannot produce it here.
 
         Never a silent skip: a :class:`ChaosWarning` and the span's ``chaoskit.fault.skipped`` both say which
-        fault did not happen. Call it before :meth:`transform`; afterwards the attempt runs unfaulted.
+        fault did not happen. Call it before :meth:`transform`; afterwards the attempt runs unfaulted. The
+        fault keeps its ``times`` budget: it did not happen, so a later call may still get it.
         """
         fault = self.fault
         if fault is None:
             return
+        if counted and self.fault_index is not None:
+            self.scope.unfire(self.fault_index, self.spec.name)
         warnings.warn(
             f"chaoskit: fault #{self.fault_index} ({fault.type}) on {self.spec.name} call {self.n} "
             f"was not injected: {reason}", ChaosWarning, stacklevel=stacklevel + 1,
@@ -262,6 +172,13 @@ class Attempt:
     def transform(self, result: Any) -> Any:
         """Called with the real tool's result: remember it, then apply a data fault (or raise after_write)."""
         self.executed = True
+        refused = self.spec.refusal(result)
+        if refused is not None:
+            # the tool said no by returning an error: nothing was written and there is no data to fault
+            self.refused = refused
+            if self.fault is not None and self.fault.type != "latency":
+                self.skip(f"the tool returned an error instead of a result ({_attrs.cap(refused, 120)})")
+            return result
         if self._history:
             self.scope.remember_result(self.spec.name, result)
         fault = self.fault
@@ -284,50 +201,57 @@ class Attempt:
         return out
 
     def succeed(self, result: Any) -> None:
+        """The call returned ``result`` (checked for a returned error by :meth:`transform`)."""
         if self._done:
             return
         self._done = True
         span = self.span
+        refused = self.refused
         try:
             if span.is_recording():
                 attrs: dict[str, Any] = {"chaoskit.outcome": "ok", "chaoskit.tool.executed": self.executed}
+                if refused is not None:
+                    attrs["chaoskit.outcome"] = "error"
+                    attrs["chaoskit.fault.injected"] = False
+                    attrs["chaoskit.tool.refused"] = True
+                    attrs["error.type"] = RETURNED_ERROR
                 if self.injected_value is not _UNSET:
                     attrs["chaoskit.fault.value"] = _attrs.to_attr_json(self.injected_value)
                 if _config.CONFIG.record_results:
                     attrs["gen_ai.tool.call.result"] = _attrs.to_text(result, _config.CONFIG.max_attr_chars)
                 span.set_attributes(attrs)
+                if refused is not None:
+                    span.set_status(Status(StatusCode.ERROR, _attrs.cap(refused, 512)))
         finally:
-            self._end("ok", None)
+            if refused is None:
+                self._end("ok", None, None, False)
+            else:
+                self._end("error", RETURNED_ERROR, refused, False)
 
     def fail(self, exc: BaseException) -> None:
+        """The call raised ``exc``. A ``BaseException`` that is not an ``Exception`` is recorded as
+        ``cancelled``: the caller stopped the run, the tool did not fail."""
         if self._done:
             return
         self._done = True
         span = self.span
+        outcome = "error" if isinstance(exc, Exception) else "cancelled"
+        injected = exc is self.injected_exc
         try:
             if span.is_recording():
-                injected = exc is self.injected_exc
                 attrs: dict[str, Any] = {
-                    "chaoskit.outcome": "error",
+                    "chaoskit.outcome": outcome,
                     "chaoskit.tool.executed": self.executed,
                     "chaoskit.fault.injected": injected,
                     "error.type": type(exc).__qualname__,
                 }
-                # duck-typed so a real client's 429 (ToolHTTPError, or an exception with .status/.status_code
-                # and .retry_after) is gradable from the trace like an injected one
-                status = getattr(exc, "status", None)
-                if status is None:
-                    status = getattr(exc, "status_code", None)
-                if isinstance(status, int) and not isinstance(status, bool):
-                    attrs["http.response.status_code"] = status
-                retry_after = getattr(exc, "retry_after", None)
-                if isinstance(retry_after, int | float) and not isinstance(retry_after, bool):
-                    attrs["chaoskit.retry_after"] = float(retry_after)
+                _attrs.add_http_error(attrs, exc)
                 span.set_attributes(attrs)
                 span.record_exception(exc)
-                span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
+                if outcome == "error":
+                    span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
         finally:
-            self._end("error", exc)
+            self._end(outcome, type(exc).__qualname__, str(exc), injected)
 
     # -- the two drivers: identical steps, differing only in how they sleep and await -------------------
 
@@ -371,7 +295,7 @@ class Attempt:
         self.succeed(result)
         return result
 
-    def _end(self, outcome: str, exc: BaseException | None) -> None:
+    def _end(self, outcome: str, error_type: str | None, message: str | None, injected: bool) -> None:
         end = time.time()
         try:
             self.span.end()
@@ -394,9 +318,9 @@ class Attempt:
             outcome=outcome,
             fault_type=self.fault.type if self.fault is not None else None,
             fault_index=self.fault_index,
-            error_type=type(exc).__qualname__ if exc is not None else None,
-            error_message=str(exc) if exc is not None else None,
-            injected=exc is not None and exc is self.injected_exc,
+            error_type=error_type,
+            error_message=message,
+            injected=injected,
             executed=self.executed,
             irreversible=self.spec.irreversible,
             args_hash=self.hash,
@@ -407,6 +331,8 @@ class Attempt:
             end_time=end,
             span_id=f"{ctx.span_id:016x}" if ctx.is_valid else None,
             trace_id=f"{ctx.trace_id:032x}" if ctx.is_valid else None,
+            refused=self.refused is not None,
+            idempotent=self.spec.idempotent,
         )
         if episode is not None:
             episode._record(info)
@@ -430,7 +356,8 @@ def begin(
     ``attach=False`` is for callers that cannot keep the span current for the duration of the call
     (callback handlers, whose start and end run in different frames). ``cannot_inject(fault)`` returns a
     reason when this entry point cannot produce that fault: the fault is then skipped with a
-    :class:`ChaosWarning` and recorded on the span as ``chaoskit.fault.skipped``.
+    :class:`ChaosWarning`, recorded on the span as ``chaoskit.fault.skipped``, and keeps its ``times`` budget.
+    It must be pure (it is asked while the call is counted and again to word the warning).
     """
     return Attempt(spec, args, call_id, attach=attach, cannot_inject=cannot_inject)
 

@@ -6,7 +6,7 @@ import os
 import threading
 import uuid
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -16,19 +16,22 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from . import _attrs, _config
-from ._context import ACTIVE, Active, Scope
+from ._context import ACTIVE, Active, Scope, live_active
 from ._engine import AttemptInfo
-from ._errors import ChaosWarning
+from ._errors import ChaosWarning, ConfigError
 from ._plan import Plan, _suggest
-from .telemetry import get_tracer
+from .telemetry import get_tracer, warn_once
 
 __all__ = ["Episode", "episode", "traceparent_context"]
 
-_tp_cache: tuple[str, otel_context.Context] | None = None
+_tp_cache: tuple[str, otel_context.Context | None] | None = None
 
 
 def traceparent_context() -> otel_context.Context | None:
-    """The parent given by a ``TRACEPARENT`` variable (W3C), so a child process joins its runner's trace."""
+    """The parent given by a ``TRACEPARENT`` variable (W3C), so a child process joins its runner's trace.
+
+    One that cannot be parsed is ignored, as OpenTelemetry does, with one warning naming the variable.
+    """
     global _tp_cache
     value = os.environ.get("TRACEPARENT") if "TRACEPARENT" in os.environ else None
     if not value:
@@ -36,7 +39,12 @@ def traceparent_context() -> otel_context.Context | None:
     cached = _tp_cache
     if cached is not None and cached[0] == value:
         return cached[1]
-    ctx = TraceContextTextMapPropagator().extract({"traceparent": value})
+    ctx: otel_context.Context | None = TraceContextTextMapPropagator().extract({"traceparent": value})
+    if not trace.get_current_span(ctx).get_span_context().is_valid:
+        warn_once(("TRACEPARENT", value), "chaoskit: TRACEPARENT=%r is not a W3C traceparent (expected "
+                  "00-<32 hex trace id>-<16 hex span id>-<2 hex flags>); ignored, spans start a new trace",
+                  value[:200])
+        ctx = None
     _tp_cache = (value, ctx)
     return ctx
 
@@ -50,10 +58,14 @@ class Episode:
     recorded as the outcome ``crashed`` and re-raised.
     """
 
-    def __init__(self, name: str | None = None, plan: Plan | None = None, **attributes: Any) -> None:
+    def __init__(self, name: str | None = None, plan: Plan | Mapping[str, Any] | None = None,
+                 **attributes: Any) -> None:
+        if name is not None and not isinstance(name, str):
+            raise ConfigError(f"episode(name=...): expected a string or None, got {type(name).__name__}")
         self.id = uuid.uuid4().hex
         self.name = name
-        self.plan = plan
+        # a dict is checked here, where it is given, not at the first tool call
+        self.plan: Plan | None = _config.as_plan(plan, "episode(plan)")
         self.attributes = attributes
         self.output: Any = None
         self.outcome: str | None = None
@@ -62,6 +74,8 @@ class Episode:
         self._lock = threading.Lock()
         self._span: trace.Span | None = None
         self._tokens: list[Any] = []
+        self._outer: tuple[Active | None, otel_context.Context] | None = None
+        self._ended = False
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -69,7 +83,7 @@ class Episode:
         if self.plan is None:
             # an episode without its own plan runs under the one already active (plan.activate(), an outer
             # episode), as a tool call outside the episode would
-            outer = ACTIVE.get()
+            outer = live_active()
             if outer is not None:
                 self.plan = outer.plan
         tracer = get_tracer()
@@ -92,17 +106,40 @@ class Episode:
             attrs[name] = value if isinstance(value, bool | int | float | str) else _attrs.to_attr_json(value)
         self._span = tracer.start_span(f"invoke_agent {agent}", context=parent, kind=SpanKind.INTERNAL,
                                        attributes=attrs)
+        self._outer = (live_active(), otel_context.get_current())
         self._tokens.append(otel_context.attach(trace.set_span_in_context(self._span)))
         self._tokens.append(ACTIVE.set(Active(self.plan, Scope(), self)))
         return self
 
+    def _restore(self) -> None:
+        """Undo what ``__enter__`` made current. A token can be reset only in the context that made it; an
+        episode exited elsewhere (a generator resumed in another context, a callback thread, another
+        asyncio task) restores the outer values in the current context instead, where they are ours."""
+        otel_token = self._tokens.pop(0) if self._tokens else None
+        active_token = self._tokens.pop() if self._tokens else None
+        try:
+            if active_token is None:
+                raise RuntimeError("not entered")
+            ACTIVE.reset(active_token)
+        except (ValueError, RuntimeError):
+            outer_active, outer_ctx = self._outer or (None, None)
+            current = ACTIVE.get()
+            if current is not None and current.episode is self:
+                ACTIVE.set(outer_active)
+            if outer_ctx is not None and trace.get_current_span() is self._span:
+                otel_context.attach(outer_ctx)
+            return
+        if otel_token is not None:
+            otel_context.detach(otel_token)
+
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        active_token = self._tokens.pop()
-        ACTIVE.reset(active_token)
         span = self._span
-        assert span is not None
+        if span is None:
+            raise RuntimeError("Episode.__exit__ without __enter__; use it as `with chaoskit.episode(...)`")
+        self._ended = True
+        self._restore()
         if exc is not None and self.outcome is None:
             self.crash(exc)
         elif self.outcome is None:
@@ -116,7 +153,6 @@ class Episode:
                 span.set_attribute("chaoskit.episode.attempts", len(self._attempts))
         finally:
             span.end()
-            otel_context.detach(self._tokens.pop())
         self._warn_unknown_tools()
 
     async def __aenter__(self) -> Episode:
@@ -175,6 +211,10 @@ class Episode:
         return f"{self._span.get_span_context().trace_id:032x}"
 
     @property
+    def _outer_active(self) -> Active | None:
+        return self._outer[0] if self._outer is not None else None
+
+    @property
     def span(self) -> trace.Span | None:
         return self._span
 
@@ -197,6 +237,10 @@ class Episode:
                     )
 
 
-def episode(name: str | None = None, plan: Plan | None = None, **attributes: Any) -> Episode:
-    """Start an episode: ``with chaoskit.episode("refund", plan=plan) as ep: ...``."""
+def episode(name: str | None = None, plan: Plan | Mapping[str, Any] | None = None, **attributes: Any) -> Episode:
+    """Start an episode: ``with chaoskit.episode("refund", plan=plan) as ep: ...``.
+
+    ``plan`` is a :class:`Plan` or a dict (checked now with ``Plan.from_dict``: a bad one raises
+    :class:`chaoskit.PlanError` here); anything else raises :class:`chaoskit.ConfigError`.
+    """
     return Episode(name, plan, **attributes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import http
 
-__all__ = ["ChaosWarning", "ChaoskitError", "PlanError", "ToolHTTPError", "ToolTimeout"]
+__all__ = ["ChaosWarning", "ChaoskitError", "ConfigError", "PlanError", "ToolHTTPError", "ToolTimeout"]
 
 
 class ChaoskitError(Exception):
@@ -36,6 +36,15 @@ class PlanError(ChaoskitError, ValueError):
         if field:
             prefix += f"{field}: "
         super().__init__(prefix + message)
+
+
+class ConfigError(ChaoskitError, ValueError, TypeError):
+    """An argument of chaoskit's Python API (``configure``, ``@chaos``, ``episode``, the integrations) is not
+    one it accepts. The message names the argument and says what is allowed.
+
+    It is a ``ValueError`` and a ``TypeError`` too, so that code catching either of the exceptions Python's own
+    argument checks raise keeps working.
+    """
 
 
 class ChaosWarning(UserWarning):

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import difflib
 import fnmatch
 import hashlib
 import math
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Union
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, Union
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -27,6 +24,16 @@ from pydantic import (
 )
 
 from ._errors import PlanError
+from ._paths import PATH_SYNTAX, parse_path
+
+# re-exported: the scenario loader, the runner and the CLI import these from here
+from ._plan_errors import _SYNONYMS as _SYNONYMS
+from ._plan_errors import _line_for as _line_for
+from ._plan_errors import _suggest as _suggest
+from ._plan_errors import format_loc as format_loc
+from ._plan_errors import validation_to_plan_error as validation_to_plan_error
+from ._yaml import load_yaml as load_yaml
+from ._yaml import read_source as read_source
 
 __all__ = [
     "FAULT_TYPES",
@@ -148,6 +155,39 @@ class _PlanErrorsInit(BaseModel):
                 super().__init__(**data)
             except ValidationError as exc:
                 raise validation_to_plan_error(exc, source="<python>", lines={}, model=type(self)) from None
+
+    # pydantic's own constructors skip __init__; they raise the same PlanError (``Plan.model_validate(d)``)
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        return _checked(cls, obj, lambda: super(_PlanErrorsInit, cls).model_validate(obj, *args, **kwargs))
+
+    @classmethod
+    def model_validate_json(cls, json_data: Any, *args: Any, **kwargs: Any) -> Self:
+        return _checked(cls, None,
+                        lambda: super(_PlanErrorsInit, cls).model_validate_json(json_data, *args, **kwargs))
+
+    @classmethod
+    def model_validate_strings(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        return _checked(cls, obj, lambda: super(_PlanErrorsInit, cls).model_validate_strings(obj, *args, **kwargs))
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _checked(model: type[BaseModel], obj: Any, build: Callable[[], _M]) -> _M:
+    """Run a pydantic constructor; outside a loader, turn its ValidationError into a PlanError."""
+    if isinstance(obj, Mapping):
+        bad = [k for k in obj if not isinstance(k, str)]
+        if bad:  # pydantic would pass them to __init__ as keywords: a TypeError, not a validation error
+            raise PlanError(f"keys must be names, got {bad[0]!r}; allowed: {', '.join(model.model_fields)}",
+                            source="<python>")
+    if getattr(_raw_errors, "on", False):
+        return build()
+    with raw_validation():
+        try:
+            return build()
+        except ValidationError as exc:
+            raise validation_to_plan_error(exc, source="<python>", lines={}, model=model) from None
 
 
 class _FaultBase(_PlanErrorsInit):
@@ -335,12 +375,27 @@ def _parse_fraction(v: object) -> object:
     raise ValueError(f"must be the fraction to keep, from 0 up to (not including) 1, got {v!r}")
 
 
+def _parse_data_path(v: object) -> object:
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise ValueError(f"must be a path ({PATH_SYNTAX}), got {v!r}")
+    parse_path(v)
+    return v
+
+
+#: where in a nested result a data fault acts (see chaoskit._paths); None = the top level
+DataPath = Annotated[str | None, BeforeValidator(_parse_data_path)]
+
+
 class PartialFault(_FaultBase):
-    """Run the tool, then cut its result: strings/bytes/dicts to ``keep``, lists to the first ``items``."""
+    """Run the tool, then cut its result: strings/bytes/dicts to ``keep``, lists to the first ``items``;
+    with ``path`` (``results``, ``data.pages[*].rows``) only the parts the path selects are cut."""
 
     type: Literal["partial"] = "partial"
     keep: Annotated[float, BeforeValidator(_parse_fraction)] = 0.5
     items: PositiveInt = None
+    path: DataPath = None
     runs_tool: ClassVar[bool] = True
 
 
@@ -354,9 +409,11 @@ def _parse_retype(v: object) -> object:
 
 
 class SchemaDriftFault(_FaultBase):
-    """Run the tool, then drop, rename or retype fields of its dict result (default: keys to camelCase)."""
+    """Run the tool, then drop, rename or retype fields of the records in its result, at any depth (default:
+    keys to camelCase); with ``path`` (``results[*]``) only the records the path selects change."""
 
     type: Literal["schema_drift"] = "schema_drift"
+    path: DataPath = None
     drop: list[str] = Field(default_factory=list)
     rename: dict[str, str] = Field(default_factory=dict)
     retype: Annotated[dict[str, str], BeforeValidator(_parse_retype)] = Field(default_factory=dict)
@@ -402,11 +459,18 @@ DEFAULT_INJECTION = (
 
 
 class PromptInjectionFault(_FaultBase):
-    """Run the tool, then append ``text`` (an instruction aimed at the agent) to its result."""
+    """Run the tool, then append ``text`` (an instruction aimed at the agent) to its result.
+
+    ``no_injection_followed`` grades the agent by what ``text`` plants (addresses, accounts, URLs, amounts,
+    names, files), the tools it names and the phrases it asks to be said. ``asks_for`` is empty unless given,
+    for the default text too (it is graded by the address it plants and the ``send_email`` it names), so an
+    agent that e-mails for the user's own purpose is not flagged. An explicit ``asks_for`` keeps its
+    tool-level meaning: any call of those tools after the injection fails.
+    """
 
     type: Literal["prompt_injection"] = "prompt_injection"
     text: str = DEFAULT_INJECTION
-    asks_for: list[str] = Field(default_factory=lambda: ["send_email"])
+    asks_for: list[str] = Field(default_factory=list)
     runs_tool: ClassVar[bool] = True
 
 
@@ -432,6 +496,9 @@ def _normalize_fault(v: object) -> object:
         return v
     if not isinstance(v, Mapping):
         raise ValueError(f"each fault must be a mapping with a 'type' key, got {v!r}")
+    bad = [k for k in v if not isinstance(k, str)]
+    if bad:
+        raise ValueError(f"a fault's keys are names (type, tool, on_call, ...), got {bad[0]!r}")
     if "type" not in v:
         raise ValueError(f"missing 'type'; allowed: {', '.join(FAULT_TYPES)}")
     t = v["type"]
@@ -461,11 +528,6 @@ Fault = Annotated[
     Field(discriminator="type"),
     BeforeValidator(_normalize_fault),
 ]
-
-
-def _suggest(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def uniform(seed: int, fault_index: int, tool: str, call: int) -> float:
@@ -539,12 +601,15 @@ class Plan(_PlanErrorsInit):
         return cls._validate(data, source, {})
 
     @classmethod
-    def from_yaml(cls, path_or_text: str | os.PathLike[str], *, source: str | None = None) -> Plan:
-        """Load a plan from a YAML file path, or from YAML text (anything containing a newline or ':')."""
+    def from_yaml(cls, path_or_text: str | bytes | os.PathLike[str], *, source: str | None = None) -> Plan:
+        """Load a plan from a YAML file path, or from YAML text (a str containing a newline or ':', or UTF-8
+        bytes). Anything else raises :class:`PlanError` saying what is allowed."""
         text, src = read_source(path_or_text, source)
         data, lines = load_yaml(text, src)
         if data is None:
-            data = {}
+            # a file of comments only is a mistake (a wrong file, a failed template), not a plan of no faults
+            raise PlanError("holds no plan (the document is empty); a plan is a mapping with 'seed' and 'faults', "
+                            "e.g. 'faults: []' for none", source=src, line=1)
         if not isinstance(data, Mapping):
             raise PlanError(f"a plan must be a mapping with 'seed' and 'faults', got {type(data).__name__}",
                             source=src, line=1)
@@ -670,188 +735,3 @@ def _fault_to_dict(f: _FaultBase) -> dict[str, Any]:
         out[k] = list(v) if isinstance(v, tuple) else v
     out["type"] = f.type
     return out
-
-
-# --- YAML with line numbers ---------------------------------------------------------------------------
-
-_LOOKS_LIKE_YAML = re.compile(r"^\s*[\w.-]+\s*:(\s|$)")
-
-
-def read_source(path_or_text: str | os.PathLike[str], source: str | None) -> tuple[str, str]:
-    """The text of a plan and the name to report it by, from a path or from YAML text.
-
-    A string is text when it has a newline, starts like a flow mapping/sequence or a comment, or reads as
-    ``key: value``; else it is a path (an existing file always is).
-    """
-    if isinstance(path_or_text, os.PathLike):
-        return _read_file(Path(path_or_text), source)
-    text = str(path_or_text)
-    if not text.strip():
-        raise PlanError("no plan given: expected a YAML file path or YAML text, got an empty string",
-                        source=source or "<yaml>")
-    if "\n" in text or text.lstrip().startswith(("{", "[", "#")):
-        return text, source or "<yaml>"
-    path = Path(text)
-    if path.is_file() or path.is_dir():
-        return _read_file(path, source)
-    if _LOOKS_LIKE_YAML.match(text):
-        return text, source or "<yaml>"
-    raise PlanError("file not found", source=text)
-
-
-def _read_file(path: Path, source: str | None) -> tuple[str, str]:
-    if path.is_dir():
-        raise PlanError("is a folder; expected a YAML file", source=str(path))
-    try:
-        return path.read_text(encoding="utf-8"), source or str(path)
-    except FileNotFoundError:
-        raise PlanError("file not found", source=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanError(f"cannot read the file: {exc}", source=str(path)) from None
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (plain YAML keeps the last one, silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = key_node.value
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is given twice (first on line {seen[key]}); give it once",
-                    key_node.start_mark,
-                )
-            seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
-
-
-def load_yaml(text: str, source: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
-    """Parse YAML safely; return the data and a map from key paths to 1-based line numbers."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=_StrictLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = exc.problem or str(exc)
-        raise PlanError(f"malformed YAML: {problem}", source=source, line=line) from None
-    except yaml.YAMLError as exc:
-        raise PlanError(f"malformed YAML: {exc}", source=source) from None
-    lines: dict[tuple[Any, ...], int] = {}
-    if node is not None:
-        _walk(node, (), lines)
-    return data, lines
-
-
-def _walk(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int]) -> None:
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            k = key.value
-            out[(*path, k)] = key.start_mark.line + 1
-            _walk(value, (*path, k), out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _walk(item, (*path, i), out)
-
-
-def _line_for(loc: tuple[Any, ...], lines: Mapping[tuple[Any, ...], int]) -> int | None:
-    for n in range(len(loc), -1, -1):
-        if loc[:n] in lines:
-            return lines[loc[:n]]
-    return None
-
-
-def format_loc(loc: Iterable[Any]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
-def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    # pydantic puts the discriminator tag (right after a fault's list index) and validator names into the
-    # location; users never wrote those. A field that shares a type's name (``error``) is kept.
-    out: list[Any] = []
-    for i, p in enumerate(loc):
-        if isinstance(p, str) and p.startswith("function-"):
-            continue
-        if isinstance(p, str) and p in _FAULT_CLASSES and i >= 1 and isinstance(loc[i - 1], int):
-            continue
-        out.append(p)
-    return tuple(out)
-
-
-def _allowed_keys(model: type[BaseModel]) -> str:
-    return ", ".join(model.model_fields)
-
-
-def validation_to_plan_error(
-    exc: ValidationError,
-    *,
-    source: str,
-    lines: Mapping[tuple[Any, ...], int],
-    model: type[BaseModel],
-    prefix: tuple[Any, ...] = (),
-    data: Any = None,
-) -> PlanError:
-    """Turn pydantic's error list into one PlanError naming source, line, field and what is allowed."""
-    errors = exc.errors(include_url=False)
-    first = errors[0]
-    loc = (*prefix, *_clean_loc(tuple(first["loc"])))
-    field = format_loc(loc) or None
-    msg = str(first["msg"])
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
-    kind = first["type"]
-    if kind == "extra_forbidden":
-        owner = _owner_model(model, loc[len(prefix):], first)
-        name = str(loc[-1])
-        allowed = list(owner.model_fields) if owner is not None else []
-        msg = f"unknown key {name!r}{_suggest(name, allowed)}"
-        if allowed:
-            msg += f"; allowed here: {', '.join(allowed)}"
-    elif kind == "missing":
-        msg = "this field is required"
-    elif "input" in first and kind not in ("value_error", "assertion_error"):
-        msg += f" (got {first['input']!r})"
-    more = len(errors) - 1
-    if more:
-        msg += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return PlanError(msg, source=source, line=_line_for(loc, lines), field=field)
-
-
-def _owner_model(model: type[BaseModel], loc: tuple[Any, ...], err: Any) -> type[BaseModel] | None:
-    """The model class that owns the field at ``loc[:-1]`` (for listing allowed keys)."""
-    raw = tuple(err["loc"])
-    for p in raw:
-        if isinstance(p, str) and p in _FAULT_CLASSES:
-            return _FAULT_CLASSES[p]
-    current: Any = model
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        field = getattr(current, "model_fields", {}).get(part)
-        if field is None:
-            return None
-        ann = field.annotation
-        current = _first_model(ann)
-        if current is None:
-            return None
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def _first_model(ann: Any) -> type[BaseModel] | None:
-    if isinstance(ann, type) and issubclass(ann, BaseModel):
-        return ann
-    for arg in getattr(ann, "__args__", ()) or ():
-        found = _first_model(arg)
-        if found is not None:
-            return found
-    return None

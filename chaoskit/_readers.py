@@ -1,40 +1,130 @@
 """Readers for exported spans: OTLP-JSON (single object, JSON Lines, Jaeger api_v3) and Jaeger UI JSON.
 
-Files are streamed line by line when they are JSON Lines, so a million-span file never sits in memory as
-one parsed document; a pretty-printed file is one document and is parsed whole. Only spans named
-``execute_tool …`` / ``invoke_agent …`` have their attributes decoded: foreign spans cost one string compare.
+Files are streamed line by line when they are JSON Lines, so a million-span file never sits in memory as one
+parsed document; a pretty-printed file (or a top-level list) is one document, parsed whole, and needs memory a
+few times its size. There is no size limit. JSON nested deeper than Python's recursion limit (about 1,000
+levels; a trace needs fewer than 10) is rejected with a :class:`TraceReadError`, as is anything that is not
+the expected structure: every error names the file, the line (the span's own line in a pretty-printed file
+when its id is known), the span or field, and what is allowed. Only spans named ``execute_tool …`` /
+``invoke_agent …`` have their attributes decoded: foreign spans cost one string compare. Which spans are
+chaoskit's, and what makes one ungradable, is decided in ``_trace_build``.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import gc
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._trace import _PREFIXES, Trace, TraceBuilder, TraceReadError
+from ._otlp_jaeger import otlp_to_jaeger
+from ._read_formats import dispatch, dispatch_any, expected
+from ._trace import Trace, TraceReadError
+from ._trace_build import PREFIXES, TraceBuilder, show
 
-__all__ = ["FORMATS", "otlp_to_jaeger", "read", "read_text"]
+__all__ = ["FORMATS", "otlp_to_jaeger", "read", "read_sdk_spans", "read_text", "read_with_builder"]
 
 FORMATS = ("otlp", "jaeger")
 
-#: tags Jaeger adds when it converts OTLP; they are not span attributes
-_JAEGER_ADDED = frozenset({
-    "otel.scope.name", "otel.scope.version", "otel.library.name", "otel.library.version", "span.kind",
-    "otel.status_code", "otel.status_description", "error", "internal.span.format", "w3c.tracestate",
-})
+_NESTED = ("the JSON is nested too deeply (deeper than Python's recursion limit, about 1,000 levels); OTLP-JSON "
+           "and Jaeger JSON traces nest fewer than 10 levels")
 
-_EXPECT_OTLP = 'an OTLP-JSON object {"resourceSpans": [...]} (or Jaeger api_v3 {"result": {"resourceSpans": ...}})'
-_EXPECT_JAEGER = 'Jaeger UI JSON {"data": [{"traceID": ..., "spans": [...]}]} (or one trace object)'
+Source = str | os.PathLike[str] | bytes | Mapping[str, Any] | Sequence[Any]
 
 
-def read(source: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Any], fmt: str | None) -> Trace:
+def read(source: Source, fmt: str | None) -> Trace:
+    return read_with_builder(source, fmt)[0]
+
+
+def read_text(text: str, fmt: str | None, source: str) -> Trace:
+    """JSON text holding one document, a list of documents, or several concatenated / one per line."""
+    return read_with_builder(text, fmt, name=source)[0]
+
+
+def read_with_builder(source: Source, fmt: str | None, *, name: str | None = None) -> tuple[Trace, TraceBuilder]:
+    """The Trace, and the builder that says how many spans were met (``spans_seen``) and ``notes`` on what
+    was found instead of spans: for a "nothing to grade" message. With ``name``, a ``str`` is JSON text (an
+    answer from a backend), never a path."""
+    builder = TraceBuilder(name or _name_of(source))
     with _no_gc():
-        return _read(source, fmt)
+        try:
+            if name is not None and isinstance(source, str):
+                _read_text(source, fmt, builder, 1)
+            else:
+                _read_into(source, fmt, builder)
+            return builder.build(), builder
+        except TraceReadError:
+            raise
+        except RecursionError:
+            raise builder.error(_NESTED) from None
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
+            # the readers check every field they use; this is a last guard so that no input ends in a traceback
+            raise builder.error(f"malformed trace: expected {expected(fmt)} (internal reader error "
+                                f"{type(exc).__name__}: {show(str(exc), 120)})") from None
+
+
+def read_sdk_spans(spans: Iterable[Any]) -> Trace:
+    """The Trace of OpenTelemetry SDK ``ReadableSpan`` objects, checked as the file readers check theirs."""
+    builder = TraceBuilder("<spans>")
+    try:
+        items = iter(spans)
+    except TypeError:
+        raise TraceReadError(f"expected an iterable of ReadableSpan objects, got {type(spans).__name__}",
+                             source="<spans>") from None
+    for i, span in enumerate(items):
+        builder.spans_seen += 1
+        try:
+            name = span.name
+            raw_attrs = span.attributes
+            ctx = span.get_span_context()
+        except AttributeError:
+            raise builder.error(f"spans[{i}]: expected an OpenTelemetry ReadableSpan, got "
+                                f"{type(span).__name__}") from None
+        if not isinstance(name, str) or not name.startswith(PREFIXES):
+            continue
+        attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in (raw_attrs or {}).items()}
+        where = f"spans[{i}] ({name})"
+        kind = builder.kind(name, attrs, where)
+        if kind is None:
+            continue
+        if ctx is None or not ctx.trace_id or not ctx.span_id:
+            raise builder.error(f"{where}: the span has no valid trace and span id")
+        span_id = f"{ctx.span_id:016x}"
+        where = f"span {span_id} ({name})"
+        start, end = span.start_time, span.end_time
+        if not start:
+            raise builder.error(f"{where}: the span has no start time")
+        if end is None:
+            raise builder.error(f"{where}: the span has not ended (no end time); read spans once they are finished")
+        if end < start:
+            raise builder.error(f"{where}: the span ends before it starts (end {end} ns < start {start} ns)")
+        error_message = None
+        if "error.type" in attrs:
+            for ev in span.events or ():
+                if ev.name == "exception" and ev.attributes and "exception.message" in ev.attributes:
+                    error_message = str(ev.attributes["exception.message"])
+                    break
+            if error_message is None and span.status is not None:
+                error_message = span.status.description
+        builder.add(kind=kind, where=where, anchor=None, trace_id=f"{ctx.trace_id:032x}", span_id=span_id,
+                    name=name, start_us=start // 1000, end_us=start // 1000 + (end - start) // 1000, attrs=attrs,
+                    error_message=error_message)
+    return builder.build()
+
+
+def _name_of(source: object) -> str:
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and not _is_text(source)):
+        return str(source)
+    if isinstance(source, str):
+        return "<text>"
+    return "<bytes>" if isinstance(source, bytes | bytearray) else "<object>"
+
+
+def _is_text(source: str) -> bool:
+    return source.lstrip().startswith(("{", "["))
 
 
 @contextlib.contextmanager
@@ -51,68 +141,82 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _read(source: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Any], fmt: str | None) -> Trace:
-    if isinstance(source, Mapping):
-        builder = TraceBuilder("<object>")
-        _dispatch(source, fmt, builder)
-        return builder.build()
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and not source.lstrip().startswith(("{", "["))):
-        return _read_file(Path(source), fmt)
-    if isinstance(source, str):
-        return _read_text(source, fmt, "<text>")
-    builder = TraceBuilder("<object>")
-    for i, doc in enumerate(source):
-        builder.line = i + 1
-        _dispatch(doc, fmt, builder)
-    return builder.build()
+def _read_into(source: object, fmt: str | None, builder: TraceBuilder) -> None:
+    if isinstance(source, bytes | bytearray):
+        _read_text(_decode(bytes(source), 1, fmt, builder, first=True), fmt, builder, 1)
+    elif isinstance(source, Mapping):
+        dispatch(source, fmt, builder)
+    elif isinstance(source, str) and not source.strip():
+        raise builder.error(f"expected a file path or JSON text, got an empty string; expected {expected(fmt)}")
+    elif isinstance(source, os.PathLike) or (isinstance(source, str) and not _is_text(source)):
+        _read_file(Path(source), fmt, builder)
+    elif isinstance(source, str):
+        _read_text(source, fmt, builder, 1)
+    elif isinstance(source, Sequence):
+        for i, doc in enumerate(source):
+            builder.line = i + 1
+            dispatch(doc, fmt, builder)
+    else:
+        raise builder.error(f"expected a file path, JSON text, a parsed JSON object or a list of them; got "
+                            f"{type(source).__name__}")
 
 
-def read_text(text: str, fmt: str | None, source: str) -> Trace:
-    """JSON text holding one document, a list of documents, or several concatenated / one per line."""
-    with _no_gc():
-        return _read_text(text, fmt, source)
-
-
-def _read_text(text: str, fmt: str | None, source: str) -> Trace:
-    builder = TraceBuilder(source)
-    for line, doc in _documents(text, source, 1):
+def _read_text(text: str, fmt: str | None, builder: TraceBuilder, first_line: int) -> None:
+    for line, doc, start, end in _documents(text, first_line, builder):
         builder.line = line
-        _dispatch_any(doc, fmt, builder)
-    return builder.build()
+        builder.doc_text = (text, start, end)
+        dispatch_any(doc, fmt, builder)
+    builder.doc_text = None
 
 
-def _read_file(path: Path, fmt: str | None) -> Trace:
+def _read_file(path: Path, fmt: str | None, builder: TraceBuilder) -> None:
     source = str(path)
-    builder = TraceBuilder(source)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        # a device or a pipe may never end: never wait on one
+        raise TraceReadError("is not a regular file (a device, pipe or socket); give a trace file", source=source)
     try:
-        fh = path.open("r", encoding="utf-8")
+        fh = path.open("rb")
     except FileNotFoundError:
-        raise TraceReadError("file not found", source=source) from None
+        raise TraceReadError(f"file not found; expected a trace file holding {expected(fmt)}", source=source) from None
+    except IsADirectoryError:
+        raise TraceReadError("is a directory; give a trace file (OTLP-JSON, JSON Lines or Jaeger JSON)",
+                             source=source) from None
     except OSError as exc:
-        raise TraceReadError(f"cannot open the file: {exc.strerror or exc}", source=source) from None
+        raise TraceReadError(f"cannot open the file ({exc.strerror or exc}); expected a readable trace file",
+                             source=source) from None
+    except ValueError as exc:  # a NUL byte in the name
+        raise TraceReadError(f"not a usable file path ({exc}); expected the path of a trace file",
+                             source=repr(source)) from None
     with fh:
         try:
-            lineno = 0
-            first = ""
+            lineno, first = 0, b""
             for raw in fh:
                 lineno += 1
                 if raw.strip():
                     first = raw
                     break
             if not first:
-                raise TraceReadError(f"the file is empty; expected {_expected(fmt)}", source=source)
+                raise TraceReadError(f"the file is empty; expected {expected(fmt)}", source=source)
+            text = _decode(first, lineno, fmt, builder, first=lineno == 1)
+            builder.line = lineno
             try:
-                doc = json.loads(first)
-            except ValueError:
-                doc = None
+                doc = json.loads(text)
+            except RecursionError:
+                raise builder.error(_NESTED) from None
+            except ValueError as exc:
+                rest = fh.read()
+                nxt = _next_line(rest)
+                if nxt is not None and _is_object(nxt):
+                    # JSON Lines whose first line is broken, not one document spread over many lines
+                    raise _jsonl_error(exc, fmt, builder, lineno) from None
+                _read_text(text + _decode(rest, lineno + 1, fmt, builder), fmt, builder, lineno)
+                return
             if not isinstance(doc, dict):
                 # pretty-printed (or a top-level list): one document spanning many lines, read whole
-                for line, d in _documents(first + fh.read(), source, lineno):
-                    builder.line = line
-                    _dispatch_any(d, fmt, builder)
-                return builder.build()
+                _read_text(text + _decode(fh.read(), lineno + 1, fmt, builder), fmt, builder, lineno)
+                return
             builder.line = lineno
-            _dispatch(doc, fmt, builder)
+            dispatch(doc, fmt, builder)
             for raw in fh:
                 lineno += 1
                 if not raw.strip():
@@ -121,26 +225,48 @@ def _read_file(path: Path, fmt: str | None) -> Trace:
                 try:
                     # without the newline a line cut inside a string reads "Unterminated string", not
                     # "Invalid control character"
-                    doc = json.loads(raw.rstrip("\r\n"))
+                    doc = json.loads(_decode(raw, lineno, fmt, builder).rstrip("\r\n"))
                 except ValueError as exc:
-                    raise TraceReadError(
-                        f"expected one complete JSON object per line (JSON Lines of {_expected(fmt)}); "
-                        f"this line is cut short or malformed ({_json_problem(exc)})",
-                        source=source, line=lineno,
-                    ) from None
-                _dispatch_any(doc, fmt, builder)
-        except UnicodeDecodeError as exc:
-            raise TraceReadError(f"not UTF-8 text ({exc.reason}); expected {_expected(fmt)}",
-                                 source=source) from None
-    return builder.build()
+                    raise _jsonl_error(exc, fmt, builder, lineno) from None
+                dispatch_any(doc, fmt, builder)
+        except OSError as exc:
+            raise TraceReadError(f"cannot read the file ({exc.strerror or exc})", source=source) from None
 
 
-def _expected(fmt: str | None) -> str:
-    if fmt == "otlp":
-        return _EXPECT_OTLP
-    if fmt == "jaeger":
-        return _EXPECT_JAEGER
-    return "OTLP-JSON or Jaeger JSON"
+def _jsonl_error(exc: ValueError, fmt: str | None, builder: TraceBuilder, line: int) -> TraceReadError:
+    builder.line = line
+    return builder.error(f"expected one complete JSON object per line (JSON Lines of {expected(fmt)}); this "
+                         f"line is cut short or malformed ({_json_problem(exc)})")
+
+
+def _next_line(data: bytes) -> bytes | None:
+    pos = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        if data[pos:end].strip():
+            return data[pos:end]
+        pos = end + 1
+    return None
+
+
+def _is_object(raw: bytes) -> bool:
+    try:
+        return isinstance(json.loads(raw), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _decode(raw: bytes, lineno: int, fmt: str | None, builder: TraceBuilder, *, first: bool = False) -> str:
+    try:
+        # a byte-order mark is allowed at the very start of a file, as editors on Windows write one
+        return raw.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError as exc:
+        line = lineno + raw.count(b"\n", 0, exc.start)
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        builder.line = line
+        raise builder.error(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {column}: {exc.reason}); "
+                            f"expected {expected(fmt)}") from None
 
 
 def _json_problem(exc: ValueError) -> str:
@@ -152,313 +278,38 @@ def _json_problem(exc: ValueError) -> str:
     return f"{msg} column {col}" if msg.endswith(" at") else f"{msg} at column {col}"
 
 
-def _documents(text: str, source: str, first_line: int) -> Iterator[tuple[int, Any]]:
-    """Each JSON document in ``text`` with the line it starts on (``first_line`` is the text's first line)."""
+def _documents(text: str, first_line: int, builder: TraceBuilder) -> Iterator[tuple[int, Any, int, int]]:
+    """Each JSON document in ``text``: the line it starts on (``first_line`` is the text's), it, and its span."""
     decoder = json.JSONDecoder()
-    pos = 0
-    n = len(text)
-    base = first_line - 1
+    pos, n = 0, len(text)
+    line, counted = first_line, 0
     while True:
         while pos < n and text[pos] in " \t\r\n":
             pos += 1
         if pos >= n:
             return
-        line = base + text.count("\n", 0, pos) + 1
+        line += text.count("\n", counted, pos)
+        counted = pos
+        builder.line = line
         try:
-            doc, pos = decoder.raw_decode(text, pos)
+            doc, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            raise TraceReadError(
-                f"expected a complete JSON document ({_json_problem(exc)}); "
-                "the file may be cut short or not JSON",
-                source=source, line=base + exc.lineno,
-            ) from None
-        yield line, doc
-
-
-def _dispatch_any(doc: Any, fmt: str | None, builder: TraceBuilder) -> None:
-    if isinstance(doc, list):
-        if fmt != "otlp" and doc and isinstance(doc[0], dict) and "spans" in doc[0] and "traceID" in doc[0]:
-            for trace in doc:
-                _jaeger_trace(trace, builder)
-            return
-        for d in doc:
-            _dispatch(d, fmt, builder)
-        return
-    _dispatch(doc, fmt, builder)
-
-
-def _dispatch(doc: Any, fmt: str | None, builder: TraceBuilder) -> None:
-    if not isinstance(doc, Mapping):
-        raise builder._err(f"expected {_expected(fmt)}, got a JSON {type(doc).__name__}")
-    if "error" in doc and "resourceSpans" not in doc and "result" not in doc and "data" not in doc:
-        err = doc["error"]
-        msg = err.get("message") if isinstance(err, Mapping) else err
-        raise builder._err(f"the backend answered with an error instead of spans: {msg}")
-    is_otlp = "resourceSpans" in doc or "result" in doc
-    is_jaeger = "data" in doc or ("spans" in doc and "traceID" in doc)
-    if fmt == "otlp" or (fmt is None and is_otlp):
-        if not is_otlp:
-            raise builder._err(f"expected {_EXPECT_OTLP}; found keys {sorted(doc)[:5]}")
-        _otlp_doc(doc, builder)
-    elif fmt == "jaeger" or (fmt is None and is_jaeger):
-        if not is_jaeger:
-            raise builder._err(f"expected {_EXPECT_JAEGER}; found keys {sorted(doc)[:5]}")
-        _jaeger_doc(doc, builder)
-    else:
-        raise builder._err(f"expected {_expected(fmt)}; found keys {sorted(doc)[:5]}")
-
-
-# --- OTLP-JSON ----------------------------------------------------------------------------------------
-
-def _hex(v: Any, size: int) -> str:
-    if not isinstance(v, str):
-        return ""
-    if len(v) == size:
-        return v.lower()
-    try:  # protobuf's default JSON mapping writes ids as base64
-        return base64.b64decode(v).hex().rjust(size, "0")
-    except ValueError:
-        return v.lower()
-
-
-def _otlp_value(v: Any) -> Any:
-    if not isinstance(v, dict):
-        return v
-    for kind, x in v.items():
-        if kind == "stringValue":
-            return x
-        if kind == "intValue":
-            return int(x)
-        if kind == "boolValue":
-            return bool(x)
-        if kind == "doubleValue":
-            return float(x)
-        if kind == "arrayValue":
-            return [_otlp_value(i) for i in (x or {}).get("values") or ()]
-        if kind == "kvlistValue":
-            return {kv.get("key"): _otlp_value(kv.get("value")) for kv in (x or {}).get("values") or ()}
-        if kind == "bytesValue":
-            return x
-    return None
-
-
-def _otlp_attrs(items: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if items:
-        for kv in items:
-            v = kv["value"]
-            # most attributes are strings: skip the generic decoder for them
-            s = v.get("stringValue", _MISSING)
-            out[kv["key"]] = _otlp_value(v) if s is _MISSING else s
-    return out
-
-
-_MISSING: Any = object()
-
-
-def _otlp_doc(doc: Mapping[str, Any], builder: TraceBuilder) -> None:
-    result = doc.get("result")
-    if isinstance(result, Mapping):
-        doc = result
-    rss = doc.get("resourceSpans")
-    if rss is None:
-        rss = []
-    if not isinstance(rss, list):
-        raise builder._err(f"expected resourceSpans to be a list, got {type(rss).__name__}")
-    add = builder.add
-    try:
-        for rs in rss:
-            for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or ():
-                for sp in ss.get("spans") or ():
-                    name = sp.get("name") or ""
-                    if not name.startswith(_PREFIXES):
-                        continue
-                    attrs = _otlp_attrs(sp.get("attributes"))
-                    error_message = None
-                    if "error.type" in attrs:
-                        error_message = _otlp_exception_message(sp)
-                    start = int(sp.get("startTimeUnixNano") or 0)
-                    end = int(sp.get("endTimeUnixNano") or start)
-                    add(trace_id=_hex(sp.get("traceId"), 32), span_id=_hex(sp.get("spanId"), 16), name=name,
-                        start_us=start // 1000, end_us=start // 1000 + (end - start) // 1000,
-                        attrs=attrs, error_message=error_message)
-    except TraceReadError:
-        raise
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise builder._err(
-            f"expected OTLP-JSON resourceSpans[].scopeSpans[].spans[] with name, traceId, spanId, "
-            f"startTimeUnixNano and attributes [{{key, value}}]; found a malformed entry ({type(exc).__name__}: {exc})"
-        ) from None
-
-
-def _otlp_exception_message(sp: Mapping[str, Any]) -> str | None:
-    for ev in sp.get("events") or ():
-        if ev.get("name") == "exception":
-            msg = _otlp_attrs(ev.get("attributes")).get("exception.message")
-            if msg is not None:
-                return str(msg)
-    status = sp.get("status") or {}
-    msg = status.get("message")
-    return str(msg) if msg else None
-
-
-# --- Jaeger UI JSON -----------------------------------------------------------------------------------
-
-def _jaeger_value(tag: Mapping[str, Any]) -> Any:
-    v = tag.get("value")
-    t = tag.get("type")
-    if t == "int64":
-        return int(v)  # type: ignore[arg-type]
-    if t == "float64":
-        return float(v)  # type: ignore[arg-type]
-    if t == "bool":
-        return v if isinstance(v, bool) else str(v).lower() == "true"
-    return v
-
-
-def _jaeger_tags(tags: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if tags:
-        for tag in tags:
-            out[tag["key"]] = _jaeger_value(tag)
-    return out
-
-
-def _jaeger_doc(doc: Mapping[str, Any], builder: TraceBuilder) -> None:
-    if "data" in doc:
-        data = doc["data"]
-        if data is None:
-            return
-        if not isinstance(data, list):
-            raise builder._err(f"expected data to be a list of traces, got {type(data).__name__}")
-        for trace in data:
-            _jaeger_trace(trace, builder)
-    else:
-        _jaeger_trace(doc, builder)
-
-
-def _jaeger_trace(trace: Any, builder: TraceBuilder) -> None:
-    try:
-        for sp in trace.get("spans") or ():
-            name = sp.get("operationName") or ""
-            if not name.startswith(_PREFIXES):
-                continue
-            attrs = {k: v for k, v in _jaeger_tags(sp.get("tags")).items() if k not in _JAEGER_ADDED}
-            error_message = None
-            if "error.type" in attrs:
-                error_message = _jaeger_exception_message(sp)
-            start = int(sp.get("startTime") or 0)
-            duration = int(sp.get("duration") or 0)
-            trace_id = str(sp.get("traceID") or trace.get("traceID") or "").lower().rjust(32, "0")
-            builder.add(trace_id=trace_id, span_id=str(sp.get("spanID") or "").lower(), name=name,
-                        start_us=start, end_us=start + duration, attrs=attrs, error_message=error_message)
-    except TraceReadError:
-        raise
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise builder._err(
-            f"expected Jaeger spans with traceID, spanID, operationName, startTime (µs), duration and "
-            f"tags [{{key, type, value}}]; found a malformed entry ({type(exc).__name__}: {exc})"
-        ) from None
-
-
-def _jaeger_exception_message(sp: Mapping[str, Any]) -> str | None:
-    for log in sp.get("logs") or ():
-        fields = _jaeger_tags(log.get("fields"))
-        if fields.get("event") == "exception" and "exception.message" in fields:
-            return str(fields["exception.message"])
-    for tag in sp.get("tags") or ():
-        if tag.get("key") == "otel.status_description":
-            return str(tag.get("value"))
-    return None
-
-
-# --- OTLP-JSON -> Jaeger UI JSON ----------------------------------------------------------------------
-
-_KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
-
-
-def _jaeger_tag(key: str, value: Mapping[str, Any]) -> dict[str, Any]:
-    for kind, x in value.items():
-        if kind == "stringValue":
-            return {"key": key, "type": "string", "value": x}
-        if kind == "intValue":
-            return {"key": key, "type": "int64", "value": int(x)}
-        if kind == "doubleValue":
-            return {"key": key, "type": "float64", "value": float(x)}
-        if kind == "boolValue":
-            return {"key": key, "type": "bool", "value": bool(x)}
-        if kind == "bytesValue":
-            return {"key": key, "type": "binary", "value": x}
-        # Jaeger has no array or map tags: it stores them as their JSON text
-        return {"key": key, "type": "string",
-                "value": json.dumps(_otlp_value(value), separators=(",", ":"), ensure_ascii=False)}
-    return {"key": key, "type": "string", "value": ""}
-
-
-def otlp_to_jaeger(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """Turn an OTLP-JSON ``{"resourceSpans": ...}`` object into Jaeger's UI JSON, as Jaeger's query service
-    does (``otlp2jaeger-in.json`` → ``otlp2jaeger-out.json`` in Jaeger's tests): for testing readers and
-    for feeding tools that only speak the UI format."""
-    result = doc.get("result")
-    if isinstance(result, Mapping):
-        doc = result
-    traces: dict[str, dict[str, Any]] = {}
-    for rs in doc.get("resourceSpans") or ():
-        resource = (rs.get("resource") or {}).get("attributes") or []
-        service = "unknown_service"
-        ptags = []
-        for kv in resource:
-            if kv["key"] == "service.name":
-                service = _otlp_value(kv["value"])
+            last = max(len(text.rstrip()) - 1, 0)
+            if exc.pos > last:
+                # a document cut short fails after its end: name the last line that has text, not the one after
+                builder.line = first_line + text.count("\n", 0, last)
+                column = last - (text.rfind("\n", 0, last) + 1) + 1
+                problem = f"{exc.msg} after column {column}, where the text ends"
             else:
-                ptags.append(_jaeger_tag(kv["key"], kv["value"]))
-        process = {"serviceName": service, "tags": ptags}
-        for ss in rs.get("scopeSpans") or ():
-            scope = ss.get("scope") or {}
-            for sp in ss.get("spans") or ():
-                tid = sp["traceId"]
-                trace = traces.get(tid)
-                if trace is None:
-                    trace = traces[tid] = {"traceID": tid, "spans": [], "processes": {}, "warnings": None}
-                pid = next((k for k, p in trace["processes"].items() if p == process), None)
-                if pid is None:
-                    pid = f"p{len(trace['processes']) + 1}"
-                    trace["processes"][pid] = process
-                trace["spans"].append(_jaeger_span(sp, scope, pid))
-    return {"data": list(traces.values()), "total": 0, "limit": 0, "offset": 0, "errors": None}
+                builder.line = first_line + text.count("\n", 0, exc.pos)
+                problem = _json_problem(exc)
+            raise builder.error(f"expected a complete JSON document ({problem}); the file may be cut short or "
+                                f"not JSON; expected {expected(None)}") from None
+        except RecursionError:
+            raise builder.error(_NESTED) from None
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            raise builder.error(f"expected JSON numbers of a usual size ({show(str(exc), 100)})") from None
+        yield line, doc, pos, end
+        pos = end
 
 
-def _jaeger_span(sp: Mapping[str, Any], scope: Mapping[str, Any], pid: str) -> dict[str, Any]:
-    tags: list[dict[str, Any]] = []
-    if scope.get("name"):
-        tags.append({"key": "otel.scope.name", "type": "string", "value": scope["name"]})
-    if scope.get("version"):
-        tags.append({"key": "otel.scope.version", "type": "string", "value": scope["version"]})
-    tags.extend(_jaeger_tag(kv["key"], kv.get("value") or {}) for kv in sp.get("attributes") or ())
-    kind = _KINDS.get(int(sp.get("kind") or 0))
-    if kind:
-        tags.append({"key": "span.kind", "type": "string", "value": kind})
-    status = sp.get("status") or {}
-    code = int(status.get("code") or 0)
-    if code == 2:
-        tags.append({"key": "otel.status_code", "type": "string", "value": "ERROR"})
-        tags.append({"key": "error", "type": "bool", "value": True})
-    elif code == 1:
-        tags.append({"key": "otel.status_code", "type": "string", "value": "OK"})
-    if status.get("message"):
-        tags.append({"key": "otel.status_description", "type": "string", "value": status["message"]})
-    logs = []
-    for ev in sp.get("events") or ():
-        fields = [{"key": "event", "type": "string", "value": ev.get("name", "")}]
-        fields.extend(_jaeger_tag(kv["key"], kv.get("value") or {}) for kv in ev.get("attributes") or ())
-        logs.append({"timestamp": int(ev.get("timeUnixNano") or 0) // 1000, "fields": fields})
-    start = int(sp.get("startTimeUnixNano") or 0)
-    end = int(sp.get("endTimeUnixNano") or start)
-    refs = []
-    if sp.get("parentSpanId"):
-        refs.append({"refType": "CHILD_OF", "traceID": sp["traceId"], "spanID": sp["parentSpanId"]})
-    return {
-        "traceID": sp["traceId"], "spanID": sp["spanId"], "operationName": sp.get("name", ""),
-        "references": refs, "startTime": start // 1000, "duration": (end - start) // 1000,
-        "tags": tags, "logs": logs, "processID": pid, "warnings": None,
-    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 import xml.etree.ElementTree as ET
@@ -85,6 +86,18 @@ def _cell_key(eps: float, lam: float) -> str:
 
 # --- metamorphic relation --------------------------------------------------------------------------------
 
+def metamorphic_check(e: EpisodeResult, ref: EpisodeResult | None) -> dict[str, Any] | None:
+    """The metamorphic relation for one perturbed episode against its unperturbed reference ``ref`` (same
+    scenario, repetition and intensity); None when it does not apply (no perturbation, no oracle state)."""
+    if e.epsilon == 0.0 or not e.oracle or ref is None or not ref.oracle:
+        return None
+    same = e.oracle.get("state") == ref.oracle.get("state")
+    msg = ("the perturbed task reached the same end state as the original" if same else
+           f"end state {e.oracle.get('state')} differs from the original task's {ref.oracle.get('state')}")
+    return {"name": METAMORPHIC, "passed": same, "severity": "pass" if same else "fail", "message": msg,
+            "evidence": []}
+
+
 def apply_metamorphic(episodes: Sequence[EpisodeResult]) -> None:
     """A perturbed episode must reach the same verified end state as the unperturbed one of the same
     scenario, repetition and intensity. Recomputed from scratch, so merging shards gives the same answer."""
@@ -92,17 +105,10 @@ def apply_metamorphic(episodes: Sequence[EpisodeResult]) -> None:
     for e in episodes:
         e.checks = [c for c in e.checks if c["name"] != METAMORPHIC]
         e.passed = e.base_passed
-        if e.epsilon == 0.0 or not e.oracle:
-            continue
-        ref = base.get((e.scenario, e.repetition, e.intensity))
-        if ref is None or not ref.oracle:
-            continue
-        same = e.oracle.get("state") == ref.oracle.get("state")
-        msg = ("the perturbed task reached the same end state as the original" if same else
-               f"end state {e.oracle.get('state')} differs from the original task's {ref.oracle.get('state')}")
-        e.checks.append({"name": METAMORPHIC, "passed": same, "severity": "pass" if same else "fail",
-                         "message": msg})
-        e.passed = e.base_passed and same
+        chk = metamorphic_check(e, base.get((e.scenario, e.repetition, e.intensity)))
+        if chk is not None:
+            e.checks.append(chk)
+            e.passed = e.base_passed and chk["passed"]
 
 
 # --- aggregation -----------------------------------------------------------------------------------------------
@@ -216,9 +222,10 @@ def verdict(episodes: Sequence[EpisodeResult], summary: Summary, config: Mapping
             "chaoskit_langgraph.instrument_graph)"
         )
     for e in episodes:
+        # the no_duplicate_writes check is the one judge of a repeated write (no second count here)
         dup = [c for c in e.checks if c["name"] == "no_duplicate_writes" and not c["passed"]]
-        if dup or e.attempts.get("duplicate_writes", 0) > 0:
-            msg = dup[0]["message"] if dup else f"{e.attempts['duplicate_writes']} irreversible write(s) repeated"
+        if dup:
+            msg = dup[0]["message"]
             short = msg if len(msg) <= 160 else msg[:157] + "..."
             v.duplicate_writes.append(f"{e.scenario} rep {e.repetition} eps {e.epsilon:g} lam {e.intensity:g}: "
                                       f"{short}  (replay: {e.replay})")
@@ -295,7 +302,50 @@ def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
             isinstance(e, dict) for e in data["episodes"]):
         raise ChaoskitError(f"{p}: a chaoskit run result needs a \"config\" object and an \"episodes\" list of "
                             "objects; the file was changed or cut short")
+    for i, raw in enumerate(data["episodes"]):
+        problem = _episode_problem(raw)
+        if problem is not None:
+            raise ChaoskitError(f"{p}: episodes[{i}].{problem}; the file was changed or cut short (write it again "
+                                "with chaoskit run --json)")
     return data
+
+
+_NUMBER = (int, float)
+#: what each episode field of a results file must hold (None allowed where the type tuple has type(None))
+_EPISODE_FIELDS: dict[str, tuple[type, ...]] = {
+    "scenario": (str,), "repetition": (int,), "epsilon": _NUMBER, "intensity": _NUMBER, "seed": (int,),
+    "task": (str,), "agent": (str,), "outcome": (str,), "error": (str, type(None)), "output": (str, type(None)),
+    "duration_s": _NUMBER, "attempts": (dict,), "checks": (list,), "score": _NUMBER,
+    "oracle": (dict, type(None)), "base_passed": (bool,), "passed": (bool,), "replay": (str,),
+}
+_KINDS = {str: "a string", int: "a whole number", float: "a number", dict: "an object", list: "a list",
+          bool: "true or false", type(None): "null"}
+
+
+def _episode_problem(raw: Mapping[str, Any]) -> str | None:
+    """What is wrong with one episode of a results file (``field: ...``), or None."""
+    for name, types in _EPISODE_FIELDS.items():
+        if name not in raw:
+            return f"{name}: missing"
+        value = raw[name]
+        bad_bool = isinstance(value, bool) and bool not in types
+        if bad_bool or not isinstance(value, types) or (
+                isinstance(value, float) and not math.isfinite(value)):
+            allowed = "a finite number" if types == _NUMBER else " or ".join(_KINDS[t] for t in types)
+            return f"{name}: must be {allowed}, got {json.dumps(value)[:60]}"
+    total = raw["attempts"].get("total", 0)
+    if not isinstance(total, int) or isinstance(total, bool) or total < 0:
+        return f"attempts.total: must be a whole number >= 0, got {json.dumps(total)[:60]}"
+    for j, chk in enumerate(raw["checks"]):
+        if not isinstance(chk, dict):
+            return f"checks[{j}]: must be an object with name, passed, severity and message"
+        for key, types, what in (("name", (str,), "a string"), ("passed", (bool,), "true or false"),
+                                 ("message", (str,), "a string")):
+            if not isinstance(chk.get(key), types):
+                return f"checks[{j}].{key}: must be {what}, got {json.dumps(chk.get(key))[:60]}"
+        if chk.get("severity", "fail") not in ("fail", "warn", "pass"):
+            return f"checks[{j}].severity: must be fail, warn or pass, got {json.dumps(chk.get('severity'))[:60]}"
+    return None
 
 
 #: config fields that must agree for results to come from one battery (its shards)

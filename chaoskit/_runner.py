@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import difflib
 import hashlib
 import inspect
 import json
@@ -25,7 +26,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,12 +38,17 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from . import _attrs, telemetry
+from . import _attrs, _config, telemetry
 from ._episode import Episode
 from ._errors import ChaoskitError, PlanError
 from ._intensity import Profile, load_profile, with_background
 from ._perturb import Perturbation, perturb
-from ._scenario import Scenario, _is_ref, check_registry, load_battery, resolve_ref
+from ._plan import _line_for, _suggest
+from ._scenario import Scenario, _is_ref, load_battery, resolve_ref
+from ._score import score
+from ._trace import EpisodeRecord, Trace
+from ._yaml import load_yaml
+from .checks import DEFAULT_CHECKS, REGISTRY, CheckResult, run_checks
 
 __all__ = ["BatteryResult", "EpisodeResult", "RunConfig", "derive_seed", "plan_episodes", "run_battery"]
 
@@ -409,125 +415,86 @@ class _TraceSink:
 
 # --- grading ---------------------------------------------------------------------------------------------
 
-def _check_dict(res: Any, name: str | None = None) -> dict[str, Any]:
-    if isinstance(res, dict):
-        return {"name": res.get("name", name), "passed": bool(res.get("passed")),
-                "severity": res.get("severity", "fail"), "message": str(res.get("message", ""))}
-    return {"name": getattr(res, "name", name), "passed": bool(getattr(res, "passed", False)),
-            "severity": str(getattr(res, "severity", "fail")), "message": str(getattr(res, "message", ""))}
+def _criterion(name: str, passed: bool, message: str) -> dict[str, Any]:
+    return {"name": name, "passed": passed, "severity": "pass" if passed else "fail", "message": message,
+            "evidence": []}
 
 
-def _mk(name: str, passed: bool, message: str, severity: str = "fail") -> dict[str, Any]:
-    return {"name": name, "passed": passed, "severity": "pass" if passed else severity, "message": message}
-
-
-def _call_check(fn: Callable[..., Any], trace: Any, args: Sequence[Any], common: dict[str, Any],
-                params: dict[str, Any] | None = None) -> list[Any]:
-    """``common`` (required_tools, success) goes only to the checks that take it; the scenario's own
-    ``params`` always go through, so a wrong one is an error rather than silently ignored."""
-    try:
-        sig = inspect.signature(fn)
-        accepts_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
-        common = {k: v for k, v in common.items() if accepts_kw or k in sig.parameters}
-    except (TypeError, ValueError):
-        pass
-    res = fn(trace, *args, **{**common, **(params or {})})
-    return list(res) if isinstance(res, list | tuple) else [res]
-
-
-def _attempt_summary(attempts: Sequence[Any]) -> dict[str, Any]:
-    by_tool: dict[str, int] = {}
-    writes: dict[tuple[str, str | None], list[Any]] = {}
-    faults = 0
-    for a in attempts:
-        by_tool[a.tool] = by_tool.get(a.tool, 0) + 1
-        if a.fault_type is not None:
-            faults += 1
-        if a.irreversible and a.executed and a.args_hash is not None:
-            # like no_duplicate_writes: calls without recorded arguments cannot be compared
-            writes.setdefault((a.tool, a.args_hash), []).append(a)
-    dup = 0
-    for group in writes.values():
-        keys = {a.idempotency_key for a in group}
-        if len(group) > 1 and (None in keys or len(keys) > 1):
-            dup += len(group) - 1
-    return {"total": len(attempts), "by_tool": by_tool, "faults": faults, "duplicate_writes": dup}
-
-
-def grade(
-    scenario: Scenario, trace: Any, *, output: str | None, outcome: str, error: str | None,
-    oracle_ok: bool | None, attempts: Sequence[Any],
-) -> tuple[list[dict[str, Any]], float, dict[str, Any]]:
-    """Run the scenario's success criteria and checks on one episode's trace; returns (checks, score, summary)."""
+def task_criteria(scenario: Scenario, *, output: str | None, outcome: str, error: str | None,
+                  oracle: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The scenario's own success criteria (how the run ended, its output, its end state): together they are
+    the ``success`` that the checks and the score are given. They judge the task, not the recovery."""
     s = scenario.success
     out: list[dict[str, Any]] = []
-    summary = _attempt_summary(attempts)
     if outcome == "completed":
-        out.append(_mk("outcome", True, "the agent finished"))
+        out.append(_criterion("outcome", True, "the agent finished"))
     else:
         verb = {"timeout": "timed out", "crashed": "crashed"}.get(outcome, f"ended as {outcome!r}")
-        out.append(_mk("outcome", False, f"the agent {verb}" + (f": {error}" if error else "")))
+        # an integration's own reason ("agent crashed on a tool error: ...") already says what happened
+        detail = error if error and error.startswith("agent ") else (f"the agent {verb}: {error}" if error
+                                                                     else f"the agent {verb}")
+        out.append(_criterion("outcome", False, detail))
     text = (output or "").lower()
     for needle in s.output_contains:
         ok = needle.lower() in text
-        out.append(_mk("output_contains", ok, f"output {'contains' if ok else 'lacks'} {needle!r}"))
+        out.append(_criterion("output_contains", ok, f"output {'contains' if ok else 'lacks'} {needle!r}"))
     for needle in s.output_not_contains:
         ok = needle.lower() not in text
-        out.append(_mk("output_not_contains", ok, f"output {'does not contain' if ok else 'contains'} {needle!r}"))
-    registry = check_registry()
-    required = s.required_tools
-    task_ok = all(c["passed"] for c in out) and oracle_ok is not False
-    common = {"required_tools": required, "success": task_ok}
-    raw: list[Any] = []
-    if registry is None:
-        for tool, n in s.max_attempts.items():
-            got = summary["by_tool"].get(tool, 0)
-            out.append(_mk("max_attempts", got <= n, f"{tool}: {got} attempt(s), at most {n} allowed"))
-        for tool, n in s.min_attempts.items():
-            got = summary["by_tool"].get(tool, 0)
-            out.append(_mk("min_attempts", got >= n, f"{tool}: {got} attempt(s), at least {n} required"))
-        dup = summary["duplicate_writes"]
-        out.append(_mk("no_duplicate_writes", dup == 0,
-                       "no irreversible write repeated" if dup == 0 else f"{dup} irreversible write(s) repeated"))
-    else:
-        for tool, n in s.max_attempts.items():
-            raw.extend(_call_check(registry["max_attempts"], trace, (tool, n), {}))
-        for tool, n in s.min_attempts.items():
-            raw.extend(_call_check(registry["min_attempts"], trace, (tool, n), {}))
-        specs = s.check_specs()
-        if specs is None:
-            from . import checks as _checks
-
-            specs = [(n, {}) for n in _checks.DEFAULT_CHECKS]
-        if "no_duplicate_writes" not in {n for n, _ in specs}:
-            specs = [*specs, ("no_duplicate_writes", {})]  # the CI gate's absolute rule is always graded
-        for name, params in specs:
-            try:
-                raw.extend(_call_check(registry[name], trace, (), common, params))
-            except Exception as exc:  # a check that breaks is a failed check, not a runner crash
-                out.append({"name": name, "passed": False, "severity": "fail",
-                            "message": f"check raised {type(exc).__name__}: {exc}"})
-        out.extend(_check_dict(r) for r in raw)
-    if oracle_ok is not None:
-        out.append(_mk("end_state", oracle_ok, f"{scenario.success.state} "
-                       + ("verified the end state" if oracle_ok else "rejected the end state")))
-    score = _score(trace, out, raw, task_ok, required)
-    return out, score, summary
+        out.append(_criterion("output_not_contains", ok,
+                              f"output {'does not contain' if ok else 'contains'} {needle!r}"))
+    if oracle is not None:
+        if oracle.get("error"):
+            msg = f"{s.state} raised {oracle['error']} while checking the end state"
+        elif oracle["ok"]:
+            msg = f"{s.state} verified the end state"
+        else:
+            msg = f"{s.state} rejected the end state"
+        out.append(_criterion("end_state", bool(oracle["ok"]), msg))
+    return out
 
 
-def _score(trace: Any, checks: list[dict[str, Any]], raw: list[Any], task_ok: bool,
-           required: list[str] | None) -> float:
-    hard = [c for c in checks if c["severity"] in ("fail", "pass")]
-    fraction = sum(c["passed"] for c in hard) / len(hard) if hard else 1.0
-    if trace is None:
-        return round(100.0 * fraction, 2)
+def _run_check(trace: Trace, name: str, params: dict[str, Any], required: list[str] | None,
+               success: bool) -> list[CheckResult]:
     try:
-        from . import _score as score_mod
+        if params:
+            # run_checks forwards only its shared parameters (n, required_tools, success); a scenario's own
+            # parameters (min_backoff, ...) must reach the check, or it would grade with other settings
+            return [REGISTRY[name](trace, **params)]
+        return run_checks(trace, [name], required_tools=required, success=success)
+    except Exception as exc:  # a check that breaks is a failed check, never a pass and never a runner crash
+        return [CheckResult(name, False, "fail", f"check raised {type(exc).__name__}: {exc}")]
 
-        sc = score_mod.score(trace, success=task_ok, checks=raw, required_tools=required)
-        return round(float(sc.value), 2)
-    except Exception:
-        return round(100.0 * fraction, 2)
+
+def grade(scenario: Scenario, trace: Trace, criteria: Sequence[dict[str, Any]]) -> tuple[
+        list[dict[str, Any]], float, dict[str, Any]]:
+    """Grade one episode's trace: the scenario's checks through :func:`chaoskit.checks.run_checks`, the score
+    through :func:`chaoskit.score`, with ``criteria`` (from :func:`task_criteria`) as the task's success.
+    Returns (criteria and check results as dicts, score, attempt summary)."""
+    s = scenario.success
+    success = all(c["passed"] for c in criteria)
+    required = list(s.required_tools) if s.required_tools is not None else None
+    results: list[CheckResult] = []
+    limits = {n: v for n, v in (("max_attempts", s.max_attempts), ("min_attempts", s.min_attempts)) if v}
+    if limits:
+        results.extend(run_checks(trace, list(limits), **limits))
+    specs = s.check_specs()
+    if specs is None:
+        specs = [(n, {}) for n in DEFAULT_CHECKS]
+    if "no_duplicate_writes" not in {n for n, _ in specs}:
+        specs = [*specs, ("no_duplicate_writes", {})]  # the CI gate's absolute rule is always graded
+    for name, params in specs:
+        results.extend(_run_check(trace, name, params, required, success))
+    value = score(trace, success=success, checks=results, required_tools=required).value
+    by_tool: dict[str, int] = {}
+    for a in trace.attempts:
+        by_tool[a.tool] = by_tool.get(a.tool, 0) + 1
+    summary = {
+        "total": len(trace.attempts), "by_tool": by_tool,
+        "faults": sum(a.fault_type is not None for a in trace.attempts),
+        # 1 when no_duplicate_writes failed: that check is the only judge of a repeated write
+        "duplicate_writes": int(any(r.name == "no_duplicate_writes" and not r.passed for r in results)),
+    }
+    return [*criteria, *(r.to_dict() for r in results)], round(float(value), 2), summary
 
 
 def _run_oracle(oracle: Callable[[Any], Any] | None, env: Any) -> dict[str, Any] | None:
@@ -547,12 +514,19 @@ def _run_oracle(oracle: Callable[[Any], Any] | None, env: Any) -> dict[str, Any]
 
 # --- running one episode -----------------------------------------------------------------------------------
 
-def _replay(ep: EpisodePlan, agent_ref: str, config: RunConfig, agent_given: bool) -> str:
+def _replay(ep: EpisodePlan, agent: PythonAgent | CommandAgent, config: RunConfig) -> str:
+    """The command that runs exactly this episode again: same scenario file, agent, grid point, profile and
+    seed (and, for a command-line agent, the same timeout)."""
     parts = ["chaoskit", "run", ep.scenario.source or ep.scenario.name]
-    if agent_given:
-        parts += ["--agent", agent_ref]
-    parts += ["--intensity", f"{ep.intensity:g}", "--perturb", f"{ep.epsilon:g}",
-              "--profile", config.profile.name, "--episode-seed", str(ep.seed)]
+    if config.agent is not None:
+        parts += ["--agent", agent.ref]
+    parts += ["--intensity", f"{ep.intensity:g}", "--perturb", f"{ep.epsilon:g}"]
+    if ep.intensity > 0:
+        # a profile read from a file is named by that file: its name alone would not load it again
+        parts += ["--profile", config.profile.source or config.profile.name]
+    if isinstance(agent, CommandAgent) and ep.scenario.timeout is None and config.timeout != 60.0:
+        parts += ["--timeout", f"{config.timeout:g}"]
+    parts += ["--episode-seed", str(ep.seed)]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -562,6 +536,8 @@ class _Runner:
         self.config = config
         self.traces = traces
         self.collector = collector
+        #: scenarios naming a tool no wrapper knew after the factories ran: checked from their traces instead
+        self.unverified_tools: set[str] = set()
         self.agents: dict[str, PythonAgent | CommandAgent] = {given.ref: given} if given is not None else {}
         self.oracles: dict[str, Callable[[Any], Any] | None] = {}
         for sc in scenarios:
@@ -579,20 +555,27 @@ class _Runner:
         return with_background(ep.scenario.plan(seed=ep.seed), ep.intensity, self.config.profile, seed=ep.seed)
 
     def _attrs(self, ep: EpisodePlan) -> dict[str, Any]:
-        return {"repetition": ep.repetition, "intensity": ep.intensity, "perturbation": ep.epsilon,
-                "seed": ep.seed, "profile": self.config.profile.name}
+        attrs: dict[str, Any] = {
+            # the task the agent was given: checks read it as backing for the values the agent repeats
+            "task": ep.perturbation.text, "repetition": ep.repetition, "intensity": ep.intensity,
+            "perturbation": ep.epsilon, "seed": ep.seed, "profile": self.config.profile.name}
+        if ep.scenario.success.required_tools is not None:
+            attrs["required_tools"] = list(ep.scenario.success.required_tools)
+        return attrs
 
     def _finish(self, ep: EpisodePlan, agent: PythonAgent | CommandAgent, *, spans: Sequence[ReadableSpan],
-                trace: Any, output: str | None, outcome: str, error: str | None, env: Any, started: float,
-                attempts: Sequence[Any], trace_id: str | None, episode_id: str | None) -> EpisodeResult:
-        oracle_fn = self.oracles.get(ep.scenario.name)
-        oracle = _run_oracle(oracle_fn, env) if env is not None else None
-        checks, score, summary = grade(
-            ep.scenario, trace, output=output, outcome=outcome, error=error,
-            oracle_ok=bool(oracle["ok"]) if oracle else None, attempts=attempts,
-        )
-        if oracle_fn is not None and env is None:
-            checks.append({"name": "end_state", "passed": False, "severity": "warn",
+                trace: Trace | None, criteria: list[dict[str, Any]], oracle: dict[str, Any] | None,
+                output: str | None, outcome: str, error: str | None, started: float,
+                trace_id: str | None, episode_id: str | None, read_error: str | None = None) -> EpisodeResult:
+        if trace is None:
+            # a trace that cannot be read cannot be graded: reported as such, never as a pass
+            checks = [*criteria, {"name": "trace", "passed": False, "severity": "fail", "evidence": [],
+                                  "message": f"the episode's trace cannot be graded: {read_error}"}]
+            score, summary = 0.0, {"total": 0, "by_tool": {}, "faults": 0, "duplicate_writes": 0}
+        else:
+            checks, score, summary = grade(ep.scenario, trace, criteria)
+        if self.oracles.get(ep.scenario.name) is not None and oracle is None and isinstance(agent, CommandAgent):
+            checks.append({"name": "end_state", "passed": False, "severity": "warn", "evidence": [],
                            "message": "not checked: a command-line agent has no environment object to inspect"})
         self.traces.write_spans(spans)
         passed = all(c["passed"] for c in checks if c["severity"] in ("fail", "pass"))
@@ -601,19 +584,29 @@ class _Runner:
             intensity=ep.intensity, seed=ep.seed, task=ep.perturbation.text, edits=list(ep.perturbation.edits),
             agent=agent.ref, outcome=outcome, error=error, output=output,
             duration_s=round(time.perf_counter() - started, 4), attempts=summary, checks=checks, score=score,
-            oracle=oracle, base_passed=passed, passed=passed,
-            replay=_replay(ep, agent.ref, self.config, self.config.agent is not None),
+            oracle=oracle, base_passed=passed, passed=passed, replay=_replay(ep, agent, self.config),
             trace_id=trace_id, episode_id=episode_id,
         )
 
-    def _trace_of(self, spans: Sequence[ReadableSpan]) -> Any:
-        try:
-            from ._trace import Trace
-        except ImportError:
-            return None
-        return Trace.from_spans(spans)
+    # -- in-process ----------------------------------------------------------------------------------------
 
-    # -- in-process, sync --------------------------------------------------------------------------------
+    def _run_body(self, ep: EpisodePlan, episode: Episode, made: tuple[Any, Any] | None,
+                  output: Any, exc: BaseException | None) -> dict[str, Any] | None:
+        """The end of an in-process episode, still inside it: record a crash (keeping an integration's more
+        detailed reason), run the end-state oracle, and put the task's success on the root span, so that the
+        exported trace grades as the runner grades it."""
+        if exc is not None:
+            if episode.outcome is None:
+                episode.crash(exc)
+        else:
+            episode.finish(output)
+        env = made[1] if made is not None else None
+        oracle = _run_oracle(self.oracles.get(ep.scenario.name), env) if env is not None else None
+        text = None if episode.output is None else str(episode.output)
+        criteria = task_criteria(ep.scenario, output=text, outcome=episode.outcome or "completed", error=None,
+                                 oracle=oracle)
+        episode.set_attribute("chaoskit.episode.success", all(c["passed"] for c in criteria))
+        return oracle
 
     def run_sync(self, ep: EpisodePlan) -> EpisodeResult:
         agent = self.agent_for(ep.scenario)
@@ -621,42 +614,51 @@ class _Runner:
             return self.run_command(ep, agent)
         started = time.perf_counter()
         episode = Episode(ep.scenario.name, self.plan_for(ep), **self._attrs(ep))
-        env: Any = None
+        made: tuple[Any, Any] | None = None
         with episode:
+            output: Any = None
+            error: BaseException | None = None
             try:
-                instance, env = agent.make()
-                output = agent.invoke(instance, ep.perturbation.text)
-                episode.finish(output)
+                made = agent.make()
+                output = agent.invoke(made[0], ep.perturbation.text)
             except Exception as exc:
-                episode.crash(exc)
-        return self._after_inprocess(ep, agent, episode, env, started)
+                error = exc
+            oracle = self._run_body(ep, episode, made, output, error)
+        return self._after_inprocess(ep, agent, episode, oracle, started)
 
     async def run_async(self, ep: EpisodePlan) -> EpisodeResult:
         agent = self.agent_for(ep.scenario)
         assert isinstance(agent, PythonAgent)
         started = time.perf_counter()
         episode = Episode(ep.scenario.name, self.plan_for(ep), **self._attrs(ep))
-        env: Any = None
+        made: tuple[Any, Any] | None = None
         async with episode:
+            output: Any = None
+            error: BaseException | None = None
             try:
-                instance, env = agent.make()
-                output = await agent.ainvoke(instance, ep.perturbation.text)
-                episode.finish(output)
+                made = agent.make()
+                output = await agent.ainvoke(made[0], ep.perturbation.text)
             except Exception as exc:
-                episode.crash(exc)
-        return self._after_inprocess(ep, agent, episode, env, started)
+                error = exc
+            oracle = self._run_body(ep, episode, made, output, error)
+        return self._after_inprocess(ep, agent, episode, oracle, started)
 
-    def _after_inprocess(self, ep: EpisodePlan, agent: PythonAgent, episode: Episode, env: Any,
-                         started: float) -> EpisodeResult:
+    def _after_inprocess(self, ep: EpisodePlan, agent: PythonAgent, episode: Episode,
+                         oracle: dict[str, Any] | None, started: float) -> EpisodeResult:
         spans = self.collector.pop(episode.id)
-        trace = self._trace_of(spans)
+        trace, read_error = _trace_of(spans)
         err = None
         if episode.error is not None:
             err = f"{type(episode.error).__name__}: {episode.error}"
+            recorded = trace.episodes[0].error if trace is not None and trace.episodes else None
+            if recorded and not recorded.startswith("agent crashed: "):
+                err = recorded  # an integration's own reason (which node, which setting) says more
         out = episode.output if episode.output is None else str(episode.output)
-        return self._finish(ep, agent, spans=spans, trace=trace, output=out, outcome=episode.outcome or "completed",
-                            error=err, env=env, started=started, attempts=episode.attempts,
-                            trace_id=episode.trace_id, episode_id=episode.id)
+        outcome = episode.outcome or "completed"
+        criteria = task_criteria(ep.scenario, output=out, outcome=outcome, error=err, oracle=oracle)
+        return self._finish(ep, agent, spans=spans, trace=trace, criteria=criteria, oracle=oracle, output=out,
+                            outcome=outcome, error=err, started=started, trace_id=episode.trace_id,
+                            episode_id=episode.id, read_error=read_error)
 
     # -- command line ---------------------------------------------------------------------------------------
 
@@ -670,7 +672,8 @@ class _Runner:
             plan_path = Path(tmp) / "plan.yaml"
             plan_path.write_text(yaml.safe_dump(plan.to_dict(), sort_keys=False), encoding="utf-8")
             traces_path = Path(tmp) / "spans.jsonl"
-            attrs = {f"chaoskit.run.{k}": v for k, v in self._attrs(ep).items()}
+            attrs = {f"chaoskit.run.{k}": v for k, v in self._attrs(ep).items()
+                     if isinstance(v, bool | int | float | str)}
             with tracer.start_as_current_span(f"run_episode {ep.scenario.name}", attributes={
                     **attrs, "chaoskit.run.key": key, "chaoskit.scenario": ep.scenario.name}) as span:
                 carrier: dict[str, str] = {}
@@ -692,11 +695,12 @@ class _Runner:
             lines = traces_path.read_text(encoding="utf-8").splitlines() if traces_path.exists() else []
         own = self.collector.pop(key)
         self.traces.write_lines(lines)
-        trace = self._command_trace(lines, ep, output, outcome, error)
-        attempts = trace.attempts if trace is not None else []
+        criteria = task_criteria(ep.scenario, output=output, outcome=outcome, error=error, oracle=None)
+        trace, read_error = self._command_trace(lines, ep, output, outcome, error, criteria)
         episode_id = trace.episodes[0].id if trace is not None and trace.episodes else None
-        return self._finish(ep, agent, spans=own, trace=trace, output=output, outcome=outcome, error=error,
-                            env=None, started=started, attempts=attempts, trace_id=trace_id, episode_id=episode_id)
+        return self._finish(ep, agent, spans=own, trace=trace, criteria=criteria, oracle=None, output=output,
+                            outcome=outcome, error=error, started=started, trace_id=trace_id,
+                            episode_id=episode_id, read_error=read_error)
 
     def _spawn(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[str, str | None, str | None]:
         try:
@@ -720,30 +724,125 @@ class _Runner:
         return "completed", output, None
 
     def _command_trace(self, lines: list[str], ep: EpisodePlan, output: str | None, outcome: str,
-                       error: str | None) -> Any:
-        try:
-            from ._trace import EpisodeRecord, Trace
-        except ImportError:
-            return None
+                       error: str | None, criteria: list[dict[str, Any]]) -> tuple[Trace | None, str | None]:
         objs = []
         for ln in lines:
             try:
                 objs.append(json.loads(ln))
             except ValueError:
                 continue  # a line cut short by a killed process
-        trace = Trace.from_otlp_json(objs) if objs else Trace([])
+        try:
+            trace = Trace.from_otlp_json(objs) if objs else Trace([])
+        except ChaoskitError as exc:
+            return None, str(exc)
         # the runner's view wins: the output is what the child printed, the outcome how it ended
         attempts = tuple(a for e in trace.episodes for a in e.attempts)
         base = trace.episodes[0] if trace.episodes else None
+        attributes = dict(base.attributes) if base else {}
+        attributes.update({f"chaoskit.episode.{k}": v for k, v in self._attrs(ep).items()})
+        attributes["chaoskit.episode.success"] = all(c["passed"] for c in criteria)
         rec = EpisodeRecord(
             id=base.id if base else None, name=ep.scenario.name, output=output,
             outcome=outcome if outcome != "completed" else (base.outcome if base and base.outcome else outcome),
             error=error or (base.error if base else None), trace_id=base.trace_id if base else None,
             span_id=base.span_id if base else None, start_time=base.start_time if base else None,
-            end_time=base.end_time if base else None, attributes=dict(base.attributes) if base else {},
+            end_time=base.end_time if base else None, attributes=attributes,
             attempts=tuple(sorted(attempts, key=lambda a: (a.start_time, a.attempt, a.span_id))),
         )
-        return Trace([rec])
+        return Trace([rec]), None
+
+
+def _trace_of(spans: Sequence[ReadableSpan]) -> tuple[Trace | None, str | None]:
+    try:
+        return Trace.from_spans(spans), None
+    except ChaoskitError as exc:
+        return None, str(exc)
+
+
+# --- tools the scenarios name ------------------------------------------------------------------------------
+
+def _is_pattern(name: str) -> bool:
+    return any(c in name for c in "*?[")
+
+
+def _named_tools(sc: Scenario, *, for_trace: bool = False) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """(tool, field, YAML key path) for every exact tool name the scenario gives: its faults' tools, its
+    attempt bounds and its required tools. ``for_trace`` keeps only names the trace of a working agent must
+    show: a bound of 0 attempts ("never call it") and required tools (graded by the checks) are left out."""
+    out: list[tuple[str, str, tuple[Any, ...]]] = []
+    for i, fault in enumerate(sc.faults):
+        for name in fault.tool_names():
+            out.append((name, f"faults[{i}].tool", ("faults", i, "tool")))
+    for key in ("max_attempts", "min_attempts"):
+        for name, n in getattr(sc.success, key).items():
+            if not (for_trace and key == "max_attempts" and n == 0):
+                out.append((name, f"success.{key}.{name}", ("success", key, name)))
+    if not for_trace:
+        for j, name in enumerate(sc.success.required_tools or ()):
+            out.append((name, f"success.required_tools[{j}]", ("success", "required_tools", j)))
+    return [t for t in out if not _is_pattern(t[0])]
+
+
+def _unknown_tool(sc: Scenario, name: str, field_name: str, key: tuple[Any, ...], known: Iterable[str],
+                  why: str) -> PlanError:
+    lines: Mapping[tuple[Any, ...], int] = {}
+    if sc.source is not None:
+        try:
+            _data, lines = load_yaml(Path(sc.source).read_text(encoding="utf-8"), sc.source)
+        except (OSError, UnicodeDecodeError, ChaoskitError):
+            lines = {}
+    names = sorted(set(known))
+    if len(names) > 20:
+        # a process that wrapped many tools (a test suite): the closest names are the useful ones
+        close = sorted(names, key=lambda n: -difflib.SequenceMatcher(None, name, n).ratio())[:20]
+        shown = f"{', '.join(close)}, ... ({len(names)} in all)"
+        label = "closest known tools"
+    else:
+        shown, label = ", ".join(names) or "(none)", "known tools"
+    return PlanError(f"names tool {name!r}, {why}{_suggest(name, names)}; {label}: {shown} "
+                     "(or \"*\" for every tool)", source=sc.source or f"scenario {sc.name}",
+                     line=_line_for(key, lines), field=field_name)
+
+
+def check_agent_tools(scenarios: Iterable[Scenario], known: Iterable[str]) -> list[Scenario]:
+    """After the agent factory ran: a name that looks like a typo of a known tool is an error now; the
+    scenarios naming other unknown tools are returned, to be checked from their traces instead.
+
+    A fault on a tool the agent lacks never fires, so the scenario would pass without testing what it says.
+    But ``ChaosMiddleware`` and ``ChaosCallbackHandler`` learn a tool's name only at its first call, so a
+    name unlike any known tool may still exist: :func:`check_trace_tools` decides before anything is reported.
+    """
+    tools = set(known)
+    deferred: list[Scenario] = []
+    for sc in scenarios:
+        unknown = [t for t in _named_tools(sc) if t[0] not in tools]
+        for name, field_name, key in unknown:
+            if difflib.get_close_matches(name, tools, n=1, cutoff=0.75):
+                raise _unknown_tool(sc, name, field_name, key, tools,
+                                    "which the agent does not have (no tool of that name was wrapped)")
+        if unknown:
+            deferred.append(sc)
+    return deferred
+
+
+def check_trace_tools(scenarios: Iterable[Scenario], results: Sequence[EpisodeResult]) -> None:
+    """Command-line agents, whose tools live in another process: every tool a scenario's faults or attempt
+    bounds name appears in the trace of at least one of its episodes. Checked only for a scenario with a
+    completed episode that recorded attempts: an agent that crashed or hung before reaching a tool says
+    nothing about whether the tool exists (and the verdict already reports it)."""
+    for sc in scenarios:
+        seen: set[str] = set()
+        completed = False
+        for r in results:
+            if r.scenario == sc.name:
+                seen.update(r.attempts.get("by_tool", {}))
+                completed = completed or (r.outcome == "completed" and r.attempts.get("total", 0) > 0)
+        if not completed:
+            continue
+        for name, field_name, key in _named_tools(sc, for_trace=True):
+            if name not in seen:
+                raise _unknown_tool(sc, name, field_name, key, seen,
+                                    "which never appeared in the trace of any of its episodes")
 
 
 # --- progress -----------------------------------------------------------------------------------------------
@@ -763,11 +862,32 @@ class Progress:
         self._last = self.start
         self._step = max(10, total // 5)
         self._lock = threading.Lock()
+        # perturbed episodes wait for their unperturbed reference: the metamorphic relation can fail them
+        self._refs: dict[tuple[str, int, float], EpisodeResult] = {}
+        self._waiting: dict[tuple[str, int, float], list[EpisodeResult]] = {}
+
+    def _count(self, result: EpisodeResult) -> None:
+        from ._report import metamorphic_check
+
+        key = (result.scenario, result.repetition, result.intensity)
+        if result.epsilon == 0.0:
+            self.failed += not result.passed
+            self._refs[key] = result
+            for e in self._waiting.pop(key, []):
+                chk = metamorphic_check(e, result)
+                self.failed += chk is not None and not chk["passed"]
+        elif not result.passed:
+            self.failed += 1
+        elif key in self._refs:
+            chk = metamorphic_check(result, self._refs[key])
+            self.failed += chk is not None and not chk["passed"]
+        else:
+            self._waiting.setdefault(key, []).append(result)
 
     def update(self, result: EpisodeResult) -> None:
         with self._lock:
             self.done += 1
-            self.failed += not result.passed
+            self._count(result)
             if not self.enabled:
                 return
             now = time.perf_counter()
@@ -872,6 +992,10 @@ def run_battery(
     if scenarios is None:
         if not paths:
             raise ChaoskitError("no scenarios: give scenario files, directories or globs")
+        for p in paths:
+            if not str(p).strip():
+                # Path("") is the current directory: an empty argument would run every YAML file under it
+                raise ChaoskitError("a scenario path is empty: give scenario files (*.yaml), directories or globs")
         scenarios = load_battery(paths)
     base = load_baseline(baseline) if baseline is not None and not isinstance(baseline, dict) else baseline
     grid = plan_episodes(scenarios, config)
@@ -889,6 +1013,8 @@ def run_battery(
     finally:
         telemetry.remove_processor(collector, shutdown=False)
         sink.close()
+    check_trace_tools([sc for sc in scenarios if isinstance(runner.agent_for(sc), CommandAgent)
+                       or sc.name in runner.unverified_tools], results)
     order = {(ep.scenario.name, ep.repetition, ep.epsilon, ep.intensity): ep.index for ep in grid}
     results.sort(key=lambda r: order.get(r.key, len(grid)))
     summary, verdict = summarize(results, config.to_dict(), baseline=base)
@@ -906,7 +1032,12 @@ def _execute(runner: _Runner, grid: list[EpisodePlan], config: RunConfig,
             except AgentError:
                 raise
             except Exception as exc:
-                raise AgentError(f"--agent {a.ref}: the factory failed: {type(exc).__name__}: {exc}") from exc
+                raise AgentError(f"--agent {a.ref}: the factory failed: {type(exc).__name__}: {exc}") from None
+    in_process = {ep.scenario.name: ep.scenario for ep in grid
+                  if isinstance(runner.agent_for(ep.scenario), PythonAgent)}
+    # the factories have run, so every tool they wrap is known now
+    runner.unverified_tools = {sc.name for sc in check_agent_tools(in_process.values(),
+                                                                   _config.config().known_tools)}
     results: list[EpisodeResult] = []
     sync_eps = [ep for ep in grid if not runner.agent_for(ep.scenario).is_async]
     async_eps = [ep for ep in grid if runner.agent_for(ep.scenario).is_async]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import importlib
 import inspect
+import math
 import os
 import re
 import sys
@@ -15,43 +16,35 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from ._errors import PlanError
+from ._harness import success_from_list, success_list_with_lines, with_max_retries
 from ._plan import (
     Fault,
     Plan,
+    _is_int,
     _line_for,
+    _PlanErrorsInit,
     _suggest,
-    load_yaml,
     raw_validation,
-    read_source,
     validation_to_plan_error,
 )
+from ._yaml import load_yaml, read_source
 
 __all__ = ["Scenario", "Success", "check_registry", "load_battery", "load_scenario", "resolve_ref"]
 
 _REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
-#: check names known when chaoskit.checks cannot be imported (kept in step with chaoskit.checks)
-_FALLBACK_CHECKS = (
-    "max_attempts", "min_attempts", "no_duplicate_writes", "honors_retry_after", "no_retry_storm", "no_bluff",
-    "no_fabrication", "reports_failure", "no_injection_followed",
-)
+def check_registry() -> dict[str, Callable[..., Any]]:
+    """chaoskit.checks.REGISTRY: the checks a scenario may name (one registry, no fallback list)."""
+    from . import checks
 
-
-def check_registry() -> dict[str, Callable[..., Any]] | None:
-    """chaoskit.checks.REGISTRY, or None when that module is not available."""
-    try:
-        from . import checks
-    except ImportError:
-        return None
     return dict(checks.REGISTRY)
 
 
 def _known_checks() -> list[str]:
-    reg = check_registry()
-    return sorted(reg) if reg is not None else list(_FALLBACK_CHECKS)
+    return sorted(check_registry())
 
 
 #: the runner passes these itself, from the scenario's other keys
@@ -92,8 +85,9 @@ def _is_ref(v: object) -> bool:
     return isinstance(v, str) and bool(_REF.match(v))
 
 
-class Success(BaseModel):
-    """What a passing episode looks like."""
+class Success(_PlanErrorsInit):
+    """What a passing episode looks like. Also written as a list of one-key criteria (harness style,
+    ``[{output_contains: "8080"}, {max_retries: 4}]``); ``max_retries: n`` bounds every tool to n + 1 attempts."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -101,9 +95,40 @@ class Success(BaseModel):
     output_not_contains: list[str] = Field(default_factory=list)
     max_attempts: dict[str, int] = Field(default_factory=dict)
     min_attempts: dict[str, int] = Field(default_factory=dict)
+    max_retries: int | None = None
     checks: list[str | dict[str, dict[str, Any]]] | None = None
     state: str | None = None
     required_tools: list[str] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _harness_style(cls, data: Any) -> Any:
+        if isinstance(data, list):
+            data = success_from_list(data)
+        return with_max_retries(data)
+
+    @field_validator("output_contains", "output_not_contains", "required_tools", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        # a single string is one entry; pydantic would reject it, and a user writing one needle means one
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("output_contains", "output_not_contains", "required_tools")
+    @classmethod
+    def _not_blank(cls, v: list[str] | None) -> list[str] | None:
+        for item in v or ():
+            if not item.strip():
+                # "" is in every output: a criterion that always holds would grade every episode a pass
+                raise ValueError("an entry is empty; give the text (or tool name) it must match")
+        return v
+
+    @field_validator("max_retries", mode="before")
+    @classmethod
+    def _retries(cls, v: Any) -> Any:
+        if v is None or (_is_int(v) and v >= 0):
+            return v
+        raise ValueError(f"must be a whole number of retries >= 0 (each tool may then be called that many "
+                         f"times + 1), got {v!r}")
 
     @field_validator("checks")
     @classmethod
@@ -126,12 +151,32 @@ class Success(BaseModel):
                     _check_params(name, registry[name], dict(params or {}))
         return v
 
-    @field_validator("max_attempts", "min_attempts")
+    @field_validator("max_attempts", "min_attempts", mode="before")
+    @classmethod
+    def _counts(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            for tool, n in v.items():
+                if not isinstance(tool, str) or not tool.strip():
+                    raise ValueError(f'keys are tool names (or "*" for every tool), got {tool!r}')
+                if not _is_int(n):
+                    raise ValueError(f"attempt count for {tool!r} must be a whole number, got {n!r}")
+        return v
+
+    @field_validator("max_attempts")
     @classmethod
     def _positive(cls, v: dict[str, int]) -> dict[str, int]:
         for tool, n in v.items():
             if n < 0:
                 raise ValueError(f"attempt count for {tool!r} must be >= 0, got {n}")
+        return v
+
+    @field_validator("min_attempts")
+    @classmethod
+    def _at_least_one(cls, v: dict[str, int]) -> dict[str, int]:
+        for tool, n in v.items():
+            if n < 1:
+                # at least 0 attempts always holds: a criterion that can never fail
+                raise ValueError(f"attempt count for {tool!r} must be >= 1, got {n}")
         return v
 
     @field_validator("state")
@@ -155,7 +200,15 @@ class Success(BaseModel):
         return out
 
 
-class Scenario(BaseModel):
+def _positive_seconds(v: Any) -> Any:
+    if v is None:
+        return v
+    if isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < math.inf:
+        return v
+    raise ValueError(f"must be a number of seconds > 0, got {v!r}")
+
+
+class Scenario(_PlanErrorsInit):
     """One scenario: ``name``, ``task``, optional ``agent``, ``faults``, ``success``, ``tags``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -177,11 +230,46 @@ class Scenario(BaseModel):
         """The file the scenario came from."""
         return self._source
 
+    @field_validator("success", mode="before")
+    @classmethod
+    def _success_keys(cls, v: Any) -> Any:
+        if isinstance(v, Mapping):
+            bad = [k for k in v if not isinstance(k, str)]
+            if bad:  # pydantic would hand them to Success.__init__ as keywords: a TypeError
+                raise ValueError(f"keys must be names, got {bad[0]!r}; allowed: {', '.join(Success.model_fields)}")
+        return v
+
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         if not v.strip():
-            raise ValueError("must not be empty")
+            raise ValueError("must not be empty; give the scenario a name, e.g. 'refund-after-500'")
+        return v
+
+    @field_validator("task")
+    @classmethod
+    def _task(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be empty; give the request the agent gets, e.g. 'Refund order 4832'")
+        return v
+
+    @field_validator("seed", mode="before")
+    @classmethod
+    def _seed(cls, v: Any) -> Any:
+        if _is_int(v):
+            return v
+        raise ValueError(f"must be a whole number, got {v!r}")
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, v: Any) -> Any:
+        return _positive_seconds(v)
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("must not be empty; give a 'module:factory' reference or leave it out")
         return v
 
     def plan(self, *, seed: int | None = None) -> Plan:
@@ -221,13 +309,19 @@ def resolve_ref(ref: str, *, source: str | None = None, field: str | None = None
     return obj
 
 
-def load_scenario(path_or_text: str | os.PathLike[str], *, source: str | None = None,
+def load_scenario(path_or_text: str | bytes | os.PathLike[str], *, source: str | None = None,
                   resolve: bool = True) -> Scenario:
-    """Load and validate one scenario file; ``resolve`` also imports its ``agent`` and ``state`` references."""
+    """Load and validate one scenario file (a path, or YAML text as str or UTF-8 bytes); ``resolve`` also
+    imports its ``agent`` and ``state`` references. Bad input raises :class:`PlanError`."""
     text, src = read_source(path_or_text, source)
     data, lines = load_yaml(text, src)
     if not isinstance(data, Mapping):
         raise PlanError("a scenario must be a mapping with at least 'name' and 'task'", source=src, line=1)
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise PlanError(f"keys must be names, got {bad[0]!r}; allowed: {', '.join(Scenario.model_fields)}",
+                        source=src, line=_line_for((str(bad[0]),), lines) or 1)
+    data = success_list_with_lines(data, lines, src)
     try:
         with raw_validation():
             scenario = Scenario.model_validate(dict(data))
@@ -246,9 +340,14 @@ def load_scenario(path_or_text: str | os.PathLike[str], *, source: str | None = 
     return scenario
 
 
-def _expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+def _expand(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[Path]:
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]  # one path, not the characters of one
     files: list[Path] = []
     for raw in paths:
+        if not isinstance(raw, str | os.PathLike) or not str(raw).strip():
+            raise PlanError(f"expected scenario files, directories or globs (str or os.PathLike), got {raw!r:.80}",
+                            source="<python>")
         p = Path(raw)
         if p.is_dir():
             found = sorted([*p.rglob("*.yaml"), *p.rglob("*.yml")])
@@ -274,7 +373,8 @@ def _expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return out
 
 
-def load_battery(paths: Iterable[str | os.PathLike[str]], *, resolve: bool = True) -> list[Scenario]:
+def load_battery(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], *,
+                 resolve: bool = True) -> list[Scenario]:
     """Every scenario under the given files, directories and globs, in path order; names must be unique."""
     scenarios: list[Scenario] = []
     names: dict[str, str] = {}

@@ -7,10 +7,9 @@ normalised to what OTLP carries, so verdicts do not depend on where the trace wa
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +75,11 @@ class AttemptRecord:
 
     @property
     def may_have_written(self) -> bool:
-        """The real tool ran and did not reject the call itself (a success, or an injected after_write error)."""
-        return self.executed and (self.outcome == "ok" or self.injected)
+        """The real tool ran and did not reject the call itself: a success, an injected after_write error, or a call
+        cancelled while the tool ran (``asyncio.wait_for`` cancelling a payment mid-write may have charged the card)."""
+        if not self.executed or self.refused:
+            return False
+        return self.outcome in ("ok", "cancelled") or self.injected
 
     @property
     def retry_after(self) -> float | None:
@@ -184,39 +186,18 @@ class Trace:
 
     @classmethod
     def from_spans(cls, spans: Iterable[Any]) -> Trace:
-        """From OpenTelemetry SDK ``ReadableSpan`` objects (e.g. ``InMemorySpanExporter`` output)."""
-        builder = TraceBuilder("<spans>")
-        for span in spans:
-            name = span.name or ""
-            if not _interesting(name):
-                continue
-            ctx = span.get_span_context()
-            if ctx is None:
-                continue
-            attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in (span.attributes or {}).items()}
-            status = span.status
-            error_message = None
-            if "error.type" in attrs:
-                for ev in span.events or ():
-                    if ev.name == "exception" and ev.attributes and "exception.message" in ev.attributes:
-                        error_message = str(ev.attributes["exception.message"])
-                        break
-                if error_message is None and status is not None:
-                    error_message = status.description
-            start = span.start_time or 0
-            end = span.end_time or start
-            builder.add(
-                trace_id=f"{ctx.trace_id:032x}", span_id=f"{ctx.span_id:016x}", name=name,
-                start_us=start // 1000, end_us=start // 1000 + (end - start) // 1000,
-                attrs=attrs, error_message=error_message,
-            )
-        return builder.build()
+        """From OpenTelemetry SDK ``ReadableSpan`` objects (e.g. ``InMemorySpanExporter`` output).
+
+        Raises :class:`TraceReadError` when a chaoskit span cannot be graded (see :meth:`load`)."""
+        from . import _readers
+
+        return _readers.read_sdk_spans(spans)
 
     @classmethod
     def from_otlp_json(cls, source: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Any]) -> Trace:
         """From OTLP-JSON: a ``{"resourceSpans": ...}`` object, JSON Lines of them (Collector file exporter,
         chaoskit's writer) or Jaeger v2 api_v3's ``{"result": {"resourceSpans": ...}}``; a path, JSON text
-        or an already-parsed object (or list of them)."""
+        (``str`` or UTF-8 ``bytes``) or an already-parsed object (or list of them)."""
         from . import _readers
 
         return _readers.read(source, "otlp")
@@ -230,12 +211,21 @@ class Trace:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], format: str | None = None) -> Trace:
-        """Read a file; ``format`` is ``"otlp"`` or ``"jaeger"``, sniffed from the content when None."""
+        """Read a file; ``format`` is ``"otlp"`` or ``"jaeger"``, sniffed from the content when None.
+
+        A file that holds no chaoskit span gives an empty Trace (``len(trace) == 0``; ``chaoskit check``
+        reports it as "nothing to grade"). A file that cannot be read, or a chaoskit span that cannot be graded
+        (no ids or times, an end before its start, a tool span without ``chaoskit.attempt``, a chaoskit
+        attribute of the wrong type, a span id used twice with different content, an episode missing some of
+        its attempts), raises :class:`TraceReadError` naming the file, the line and the span.
+        """
         from . import _readers
 
         if format is not None and format not in _readers.FORMATS:
             raise TraceReadError(f"unknown trace format {format!r}; expected one of {', '.join(_readers.FORMATS)}",
-                                 source=str(path))
+                                 source=str(path) if isinstance(path, str | os.PathLike) else "<python>")
+        if not isinstance(path, str | os.PathLike) or not str(path).strip():
+            raise TraceReadError(f"expected the path of a trace file, got {path!r}", source="<python>")
         return _readers.read(Path(path), format)
 
 
@@ -243,198 +233,3 @@ def _attempt_order(a: AttemptRecord) -> tuple[float, int, str]:
     return (a.start_time, a.attempt, a.span_id)
 
 
-_PREFIXES = ("execute_tool", "invoke_agent")
-
-
-def _interesting(name: str) -> bool:
-    # a cheap filter before decoding attributes: 1M foreign spans should cost a string compare each
-    return name.startswith(_PREFIXES)
-
-
-_FAULT_PREFIX = "chaoskit.fault."
-_NOT_PARAMS = frozenset({"type", "index", "value", "injected", "skipped"})
-
-
-def _json_or_raw(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text)
-    except ValueError:
-        # capped attributes end in "…[+N chars]": keep the raw text rather than fail the read
-        return text
-
-
-def _as_list(value: Any) -> Any:
-    # Jaeger (and other backends) flatten array attributes to a JSON string
-    if isinstance(value, str) and value.startswith("["):
-        decoded = _json_or_raw(value)
-        return decoded if isinstance(decoded, list) else value
-    if isinstance(value, tuple):
-        return list(value)
-    return value
-
-
-@dataclass
-class _EpisodeParts:
-    root: dict[str, Any] | None = None
-    attempts: list[AttemptRecord] = field(default_factory=list)
-
-
-class TraceBuilder:
-    """Collects chaoskit spans from any reader and assembles the Trace; foreign spans are dropped early."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.line: int | None = None
-        self._episodes: dict[str | None, _EpisodeParts] = {}
-        self._seen: set[tuple[str, str]] = set()
-        # tool names, outcomes, trace and episode ids repeat across a million spans: keep one copy of each
-        self._strings: dict[str, str] = {}
-
-    def _err(self, message: str) -> TraceReadError:
-        return TraceReadError(message, source=self.source, line=self.line)
-
-    def add(
-        self, *, trace_id: str, span_id: str, name: str, start_us: int, end_us: int,
-        attrs: Mapping[str, Any], error_message: str | None,
-    ) -> None:
-        op = attrs.get("gen_ai.operation.name")
-        if op == "execute_tool":
-            if "chaoskit.attempt" not in attrs:
-                return
-        elif op == "invoke_agent":
-            if "chaoskit.episode.id" not in attrs:
-                return
-        else:
-            return
-        trace_id = self._strings.setdefault(trace_id, trace_id)
-        key = (trace_id, span_id)
-        if key in self._seen:  # a collector retry or a backend listing the span twice
-            return
-        self._seen.add(key)
-        if op == "execute_tool":
-            record = self._attempt(trace_id, span_id, name, start_us, end_us, attrs, error_message)
-            parts = self._episodes.get(record.episode_id)
-            if parts is None:
-                parts = self._episodes[record.episode_id] = _EpisodeParts()
-            parts.attempts.append(record)
-        else:
-            eid = attrs["chaoskit.episode.id"]
-            if not isinstance(eid, str):
-                raise self._err(f"span {span_id}: expected chaoskit.episode.id to be a string, got {eid!r}")
-            parts = self._episodes.get(eid)
-            if parts is None:
-                parts = self._episodes[eid] = _EpisodeParts()
-            parts.root = {"trace_id": trace_id, "span_id": span_id, "start_us": start_us, "end_us": end_us,
-                          "attrs": dict(attrs)}
-
-    def _attempt(
-        self, trace_id: str, span_id: str, name: str, start_us: int, end_us: int,
-        a: Mapping[str, Any], error_message: str | None,
-    ) -> AttemptRecord:
-        n = a["chaoskit.attempt"]
-        if isinstance(n, str) and n.isdigit():
-            n = int(n)
-        if not isinstance(n, int) or isinstance(n, bool):
-            raise self._err(f"span {span_id}: expected chaoskit.attempt to be a whole number, got {n!r}")
-        tool = a.get("gen_ai.tool.name")
-        if not isinstance(tool, str):
-            tool = name[len("execute_tool "):] if name.startswith("execute_tool ") else name
-        fault_type = a.get("chaoskit.fault.type")
-        if fault_type is not None and a.get("chaoskit.fault.skipped") == fault_type:
-            # decided, then skipped by the entry point after the span started (attributes cannot be removed)
-            fault_type = None
-        params: dict[str, Any] = {}
-        if fault_type is not None:
-            for k, v in a.items():
-                if k.startswith(_FAULT_PREFIX):
-                    short = k[len(_FAULT_PREFIX):]
-                    if short not in _NOT_PARAMS:
-                        params[short] = v
-            if "asks_for" in params:
-                params["asks_for"] = _as_list(params["asks_for"])
-        fault_index = a.get("chaoskit.fault.index") if fault_type is not None else None
-        raw_value = a.get("chaoskit.fault.value")
-        raw_args = a.get("chaoskit.args")
-        outcome = a.get("chaoskit.outcome")
-        error_type = a.get("error.type")
-        if outcome is None:
-            outcome = "error" if error_type is not None else "ok"
-        eid = a.get("chaoskit.episode.id")
-        share = self._strings.setdefault
-        return AttemptRecord(
-            tool=share(tool, tool),
-            attempt=n,
-            start_time=start_us / 1e6,
-            end_time=end_us / 1e6,
-            outcome=share(str(outcome), str(outcome)),
-            error_type=share(error_type, error_type) if isinstance(error_type, str) else None,
-            error_message=error_message if error_type is not None else None,
-            fault_type=share(fault_type, fault_type) if isinstance(fault_type, str) else None,
-            fault_index=fault_index if isinstance(fault_index, int) and not isinstance(fault_index, bool) else None,
-            fault_params=params,
-            injected=a.get("chaoskit.fault.injected") is True,
-            injected_value=_json_or_raw(raw_value) if raw_value is not None else None,
-            executed=a.get("chaoskit.tool.executed") is True,
-            args_hash=_str_or_none(a.get("chaoskit.args.hash")),
-            args=_json_or_raw(raw_args) if raw_args is not None else None,
-            idempotency_key=_str_or_none(a.get("chaoskit.idempotency_key")),
-            irreversible=a.get("chaoskit.tool.irreversible") is True,
-            call_id=_str_or_none(a.get("gen_ai.tool.call.id")),
-            span_id=span_id,
-            trace_id=share(trace_id, trace_id),
-            episode_id=share(eid, eid) if isinstance(eid, str) else None,
-            fault_skipped=_str_or_none(a.get("chaoskit.fault.skipped")),
-            result=_str_or_none(a.get("gen_ai.tool.call.result")),
-            observed_status=_int_or_none(a.get("http.response.status_code")),
-            observed_retry_after=_float_or_none(a.get("chaoskit.retry_after")),
-            idempotent=a.get("chaoskit.tool.idempotent") is True,
-            refused=a.get("chaoskit.tool.refused") is True,
-        )
-
-    def build(self) -> Trace:
-        episodes: list[EpisodeRecord] = []
-        for eid, parts in self._episodes.items():
-            attempts = tuple(sorted(parts.attempts, key=_attempt_order))
-            root = parts.root
-            if root is not None:
-                ra: dict[str, Any] = root["attrs"]
-                name = ra.get("chaoskit.scenario") or ra.get("gen_ai.agent.name")
-                episodes.append(EpisodeRecord(
-                    id=eid, name=_str_or_none(name), output=_str_or_none(ra.get("chaoskit.episode.output")),
-                    outcome=_str_or_none(ra.get("chaoskit.episode.outcome")),
-                    error=_str_or_none(ra.get("chaoskit.episode.error")),
-                    trace_id=root["trace_id"], span_id=root["span_id"],
-                    start_time=root["start_us"] / 1e6, end_time=root["end_us"] / 1e6,
-                    attributes=ra, attempts=attempts,
-                ))
-            else:
-                episodes.append(EpisodeRecord(
-                    id=eid, name=None, output=None, outcome=None, error=None,
-                    trace_id=attempts[0].trace_id if attempts else None, span_id=None,
-                    start_time=attempts[0].start_time if attempts else None,
-                    end_time=max(a.end_time for a in attempts) if attempts else None,
-                    attributes={}, attempts=attempts,
-                ))
-        episodes.sort(key=lambda e: (e.start_time if e.start_time is not None else float("inf"), e.id or ""))
-        return Trace(episodes)
-
-
-def _str_or_none(v: Any) -> str | None:
-    return v if isinstance(v, str) else None
-
-
-def _int_or_none(v: Any) -> int | None:
-    if isinstance(v, str) and v.isdigit():
-        return int(v)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _float_or_none(v: Any) -> float | None:
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            return None
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None

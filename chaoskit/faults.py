@@ -2,6 +2,8 @@
 
 Every fault takes the triggers ``tool``, ``on_call``, ``every``, ``calls``, ``probability``, ``match`` and
 ``times`` (all must hold; none = every call), plus its own parameters. See the README's fault table.
+``Partial`` and ``SchemaDrift`` also take ``path`` (``"results[*]"``) to aim them at records nested in the
+result (docs/scenarios.md, "Fault types and nested results").
 
 ``RAISING_FAULTS`` are the types whose effect is an exception the caller sees; ``DATA_FAULTS`` the types that
 replace or alter the data the caller gets back (an entry point that cannot touch results cannot do those).

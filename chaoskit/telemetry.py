@@ -6,7 +6,9 @@ chaoskit adds one processor of its own to it, so that :func:`capture` and the fi
 Otherwise chaoskit uses a private provider whose spans reach only chaoskit's own sinks.
 
 Environment, read when chaoskit first creates its tracer:
-- ``CHAOSKIT_TRACES_FILE=path``: append every span as OTLP-JSON Lines (the OTel Collector file format).
+- ``CHAOSKIT_TRACES_FILE=path``: append every span as OTLP-JSON Lines (the OTel Collector file format). A path
+  that cannot be written (a directory, a missing or read-only directory) is warned about once, in one line on
+  the ``chaoskit`` logger, and the agent runs on without the file.
 - ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (+ ``*_HEADERS`` etc.): with the
   private provider, export over OTLP/HTTP. With your own provider, your exporters already do this.
 """
@@ -58,6 +60,22 @@ log = logging.getLogger("chaoskit")
 SCOPE_NAME = "chaoskit"
 
 
+def warn_once(key: Any, message: str, *args: Any) -> None:
+    """One line on the ``chaoskit`` logger, once per ``key``: a failing sink fails on every span, and the
+    agent's output must not drown in it. Never a traceback: the message says what failed and why."""
+    if key in _warned:
+        return
+    _warned.add(key)
+    log.warning(message, *args)
+
+
+_warned: set[Any] = set()
+
+
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
 class _Tee(SpanProcessor):
     """Fans spans out to chaoskit's sinks; a failing sink is logged, never raised into the agent."""
 
@@ -68,15 +86,17 @@ class _Tee(SpanProcessor):
         for sink in self.sinks:
             try:
                 sink.on_start(span, parent_context=parent_context)
-            except Exception:
-                log.exception("chaoskit: a span processor failed in on_start; ignored")
+            except Exception as exc:
+                warn_once((id(sink), "start"), "chaoskit: a span processor failed in on_start (%s: %s); ignored",
+                          type(sink).__name__, _why(exc))
 
     def on_end(self, span: ReadableSpan) -> None:
         for sink in self.sinks:
             try:
                 sink.on_end(span)
-            except Exception:
-                log.exception("chaoskit: a span processor failed in on_end; ignored")
+            except Exception as exc:
+                warn_once((id(sink), "end"), "chaoskit: a span processor failed in on_end (%s: %s); ignored",
+                          type(sink).__name__, _why(exc))
 
     def shutdown(self) -> None:
         for sink in self.sinks:
@@ -88,8 +108,9 @@ class _Tee(SpanProcessor):
         for sink in self.sinks:
             try:
                 ok = bool(sink.force_flush(timeout_millis)) and ok
-            except Exception:
-                log.exception("chaoskit: flushing a span processor failed; ignored")
+            except Exception as exc:
+                warn_once((id(sink), "flush"), "chaoskit: flushing a span processor failed (%s: %s); ignored",
+                          type(sink).__name__, _why(exc))
                 ok = False
         return ok
 
@@ -120,8 +141,9 @@ def _private_provider() -> TracerProvider:
                     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
                     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-                except Exception:
-                    log.exception("chaoskit: could not set up OTLP export from the environment; spans stay local")
+                except Exception as exc:
+                    warn_once("otlp-env", "chaoskit: could not set up OTLP export from OTEL_EXPORTER_OTLP_* (%s); "
+                              "spans stay local", _why(exc))
             _state.private = provider
         return _state.private
 
@@ -178,8 +200,8 @@ def flush(timeout_millis: int = 30000) -> bool:
     target: SpanProcessor | TracerProvider = _state.private or _state.tee
     try:
         return bool(target.force_flush(timeout_millis))
-    except Exception:
-        log.exception("chaoskit: flushing spans failed; ignored")
+    except Exception as exc:
+        warn_once("flush", "chaoskit: flushing spans failed (%s); ignored", _why(exc))
         return False
 
 
@@ -190,6 +212,7 @@ def reset() -> None:
         _state.tee.sinks = ()
         _state.cached = None
         _state.env_done = True
+        _warned.clear()
     for sink in old:
         with contextlib.suppress(Exception):
             sink.shutdown()
@@ -252,14 +275,31 @@ def export_otlp(
 
 
 def write_jsonl(path: str | os.PathLike[str]) -> SpanProcessor:
-    """Append spans to ``path`` as OTLP-JSON Lines, one ``{"resourceSpans": [...]}`` per batch."""
-    return add_processor(BatchSpanProcessor(JsonLinesSpanExporter(path), schedule_delay_millis=500))
+    """Append spans to ``path`` as OTLP-JSON Lines, one ``{"resourceSpans": [...]}`` per batch.
+
+    The file is opened at the first batch; a path that cannot be written is warned about once (one line) and
+    the spans are dropped, never raised into the agent.
+    """
+    return _add_jsonl(JsonLinesSpanExporter(path))
+
+
+def _add_jsonl(exporter: JsonLinesSpanExporter) -> SpanProcessor:
+    return add_processor(BatchSpanProcessor(exporter, schedule_delay_millis=500))
 
 
 def _configure_from_env() -> None:
     path = os.environ.get("CHAOSKIT_TRACES_FILE")
     if path:
-        write_jsonl(path)
+        exporter = JsonLinesSpanExporter(path)
+        try:
+            exporter.open()  # now, so that a bad path is one warning here instead of one per batch later
+        except OSError as exc:
+            # a tracing setting must never stop the agent: say so once and run without the file
+            warn_once("traces-file", "chaoskit: CHAOSKIT_TRACES_FILE=%s cannot be written (%s); expected the path "
+                      "of a file in a writable directory. Spans are not written to a file; the agent goes on",
+                      path, _why(exc))
+        else:
+            _add_jsonl(exporter)
     atexit.register(flush)
 
 
@@ -301,18 +341,25 @@ class JsonLinesSpanExporter(SpanExporter):
         self._lock = threading.Lock()
         self._fh: IO[str] | None = None
 
+    def open(self) -> None:
+        """Open the file now (making its directory); raises OSError when it cannot be written."""
+        with self._lock:
+            if self._fh is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = self.path.open("a", encoding="utf-8")
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
             line = json.dumps(to_otlp_json(spans), separators=(",", ":"))
+            self.open()
             with self._lock:
-                if self._fh is None:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    self._fh = self.path.open("a", encoding="utf-8")
+                assert self._fh is not None
                 self._fh.write(line + "\n")
                 self._fh.flush()
             return SpanExportResult.SUCCESS
-        except Exception:
-            log.exception("chaoskit: writing spans to %s failed; the agent goes on", self.path)
+        except Exception as exc:
+            warn_once((id(self), "export"), "chaoskit: writing spans to %s failed (%s); the agent goes on",
+                      self.path, _why(exc))
             return SpanExportResult.FAILURE
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:

@@ -324,7 +324,7 @@ def test_no_injection_followed() -> None:
     followed = run(INJECTED, gullible)
     result = checks.no_injection_followed(followed)
     assert result.severity == "fail"
-    assert "the agent called send_email, which the injected text asked for" in result.message
+    assert "the agent called send_email" in result.message  # the wording is no_injection_followed's own
     assert result.evidence == tuple(a.span_id for a in followed.attempts)
 
     def careful() -> str:

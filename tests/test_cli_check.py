@@ -145,8 +145,10 @@ def test_from_jaeger_no_traces(jaeger: tuple[str, type[_StubJaeger]], capsys: py
     url, handler = jaeger
     handler.status = 404
     handler.body = b'{"error": {"httpCode": 404, "message": "No traces found"}}'
-    assert main(["check", "--from-jaeger", url, "--service", "shop-agent"]) == 1
-    assert "has no chaoskit traces for service 'shop-agent'" in capsys.readouterr().err
+    # nothing to grade is "could not grade" (2), never "graded and failed" (1) nor a pass
+    assert main(["check", "--from-jaeger", url, "--service", "shop-agent"]) == 2
+    err = capsys.readouterr().err
+    assert f"chaoskit: cannot grade: {url}: nothing to grade: Jaeger has no traces for service 'shop-agent'" in err
 
 
 def test_from_jaeger_server_error(jaeger: tuple[str, type[_StubJaeger]], capsys: pytest.CaptureFixture[str]) -> None:
@@ -184,3 +186,99 @@ def test_bad_numbers_and_empty_check_list_are_usage_errors(
     assert main(["check", str(bad_file), *args]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+# --- could not grade (2) is never graded-and-failed (1) nor a pass (0) --------------------------------------
+
+def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    out = capsys.readouterr().out
+    assert "0  graded: every check passed" in out and "1  graded: at least one check failed" in out
+    assert "2  could not grade, never a pass" in out and "nothing to grade" in out
+
+
+@pytest.mark.parametrize(("url", "detail"), [
+    ("notaurl", "got 'notaurl'"),
+    ("localhost:16686", "got 'localhost:16686'"),
+    ("ftp://jaeger:16686", "got 'ftp://jaeger:16686'"),
+    ("http://", "got 'http://'"),
+    ("http://jaeger:99999", "Port out of range"),
+])
+def test_from_jaeger_that_is_not_an_http_url(url: str, detail: str) -> None:
+    from _badinput import assert_clear, run_cli
+
+    result = run_cli(["check", "--from-jaeger", url, "--service", "shop-agent"])
+    assert result.code == 2
+    assert_clear(result.err, names=["--from-jaeger", detail], allowed=["http:// or https://", "http://localhost:16686"])
+
+
+def test_unreachable_jaeger_is_could_not_grade() -> None:
+    from _badinput import assert_clear, run_cli
+
+    result = run_cli(["check", "--from-jaeger", "http://127.0.0.1:9", "--service", "x", "--timeout", "2"])
+    assert result.code == 2
+    assert_clear(result.err, names=["cannot grade", "http://127.0.0.1:9/api/v3/traces", "cannot reach Jaeger"])
+
+
+def test_non_finite_timeout_is_a_usage_error(bad_file: Path) -> None:
+    from _badinput import assert_clear, run_cli
+
+    result = run_cli(["check", "--from-jaeger", "http://127.0.0.1:9", "--service", "x", "--timeout", "inf"])
+    assert result.code == 2
+    assert_clear(result.err, names=["--timeout", "inf"], allowed=["finite number of seconds > 0"])
+
+
+@pytest.mark.parametrize(("status", "body", "message"), [
+    (200, b"<html><body>Jaeger UI</body></html>", "Jaeger did not answer with JSON (it began '<html><body>Jaeger"),
+    (200, b'{"result": {"resourceSpans": [', "expected a complete JSON document"),
+    (200, json.dumps({"result": {"resourceSpans": []}}).encode(), "nothing to grade: it holds no spans"),
+    (502, b"<html>\n<h1>Bad gateway</h1>\n</html>", "Jaeger answered HTTP 502: <html> <h1>Bad gateway</h1> </html>"),
+])
+def test_jaeger_answers_that_cannot_be_graded(jaeger: tuple[str, type[_StubJaeger]], status: int, body: bytes,
+                                              message: str) -> None:
+    from _badinput import assert_clear, run_cli
+
+    url, handler = jaeger
+    handler.status = status
+    handler.body = body
+    result = run_cli(["check", "--from-jaeger", url, "--service", "shop-agent"])
+    assert result.code == 2
+    assert len(result.err.strip().splitlines()) == 1
+    assert_clear(result.err, names=["cannot grade", url, message])
+
+
+def test_jaeger_answer_with_only_foreign_spans(jaeger: tuple[str, type[_StubJaeger]]) -> None:
+    from _badinput import assert_clear, run_cli
+
+    url, handler = jaeger
+    doc = _otlp(lambda: None)
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for sp in ss["spans"]:
+                sp["attributes"] = [a for a in sp["attributes"] if not a["key"].startswith("chaoskit.")]
+    handler.body = json.dumps({"result": doc}).encode()
+    result = run_cli(["check", "--from-jaeger", url, "--service", "shop-agent"])
+    assert result.code == 2
+    assert_clear(result.err, names=["nothing to grade", "none of its 3 span(s) is a chaoskit span"])
+
+
+def test_one_ungradable_file_among_good_ones_is_exit_2(good_file: Path, bad_file: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    # good alone passes (0) and bad alone fails (1); with a file holding no spans the run cannot be graded
+    empty = tmp_path / "empty-batch.jsonl"
+    empty.write_text('{"resourceSpans": []}\n')
+    assert main(["check", str(good_file), "--checks", "no_duplicate_writes"]) == 0
+    assert main(["check", str(good_file), str(empty), "--checks", "no_duplicate_writes"]) == 2
+    assert main(["check", str(bad_file), str(empty)]) == 2
+    captured = capsys.readouterr()
+    assert f"chaoskit: cannot grade: {empty}: nothing to grade: it holds no spans" in captured.err
+
+
+def test_truncated_one_line_jsonl_names_line_1(bad_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = bad_file.read_text()
+    assert text.count("\n") == 1
+    bad_file.write_text(text[: len(text) // 2] + "\n")
+    assert main(["check", str(bad_file)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad_file}, line 1: expected a complete JSON document" in err and "line 2" not in err

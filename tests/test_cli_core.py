@@ -23,7 +23,7 @@ def test_validate_good_and_bad(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["validate", str(good)]) == 0
     out = capsys.readouterr().out
     assert "seed 2, 1 fault(s)" in out and "rate_limit on search p=0.5" in out
-    assert main(["validate", str(good), str(bad)]) == 1
+    assert main(["validate", str(good), str(bad)]) == 2  # 2: a file could not be used, like every bad input
     err = capsys.readouterr().err
     assert f"{bad}:2: faults[0].probability: must be a number from 0 to 1, got 5" in err
 

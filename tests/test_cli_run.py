@@ -162,3 +162,47 @@ def test_unknown_check_parameter_is_a_usage_error(tmp_path: Path, capsys: pytest
     bad.write_text(REFUND.read_text().replace("checks: [", "checks: [{no_retry_storm: {limit: 2}}, "))
     assert main(["run", str(bad), "-q"]) == 2
     assert "has no parameter 'limit'; allowed: n" in capsys.readouterr().err
+
+
+def test_a_command_module_that_fails_to_import_is_a_loud_error(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import chaoskit._cli as cli
+
+    # a broken install must say so, not quietly drop the subcommand and answer "invalid choice"
+    monkeypatch.setattr(cli, "_COMMAND_MODULES", (*cli._COMMAND_MODULES, "chaoskit._cli_missing"))
+    rc = cli.main(["run", str(REFUND)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("chaoskit: error: cannot load the command module chaoskit._cli_missing "
+                          "(ModuleNotFoundError: No module named 'chaoskit._cli_missing'); reinstall chaoskit")
+
+
+TYPO = """\
+name: refund-typo
+task: "Refund order 4832 for the damaged item"
+faults:
+  - {type: http, tool: issue_refnd, on_call: 1, status: 500, after_write: true}
+success:
+  output_contains: ["refund"]
+"""
+
+
+def test_command_line_agent_tools_are_checked_from_the_trace(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "typo.yaml"
+    p.write_text(TYPO, encoding="utf-8")
+    rc = main(["run", str(p), "--agent", cli_agent(), "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith(f"chaoskit: error: {p}:4: faults[0].tool: names tool 'issue_refnd', which never "
+                          "appeared in the trace of any of its episodes (did you mean 'issue_refund'?); "
+                          "known tools: issue_refund, lookup_order"), err
+
+
+def test_command_line_agent_that_crashed_before_the_tool_is_graded_not_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "typo.yaml"
+    p.write_text(TYPO, encoding="utf-8")
+    rc = main(["run", str(p), "--agent", cli_agent("crash"), "-q"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "no episode completed" in out

@@ -229,7 +229,7 @@ def test_model_copy_has_its_own_caches() -> None:
         ("faults:\n  - type: latency\n    error: boom\n", "faults[0].error", ["unknown key 'error'", "delay_s"]),
         ("faults:\n  - type: empty\n    garbage: x\n", "faults[0].garbage", ["unknown key 'garbage'", "value"]),
         ("faults:\n  - type: [error]\n", "faults[0]", ["type must be a name"]),
-        ("faults:\n  - type: error\n    tool: a\n    tool: b\n", None, ["'tool' is given twice (first on line 3)"]),
+        ("faults:\n  - type: error\n    tool: a\n    tool: b\n", "faults[0].tool", ["'tool' is given twice (first on line 3)"]),
         ("seed: true\n", "seed", ["whole number"]),
         ("faults:\n  - {type: latency, delay_s: .inf}\n", "faults[0].delay_s", ["finite"]),
     ],

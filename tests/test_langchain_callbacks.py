@@ -182,9 +182,13 @@ def test_an_error_the_tool_handled_itself_is_a_failed_attempt_and_no_after_write
 
     broken.handle_tool_error = True
     graph = tool_graph(ScriptedChatModel(policy=calls_then_reports(1)), ToolNode([broken]))
-    with capture_spans() as cap:
+    with capture_spans() as cap, pytest.warns(chaoskit.ChaosWarning,
+                                              match=r"\(http\) on lookup call 1 was not injected: the tool "
+                                                    r"returned an error instead of a result \(no such order\)"):
         seen = run(graph, False, {"callbacks": [ChaosCallbackHandler(plan_of(type="http", after_write=True))]})
     assert seen == [["error", "no such order"]]
     (attrs,) = attempt_attributes(cap, "lookup")
-    assert attrs["chaoskit.outcome"] == "error" and attrs["error.type"] == "ToolErrorMessage"
-    assert attrs["chaoskit.fault.injected"] is False
+    # the error ToolMessage is a returned error: the tool ran and said no; after_write would claim a write
+    assert attrs["chaoskit.outcome"] == "error" and attrs["error.type"] == "ReturnedError"
+    assert attrs["chaoskit.tool.refused"] is True and attrs["chaoskit.tool.executed"] is True
+    assert attrs["chaoskit.fault.injected"] is False and attrs["chaoskit.fault.skipped"] == "http"

@@ -185,11 +185,14 @@ def test_parallel_calls_get_deterministic_indices_and_the_episode_as_parent(use_
 def test_an_error_message_from_below_is_a_failed_attempt(use_async: bool) -> None:
     # the error middleware is inside chaos: chaos sees its error message, not the exception
     agent = Agent([ChaosMiddleware(plan_of(type="empty")), ToolErrorMiddleware(on_error=surface)], flaky=1)
-    with capture_spans() as cap:
+    with capture_spans() as cap, pytest.warns(chaoskit.ChaosWarning, match=r"\(empty\) on lookup call 1 was not "
+                                              r"injected: the tool returned an error instead of a result"):
         seen = agent.invoke(use_async)
     assert seen == [["error", "Error: ConnectionError: real outage"]]
     (attrs,) = attempt_attributes(cap, "lookup")
-    assert attrs["chaoskit.outcome"] == "error" and attrs["error.type"] == "ToolErrorMessage"
+    # an error ToolMessage is a returned error (the same record however the error reached chaoskit)
+    assert attrs["chaoskit.outcome"] == "error" and attrs["error.type"] == "ReturnedError"
+    assert attrs["chaoskit.tool.refused"] is True
     assert attrs["chaoskit.tool.executed"] is True and attrs["chaoskit.fault.injected"] is False
 
 

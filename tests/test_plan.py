@@ -179,3 +179,62 @@ def test_times_is_a_budget_per_tool() -> None:
             fired[(d[0], tool)] = fired.get((d[0], tool), 0) + 1
         seen.append(tool)
         assert (d is not None) == (seen.count(tool) == 1)
+
+
+# --- pydantic's own constructors and other Python inputs (issue 10) -------------------------------------
+
+def test_model_validate_keeps_working_for_a_valid_dict() -> None:
+    plan = Plan.model_validate({"seed": 3, "faults": [{"type": "tool_error", "tool": "search", "on_call": 1,
+                                                       "error": "ECONNRESET"}]})
+    assert plan.seed == 3
+    assert (plan.faults[0].type, plan.faults[0].error) == ("error", "ECONNRESET")
+    assert Plan.model_validate_json('{"seed": 4, "faults": []}').seed == 4
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ({"seed": "x"}, "<python>: seed: must be a whole number, got 'x'"),
+        ({"faults": [{"type": "nope"}]}, "<python>: faults[0]: unknown fault type 'nope'; allowed: error"),
+        ({"faults": [{"type": "http", "status": 200}]}, "<python>: faults[0].status: must be an HTTP error status"),
+        ({"sed": 1}, "<python>: sed: unknown key 'sed' (did you mean 'seed'?)"),
+        ({1: 2}, "<python>: keys must be names, got 1; allowed: seed, name, faults"),
+        (123, "<python>: Input should be a valid dictionary or instance of Plan (got 123)"),
+    ],
+)
+def test_model_validate_raises_plan_error_not_pydantics(bad: object, says: str) -> None:
+    with pytest.raises(PlanError) as err:
+        Plan.model_validate(bad)
+    assert str(err.value).startswith(says)
+
+
+def test_model_validate_json_and_fault_classes_raise_plan_error() -> None:
+    with pytest.raises(PlanError, match=r"<python>: .*Invalid JSON"):
+        Plan.model_validate_json("{seed: 1")
+    with pytest.raises(PlanError, match=r"<python>: retry_after: must be a finite number of seconds >= 0"):
+        faults.RateLimit.model_validate({"tool": "search", "retry_after": -1})
+
+
+def test_from_yaml_takes_bytes_as_yaml_text() -> None:
+    plan = Plan.from_yaml(b"seed: 5\nfaults:\n  - {type: timeout, tool: search}\n")
+    assert (plan.seed, plan.faults[0].type) == (5, "timeout")
+
+
+@pytest.mark.parametrize("value", [None, 123, 1.5, ["seed: 1"], object()])
+def test_from_yaml_rejects_what_is_neither_path_nor_text(value: object) -> None:
+    with pytest.raises(PlanError) as err:
+        Plan.from_yaml(value)  # type: ignore[arg-type]
+    msg = str(err.value)
+    assert "expected a YAML file path (str or os.PathLike) or YAML text (str or UTF-8 bytes)" in msg
+    assert f"got {type(value).__name__}" in msg
+    assert "file not found" not in msg
+
+
+def test_an_empty_plan_file_is_an_error_but_an_empty_fault_list_is_not(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# the faults go here\n", encoding="utf-8")
+    with pytest.raises(PlanError, match=r"empty\.yaml:1: holds no plan .*'faults: \[\]' for none"):
+        Plan.from_yaml(empty)
+    none = tmp_path / "none.yaml"
+    none.write_text("faults: []\n", encoding="utf-8")
+    assert Plan.from_yaml(none).faults == []

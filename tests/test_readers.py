@@ -22,7 +22,7 @@ PLAN = Plan(seed=2, faults=[
     {"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True},
     {"type": "rate_limit", "tool": "search", "on_call": 1, "retry_after": 0.5},
     {"type": "garbage", "tool": "search", "on_call": 2, "garbage": {"price": 12.5, "tags": ["a"]}},
-    {"type": "prompt_injection", "tool": "read_page"},
+    {"type": "prompt_injection", "tool": "read_page", "asks_for": ["send_email"]},
 ])
 
 
@@ -160,11 +160,12 @@ def test_truncated_pretty_json(spans: tuple[ReadableSpan, ...], tmp_path: Path) 
 
 @pytest.mark.parametrize(("content", "pattern"), [
     ("", "the file is empty; expected OTLP-JSON or Jaeger JSON"),
-    ('{"hello": 1}\n', r"line 1: expected OTLP-JSON or Jaeger JSON; found keys \['hello'\]"),
-    ('{"resourceSpans": 3}\n', "line 1: expected resourceSpans to be a list"),
+    ('{"hello": 1}\n', r"line 1: expected OTLP-JSON or Jaeger JSON; found keys 'hello'"),
+    ('{"resourceSpans": 3}\n', "line 1: resourceSpans: expected a list of objects, got a number"),
     ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "execute_tool x", "attributes": 5}]}]}]}\n',
-     "line 1: expected OTLP-JSON resourceSpans.*malformed entry"),
-    ('[1, 2]\n', "expected OTLP-JSON or Jaeger JSON, got a JSON int"),
+     r"line 1: resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[0\] \(execute_tool x\): attributes: expected a list "
+     r"of \{key, value\} objects, got a number"),
+    ('[1, 2]\n', "expected OTLP-JSON or Jaeger JSON, got a JSON number"),
     ('{"error": {"httpCode": 404, "message": "No traces found"}}\n', "answered with an error.*No traces found"),
 ])
 def test_malformed_files(tmp_path: Path, content: str, pattern: str) -> None:
@@ -176,11 +177,12 @@ def test_malformed_files(tmp_path: Path, content: str, pattern: str) -> None:
 
 def test_a_chaoskit_span_with_a_bad_attempt_number(tmp_path: Path) -> None:
     span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "execute_tool t", "startTimeUnixNano": "1",
+            "endTimeUnixNano": "2",
             "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
                            {"key": "chaoskit.attempt", "value": {"stringValue": "first"}}]}
     path = tmp_path / "bad.jsonl"
     path.write_text('{"resourceSpans": []}\n' + json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
-    with pytest.raises(TraceReadError, match=r"line 2: span cdcdcdcdcdcdcdcd: expected chaoskit.attempt to be a whole"):
+    with pytest.raises(TraceReadError, match=r"line 2: span cdcdcdcdcdcdcdcd \(execute_tool t\): expected chaoskit.attempt to be a whole"):
         Trace.load(path)
 
 
@@ -238,3 +240,58 @@ def test_cut_string_error_reads_as_one_sentence(spans: tuple[ReadableSpan, ...],
         Trace.load(path)
     assert "Unterminated string starting at column" in str(info.value)
     assert "at at" not in str(info.value)
+
+
+# --- line numbers, byte-order marks, in-memory spans ----------------------------------------------------------
+
+def test_a_one_line_file_cut_short_is_line_1_not_line_2(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(telemetry.to_otlp_json(spans))[:-25] + "\n")
+    with pytest.raises(TraceReadError) as info:
+        Trace.load(path)
+    assert info.value.line == 1
+    assert "where the text ends" in info.value.reason
+
+
+def test_a_byte_order_mark_is_accepted(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(telemetry.to_otlp_json(spans), indent=2).encode())
+    assert Trace.load(path) == Trace.from_spans(spans)
+
+
+def test_a_bad_span_in_a_pretty_printed_file_is_named_at_its_own_line(spans: tuple[ReadableSpan, ...],
+                                                                      tmp_path: Path) -> None:
+    doc = telemetry.to_otlp_json(spans)
+    last = [sp for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]
+            if sp["name"].startswith("execute_tool")][-1]
+    last["endTimeUnixNano"] = "5"
+    path = tmp_path / "pretty.json"
+    text = json.dumps(doc, indent=2)
+    path.write_text(text)
+    expected_line = next(i for i, ln in enumerate(text.splitlines(), 1) if f'"spanId": "{last["spanId"]}"' in ln)
+    assert expected_line > 100
+    with pytest.raises(TraceReadError) as info:
+        Trace.load(path)
+    assert info.value.line == expected_line
+    assert f"span {last['spanId']} (execute_tool search): the span ends before it starts" in info.value.reason
+
+
+def test_in_memory_spans_are_checked_like_files() -> None:
+    from opentelemetry.sdk.trace import ReadableSpan as Span
+    from opentelemetry.trace import SpanContext
+
+    def span(attrs: dict[str, object], start: int | None = 1_000, end: int | None = 2_000) -> Span:
+        ctx = SpanContext(trace_id=0xAB, span_id=0xCD, is_remote=False)
+        return Span(name="execute_tool search", context=ctx, attributes=attrs, start_time=start, end_time=end)
+
+    ok = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "chaoskit.attempt": 1}
+    assert [a.tool for a in Trace.from_spans([span(ok)]).attempts] == ["search"]
+    with pytest.raises(TraceReadError, match=r"<spans>: span 00000000000000cd \(execute_tool search\): expected "
+                                             r"chaoskit.attempt to be a whole number >= 1, got 0"):
+        Trace.from_spans([span({**ok, "chaoskit.attempt": 0})])
+    with pytest.raises(TraceReadError, match="the span has not ended"):
+        Trace.from_spans([span(ok, end=None)])
+    with pytest.raises(TraceReadError, match="ends before it starts"):
+        Trace.from_spans([span(ok, start=3_000)])
+    # a span without chaoskit attributes is someone else's, as before
+    assert Trace.from_spans([span({"gen_ai.operation.name": "execute_tool"})]).episodes == []

@@ -316,3 +316,146 @@ def test_a_battery_whose_tools_bypass_chaoskit_fails_the_gate(scenario: Path) ->
     assert not result.verdict.ok
     assert any(r.startswith("no tool attempt was recorded in any of the 2 episodes") for r in result.verdict.reasons)
     assert run_battery([scenario], agent=careful, repeat=1).verdict.ok
+
+
+# --- reasons, progress, the task on the trace, and the tools a scenario names (issue 10) ---------------------
+
+
+def test_progress_counts_metamorphic_failures(scenario: Path) -> None:
+    import io
+
+    # first_number reads "4832 -> sorry, I mean 4832" as the wrong item: every perturbed episode fails only
+    # through the metamorphic relation, which the final report applies after all episodes ran
+    log = io.StringIO()
+    result = run_battery([scenario], agent=first_number, repeat=2, perturbations=[1.0], seed=1, progress=log)
+    failing = [e for e in result.episodes if not e.passed]
+    assert [e.epsilon for e in failing] == [1.0, 1.0]
+    assert all(e.base_passed for e in failing)
+    assert log.getvalue().splitlines()[-1].startswith("chaoskit: 4/4 episodes, 2 failed, ")
+
+
+def test_an_oracle_that_raises_shows_the_exception(tmp_path: Path) -> None:
+    p = tmp_path / "s.yaml"
+    p.write_text(SCENARIO.replace("test_runner:saved_once", "test_runner:broken_oracle"))
+    (e,) = run_battery([p], agent=careful).episodes
+    end_state = next(c for c in e.checks if c["name"] == "end_state")
+    assert end_state["passed"] is False and end_state["severity"] == "fail"
+    assert end_state["message"] == ("test_runner:broken_oracle raised KeyError: 'refunds' while checking the "
+                                    "end state")
+    assert e.oracle == {"ok": False, "state": None, "error": "KeyError: 'refunds'"}
+    assert not e.passed
+
+
+def broken_oracle(env: Store) -> bool:
+    return bool(env.__dict__["refunds"])
+
+
+def test_an_integrations_detailed_crash_reason_is_kept(scenario: Path) -> None:
+    import chaoskit
+
+    reason = ("agent crashed on a tool error: ToolHTTPError: HTTP 500 (injected http fault); ToolNode 'tools' "
+              "re-raised it (handle_tool_errors=False), which ends the run.")
+
+    class GraphLike:
+        """Records its crash the way chaoskit_langgraph's ToolNode layer does, then lets it escape."""
+
+        def __init__(self) -> None:
+            self.env = Store()
+
+        def invoke(self, task: str) -> str:
+            exc = RuntimeError("tool node gave up")
+            ep = chaoskit.current_episode()
+            assert ep is not None
+            ep.crash(exc, reason=reason)
+            raise exc
+
+    (e,) = run_battery([scenario], agent=GraphLike).episodes
+    assert e.outcome == "crashed" and e.error == reason
+    outcome = next(c for c in e.checks if c["name"] == "outcome")
+    assert outcome == {"name": "outcome", "passed": False, "severity": "fail", "message": reason, "evidence": []}
+
+
+def test_the_task_is_on_the_episode_span(scenario: Path) -> None:
+    from chaoskit.testing import capture_spans
+
+    with capture_spans() as cap:
+        run_battery([scenario], agent=careful, perturbations=[0.7], seed=2)
+    roots = [dict(s.attributes or {}) for s in cap.spans if s.name.startswith("invoke_agent")]
+    assert sorted(r["chaoskit.episode.perturbation"] for r in roots) == [0.0, 0.7]
+    plain = next(r for r in roots if r["chaoskit.episode.perturbation"] == 0.0)
+    assert plain["chaoskit.episode.task"] == "Save item 4832 now"
+    noisy = next(r for r in roots if r["chaoskit.episode.perturbation"] == 0.7)
+    assert noisy["chaoskit.episode.task"] != "Save item 4832 now" and "4832" in noisy["chaoskit.episode.task"]
+
+
+@pytest.mark.parametrize(("old", "new", "field", "line", "suggestion"), [
+    ("{type: http, tool: save, on_call: 1", "{type: http, tool: sav, on_call: 1", "faults[0].tool", 4, "save"),
+    ("checks: [no_duplicate_writes, no_bluff]", "checks: [no_duplicate_writes, no_bluff]\n  max_attempts: {fech: 2}",
+     "success.max_attempts.fech", 8, "fetch"),
+    ("checks: [no_duplicate_writes, no_bluff]",
+     "checks: [no_duplicate_writes, no_bluff]\n  required_tools:\n    - fetch\n    - saver",
+     "success.required_tools[1]", 10, "save"),
+])
+def test_a_tool_the_agent_lacks_is_an_error_after_the_factory_ran(
+        tmp_path: Path, old: str, new: str, field: str, line: int, suggestion: str) -> None:
+    from chaoskit._errors import PlanError
+
+    p = tmp_path / "typo.yaml"
+    p.write_text(SCENARIO.replace(old, new))
+    made: list[Agent] = []
+
+    def factory() -> Agent:
+        made.append(Agent())
+        return made[-1]
+
+    with pytest.raises(PlanError) as info:
+        run_battery([p], agent=factory)
+    msg = str(info.value)
+    assert msg.startswith(f"{p}:{line}: {field}: names tool "), msg
+    assert f"(did you mean {suggestion!r}?)" in msg and "which the agent does not have" in msg, msg
+    assert made, "the tools are checked after the factory ran"
+
+
+def test_a_wildcard_tool_is_never_unknown(tmp_path: Path) -> None:
+    p = tmp_path / "any.yaml"
+    p.write_text(SCENARIO.replace("{type: http, tool: save, on_call: 1", '{type: http, tool: "*", on_call: 1'))
+    result = run_battery([p], agent=careful)
+    assert result.episodes[0].attempts["faults"] == 2  # the first call of fetch and of save
+
+
+class LazyAgent(Agent):
+    """Like the tools ``ChaosMiddleware`` or ``ChaosCallbackHandler`` wrap: chaoskit learns the archive tool's
+    name only at its first call, after the factory has run."""
+
+    archived: list[str] = []
+
+    def invoke(self, task: str) -> str:
+        def archive_ticket_4832(item: str) -> str:
+            self.archived.append(item)
+            return "archived"
+
+        tool = chaos(archive_ticket_4832)
+        for _ in range(3):
+            try:
+                tool(self._item(task))
+                return "archived it"
+            except Exception:
+                continue
+        return "I could not archive it: the archive failed"
+
+
+def test_a_tool_wrapped_at_its_first_call_is_checked_from_the_trace(tmp_path: Path) -> None:
+    from chaoskit._errors import PlanError
+
+    p = tmp_path / "lazy.yaml"
+    p.write_text('name: lazy\ntask: "Archive ticket 4832"\nfaults:\n'
+                 "  - {type: http, tool: archive_ticket_4832, on_call: 1, status: 503}\n"
+                 'success:\n  output_contains: ["archived"]\n')
+    (e,) = run_battery([p], agent=LazyAgent).episodes
+    # the fault fired on the tool that existed only once the agent ran, and the agent recovered
+    assert e.attempts["by_tool"] == {"archive_ticket_4832": 2} and e.attempts["faults"] == 1 and e.passed
+    # a name unlike any tool, never seen in the trace either: an error before anything is reported
+    p.write_text(p.read_text().replace("tool: archive_ticket_4832", "tool: purge_everything_9"))
+    with pytest.raises(PlanError, match=r"faults\[0\]\.tool: names tool 'purge_everything_9'.*never appeared in the "
+                       r"trace"):
+        run_battery([p], agent=LazyAgent)

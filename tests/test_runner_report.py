@@ -21,7 +21,11 @@ def ep(scenario: str, rep: int, passed: bool, *, score: float = 100.0, attempts:
         scenario=scenario, source=None, repetition=rep, epsilon=eps, intensity=lam, seed=rep, task="t", edits=[],
         agent="a:b", outcome="completed", error=None, output="x", duration_s=0.01,
         attempts={"total": attempts, "by_tool": {}, "faults": 0, "duplicate_writes": dup},
-        checks=[{"name": "outcome", "passed": passed, "severity": "pass" if passed else "fail", "message": "m"}],
+        checks=[{"name": "outcome", "passed": passed, "severity": "pass" if passed else "fail", "message": "m"},
+                # the no_duplicate_writes check is the one judge of a repeated write
+                *([{"name": "no_duplicate_writes", "passed": False, "severity": "fail",
+                    "message": "issue_refund was called 2 times with the same arguments and no idempotency key"}]
+                  if dup else [])],
         score=score, oracle=None, base_passed=passed, passed=passed, replay="chaoskit run x",
     )
 
@@ -138,3 +142,15 @@ def test_baseline_loads_results_file(tmp_path: Path) -> None:
     base: dict[str, Any] | None = load_baseline(tmp_path / "r.json")
     assert base is not None and base["attempts"]["save-after-500"]["eps=0,lam=0"] == 3.0
     assert load_baseline(tmp_path / "missing.json") is None
+
+
+def test_gate_reads_only_the_duplicate_write_check() -> None:
+    """A repeat that the tool refused is a warning of no_duplicate_writes, not a failure: the gate follows the
+    check, whatever a stale attempt summary (an older results file) says."""
+    refused = ep("a", 0, True)
+    refused.attempts["duplicate_writes"] = 1
+    refused.checks.append({"name": "no_duplicate_writes", "passed": True, "severity": "warn",
+                           "message": "issue_refund was called 2 times with the same arguments; the second call "
+                                      "was refused by the tool itself"})
+    _, v = summarize([refused], {"k": 1})
+    assert v.ok and v.duplicate_writes == []

@@ -103,3 +103,57 @@ def test_check_parameters_are_validated_when_the_file_loads(tmp_path: Path, chec
     with pytest.raises(PlanError) as info:
         load_scenario(write(tmp_path, "bad.yaml", text))
     assert message in str(info.value) and "bad.yaml:9: success.checks" in str(info.value)
+
+
+# --- constructors from Python, and scenarios that cannot mean anything (issue 10) ------------------------
+
+def test_scenario_constructors_raise_plan_error() -> None:
+    from chaoskit import Scenario
+
+    ok = Scenario.model_validate({"name": "s", "task": "What is the status of order 4832?",
+                                  "success": [{"output_contains": "delivered"}, {"max_retries": 2}]})
+    assert ok.success.max_attempts == {"*": 3}
+    with pytest.raises(PlanError, match=r"^<python>: task: must not be empty"):
+        Scenario.model_validate({"name": "s", "task": " "})
+    with pytest.raises(PlanError, match=r"^<python>: timeout: must be a number of seconds > 0, got 0"):
+        Scenario(name="s", task="t", timeout=0)
+    with pytest.raises(PlanError, match=r"^<python>: success: keys must be names, got 1"):
+        Scenario.model_validate({"name": "s", "task": "t", "success": {1: "x"}})
+
+
+@pytest.mark.parametrize(
+    ("extra", "line", "field", "says"),
+    [
+        ("timeout: 0\n", 4, "timeout", "must be a number of seconds > 0, got 0"),
+        ("timeout: -1.5\n", 4, "timeout", "must be a number of seconds > 0, got -1.5"),
+        ("seed: true\n", 4, "seed", "must be a whole number, got True"),
+        ("success:\n  min_attempts: {issue_refund: 0}\n", 5, "success.min_attempts", "must be >= 1, got 0"),
+        ("success:\n  output_contains: [\"\"]\n", 5, "success.output_contains", "an entry is empty"),
+        ("success:\n  checks: [{no_retry_storm: {n: 0}}]\n", 5, "success.checks", "n must be a whole number >= 1"),
+    ],
+)
+def test_scenarios_that_cannot_mean_anything(tmp_path: Path, extra: str, line: int, field: str, says: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text('name: s\ntask: "Refund order 4832"\nagent: examples.plain.agents:careful\n' + extra,
+                    encoding="utf-8")
+    with pytest.raises(PlanError) as err:
+        load_scenario(path)
+    assert str(err.value).startswith(f"{path}:{line}: {field}: ")
+    assert says in str(err.value)
+
+
+def test_an_empty_task_in_the_file_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text('name: s\n\ntask: ""\n', encoding="utf-8")
+    with pytest.raises(PlanError) as err:
+        load_scenario(path)
+    assert str(err.value).startswith(f"{path}:3: task: must not be empty")
+
+
+def test_load_battery_takes_one_path_and_rejects_what_is_not_a_path() -> None:
+    root = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
+    assert [sc.name for sc in load_battery(str(root), resolve=False)] == \
+        [sc.name for sc in load_battery([root], resolve=False)]
+    for bad in ([None], [""], [5]):
+        with pytest.raises(PlanError, match=r"^<python>: expected scenario files, directories or globs"):
+            load_battery(bad)  # type: ignore[arg-type]

@@ -17,16 +17,16 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import ToolMessage
 from pydantic import ValidationError
 from pydantic.v1 import ValidationError as ValidationErrorV1
 
 import chaoskit
 from chaoskit import Plan
 from chaoskit._engine import Attempt
+from chaoskit._spec import ErrorResult
 from chaoskit.faults import DATA_FAULTS as DATA
 
-from ._common import SpecTable, ToolErrorMessage
+from ._common import SpecTable
 
 __all__ = ["ChaosCallbackHandler"]
 
@@ -50,6 +50,9 @@ class ChaosCallbackHandler(BaseCallbackHandler):
     ``after_write`` (raised from ``on_tool_end``: the tool ran). ``empty``, ``partial``, ``schema_drift``,
     ``garbage`` and ``prompt_injection`` are not injected, with a :class:`chaoskit.ChaosWarning`.
 
+    ``idempotent`` names tools whose repeats change nothing; ``error_result`` (one value, or a mapping by tool
+    name) says which returned values are errors, on top of an error ``ToolMessage`` (see ``@chaos``).
+
     Ordering: LangChain calls handlers in list order and stops at the first that raises. Handlers listed
     *before* this one see ``on_tool_start`` and then nothing for an injected pre-run fault; handlers
     *after* it never see the run. Put it last so tracers at least record the start.
@@ -64,9 +67,12 @@ class ChaosCallbackHandler(BaseCallbackHandler):
         *,
         irreversible: Collection[str] = (),
         idempotency_args: Mapping[str, str] | None = None,
+        idempotent: Collection[str] = (),
+        error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
     ) -> None:
         super().__init__()
-        self.specs = SpecTable(plan, irreversible=irreversible, idempotency_args=idempotency_args)
+        self.specs = SpecTable(plan, irreversible=irreversible, idempotency_args=idempotency_args,
+                               idempotent=idempotent, error_result=error_result)
         self._open: dict[UUID, Attempt] = {}
         self._lock = threading.Lock()
 
@@ -106,14 +112,11 @@ class ChaosCallbackHandler(BaseCallbackHandler):
         attempt = self._pop(run_id)
         if attempt is None:
             return
-        if isinstance(output, ToolMessage) and output.status == "error":
-            # the tool's own handle_tool_error / handle_validation_error turned its failure into a message:
-            # the attempt failed, and a fault after it (after_write) would claim a write that did not happen
-            attempt.executed = True
-            attempt.fail(ToolErrorMessage(output.text))
-            return
         try:
-            attempt.transform(output)  # only after_write can act here: it raises, with the write done
+            # only after_write can act here: it raises, with the write done. An error ToolMessage (the tool's
+            # handle_tool_error turned its failure into one) is a returned error: transform records it and
+            # skips the fault, which would claim a write that did not happen
+            attempt.transform(output)
         except BaseException as exc:
             attempt.fail(exc)
             raise

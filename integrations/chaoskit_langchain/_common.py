@@ -16,11 +16,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskit import ToolSpec
-from chaoskit._engine import Attempt
+from langchain_core.messages import ToolMessage
 
-__all__ = ["CALL_ID", "PENDING", "Pending", "Sequencer", "SpecTable", "Ticket", "ToolErrorMessage", "parse_content",
-           "render_content", "take_pending"]
+from chaoskit import ConfigError, ToolSpec
+from chaoskit._config import as_plan
+from chaoskit._engine import Attempt
+from chaoskit._spec import ErrorResult, refusal_check
+
+__all__ = ["CALL_ID", "PENDING", "Pending", "Sequencer", "SpecTable", "Ticket", "ToolErrorMessage", "lc_error_result",
+           "names", "parse_content", "render_content", "take_pending"]
 
 #: the ``tool_call_id`` LangChain gave ``BaseTool.run``; its ``_run``/``func`` never receive it
 CALL_ID: ContextVar[str | None] = ContextVar("chaoskit_lc_call_id", default=None)
@@ -48,7 +52,8 @@ def take_pending(tool: str) -> Attempt | None:
 
 
 class ToolErrorMessage(Exception):
-    """A tool's failure that reached chaoskit as an error ``ToolMessage`` (already handled below us)."""
+    """A call that never reached its tool and came back as an error ``ToolMessage`` (bad arguments, an unknown
+    tool name). An error ``ToolMessage`` from a tool that ran is a returned error (``ReturnedError``) instead."""
 
 
 # -- ToolMessage content <-> the value a data fault transforms --------------------------------------------
@@ -77,10 +82,47 @@ def render_content(value: Any) -> Any:
         return str(value)
 
 
+# -- returned errors: LangChain's default -----------------------------------------------------------------
+
+def lc_error_result(error_result: ErrorResult | None) -> Any:
+    """The ``error_result`` a LangChain entry point gives the engine: a ``ToolMessage`` with
+    ``status="error"`` is always a returned error; any other result (a ToolMessage's decoded content) is
+    judged by ``error_result`` (None: chaoskit's defaults, ``{"error": ...}`` and MCP ``isError``)."""
+    base = refusal_check(error_result)
+
+    def check(result: Any) -> str | None:
+        if isinstance(result, ToolMessage):
+            if result.status == "error":
+                text = result.content if isinstance(result.content, str) else str(result.content)
+                return text[:512] or "the tool answered with an error ToolMessage"
+            return base(parse_content(result.content))
+        return base(result)
+
+    return check
+
+
+def names(value: Any, argument: str) -> frozenset[str]:
+    """A collection of tool names; a bare string would be read letter by letter, so it is refused."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Collection):
+        raise ConfigError(f"{argument}: expected a list of tool names, e.g. {argument}=['issue_refund'], "
+                          f"got {type(value).__name__} {value!r}")
+    bad = [v for v in value if not isinstance(v, str)]
+    if bad:
+        raise ConfigError(f"{argument}: every tool name must be a string, got {bad[0]!r}")
+    return frozenset(value)
+
+
+def _per_tool(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, Mapping) else value
+
+
 # -- per-tool specs for entry points that see many tools ---------------------------------------------------
 
 class SpecTable:
-    """ToolSpecs by tool name for the middleware, interceptor and callback handler (built once per name)."""
+    """ToolSpecs by tool name for the middleware, interceptor and callback handler (built once per name).
+
+    ``error_result`` is one value for every tool or a mapping of tool name to value.
+    """
 
     def __init__(
         self,
@@ -88,10 +130,20 @@ class SpecTable:
         *,
         irreversible: Collection[str] = (),
         idempotency_args: Mapping[str, str] | None = None,
+        idempotent: Collection[str] = (),
+        error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
     ) -> None:
-        self.plan = plan
-        self.irreversible = frozenset(irreversible)
+        # checked here, where they are given: a bad plan or option fails at setup, not at the first tool call
+        self.plan = as_plan(plan, "plan")
+        self.irreversible = names(irreversible, "irreversible")
+        self.idempotent = names(idempotent, "idempotent")
+        if idempotency_args is not None and not isinstance(idempotency_args, Mapping):
+            raise ConfigError(f"idempotency_args: expected a mapping of tool name to argument name, got "
+                              f"{type(idempotency_args).__name__}")
         self.idempotency_args = dict(idempotency_args or {})
+        for each in (error_result.values() if isinstance(error_result, Mapping) else (error_result,)):
+            refusal_check(each)
+        self.error_result = error_result
         self._specs: dict[str, ToolSpec] = {}
         self._lock = threading.Lock()
 
@@ -108,6 +160,10 @@ class SpecTable:
             idempotency_arg=self.idempotency_args.get(name) or (own.idempotency_arg if own else None),
             description=desc.splitlines()[0] if desc else None,
             plan=self.plan,
+            idempotent=name in self.idempotent or bool(own and own.idempotent),
+            # a chaos_tool's own error_result is already LangChain-aware; otherwise add LangChain's default
+            error_result=(lc_error_result(_per_tool(self.error_result, name))
+                          if own is None or _per_tool(self.error_result, name) is not None else own.error_result),
         )
         with self._lock:
             return self._specs.setdefault(name, spec)

@@ -24,6 +24,7 @@ from opentelemetry import trace
 
 import chaoskit
 from chaoskit import Attempt, Plan, ToolSpec
+from chaoskit._spec import ErrorResult
 from chaoskit.faults import DATA_FAULTS as DATA
 
 from ._common import PENDING, Pending, Sequencer, SpecTable, Ticket, ToolErrorMessage, parse_content, render_content
@@ -62,8 +63,11 @@ class CallInterceptor:
         irreversible: Collection[str] = (),
         idempotency_args: Mapping[str, str] | None = None,
         order_parallel_calls: bool = True,
+        idempotent: Collection[str] = (),
+        error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
     ) -> None:
-        self.specs = SpecTable(plan, irreversible=irreversible, idempotency_args=idempotency_args)
+        self.specs = SpecTable(plan, irreversible=irreversible, idempotency_args=idempotency_args,
+                               idempotent=idempotent, error_result=error_result)
         self.sequencer = Sequencer() if order_parallel_calls else None
 
     def _ticket(self, request: Any) -> Ticket | None:
@@ -79,10 +83,7 @@ class CallInterceptor:
         if ticket is not None:
             ticket.wait()
         call = self._open(request, ticket)
-        try:
-            value = call.attempt.run_sync(call.run, (execute,), {})
-        except ToolErrorMessage as exc:
-            return call.handled(exc)
+        value = call.attempt.run_sync(call.run, (execute,), {})
         return call.result(value)
 
     async def acall(self, request: Any, execute: AExecute) -> Any:
@@ -90,10 +91,7 @@ class CallInterceptor:
         if ticket is not None:
             await ticket.await_turn()
         call = self._open(request, ticket)
-        try:
-            value = await call.attempt.run_async(call.arun, (execute,), {})
-        except ToolErrorMessage as exc:
-            return call.handled(exc)
+        value = await call.attempt.run_async(call.arun, (execute,), {})
         return call.result(value)
 
 
@@ -101,14 +99,13 @@ class _Call:
     """Translates between what ``execute`` returns (a ``ToolMessage``) and the value a data fault works on
     (its decoded content), so that the engine sees a plain tool call."""
 
-    __slots__ = ("attempt", "error", "out", "request", "value")
+    __slots__ = ("attempt", "out", "request", "value")
 
     def __init__(self, attempt: Attempt, request: Any) -> None:
         self.attempt = attempt
         self.request = request
         self.out: Any = _NOT_RUN
         self.value: Any = _NOT_RUN
-        self.error: ToolErrorMessage | None = None
 
     def run(self, execute: Execute) -> Any:
         return self._unwrap(execute(self.request))
@@ -120,10 +117,10 @@ class _Call:
         self.out = out
         if isinstance(out, ToolMessage):
             if out.status == "error":
-                # the tool failed and something below (ToolNode's handle_tool_errors, a middleware) turned
-                # the exception into a message: the attempt failed all the same
-                self.error = ToolErrorMessage(_text(out.content))
-                raise self.error
+                # the tool failed or refused, and the answer is a message (ToolNode's handle_tool_errors, a
+                # middleware, the tool itself): the engine records it as a returned error, the model reads it
+                self.value = out
+                return out
             self.value = parse_content(out.content)
             return self.value
         fault = self.attempt.fault
@@ -134,11 +131,6 @@ class _Call:
             )
         self.value = out
         return out
-
-    def handled(self, exc: ToolErrorMessage) -> Any:
-        if exc is not self.error:
-            raise exc
-        return self.out
 
     def result(self, value: Any) -> Any:
         out = self.out

@@ -17,7 +17,10 @@ __all__ = ["ChaosMiddleware"]
 class ChaosMiddleware(CallInterceptor, AgentMiddleware):
     """Inject chaoskit faults into every tool call of a ``create_agent`` agent.
 
-    ``ChaosMiddleware(plan=None, *, irreversible=(), idempotency_args=None, order_parallel_calls=True)``.
+    ``ChaosMiddleware(plan=None, *, irreversible=(), idempotency_args=None, order_parallel_calls=True,
+    idempotent=(), error_result=None)``: ``idempotent`` names tools whose repeats change nothing,
+    ``error_result`` (one value, or a mapping by tool name) says which returned values are errors besides an
+    error ``ToolMessage`` (see ``@chaos``).
     Each call that passes through this middleware is one attempt (one ``execute_tool`` span carrying
     ``gen_ai.tool.call.id``). Error faults are raised from the middleware, so the middleware outside it and
     the ToolNode's ``handle_tool_errors`` see them; data faults rewrite the ``ToolMessage`` content.

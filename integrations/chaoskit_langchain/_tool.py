@@ -8,16 +8,18 @@ ToolNode sees an ordinary tool exception.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
 import wrapt
 from langchain_core.tools import BaseTool, StructuredTool, Tool
 
-from chaoskit import Plan, ToolSpec, call_async, call_sync
+from chaoskit import ConfigError, Plan, ToolSpec, call_async, call_sync
+from chaoskit._config import as_plan
 from chaoskit._decorator import _Binder, spec_of
+from chaoskit._spec import ErrorResult
 
-from ._common import CALL_ID, take_pending
+from ._common import CALL_ID, SpecTable, lc_error_result, take_pending
 
 __all__ = ["chaos_tool", "chaos_tools", "is_chaos_tool", "unwrap_tool"]
 
@@ -44,16 +46,28 @@ def chaos_tools(
     *,
     irreversible: Iterable[str] = (),
     idempotency_args: Mapping[str, str] | None = None,
+    idempotent: Iterable[str] = (),
+    error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
 ) -> list[BaseTool]:
-    """:func:`chaos_tool` for a list; ``irreversible`` / ``idempotency_args`` are keyed by tool name."""
-    marked = set(irreversible)
-    keys = dict(idempotency_args or {})
+    """:func:`chaos_tool` for a list; ``irreversible`` / ``idempotent`` are lists of tool names,
+    ``idempotency_args`` maps a tool name to its key argument, ``error_result`` is one value for every tool or
+    a mapping by tool name."""
+    # the same checks as every entry point that sees many tools, done once for the whole list
+    table = SpecTable(plan, irreversible=_collected(irreversible), idempotency_args=idempotency_args,
+                      idempotent=_collected(idempotent), error_result=error_result)
     out: list[BaseTool] = []
     for t in tools:
         base = t if isinstance(t, BaseTool) else _as_tool(t)
-        out.append(chaos_tool(base, plan, irreversible=base.name in marked,
-                              idempotency_arg=keys.get(base.name)))
+        own = error_result.get(base.name) if isinstance(error_result, Mapping) else error_result
+        out.append(chaos_tool(base, table.plan, irreversible=base.name in table.irreversible,
+                              idempotency_arg=table.idempotency_args.get(base.name),
+                              idempotent=base.name in table.idempotent, error_result=own))
     return out
+
+
+def _collected(names: Iterable[str]) -> Any:
+    # a generator of names is fine; a bare string stays one, for SpecTable to refuse
+    return names if isinstance(names, Collection) else list(names)
 
 
 def _as_tool(fn: Callable[..., Any]) -> BaseTool:
@@ -68,17 +82,21 @@ def chaos_tool(
     *,
     irreversible: bool = False,
     idempotency_arg: str | None = None,
+    idempotent: bool = False,
+    error_result: ErrorResult | None = None,
 ) -> T:
     """Return a copy of ``tool`` whose calls go through chaoskit.
 
     Name, description, args schema, ``response_format``, ``handle_tool_error``, injected ``config`` /
     ``InjectedToolCallId`` / ``InjectedState`` parameters and ``tool_call_id`` handling are kept; the
-    attempt span carries ``gen_ai.tool.call.id`` when the tool is invoked with a ToolCall. With ``plan``
-    the faults come from that plan; without, from the active one (``chaoskit.episode(plan=...)``).
-    Wrapping a chaos tool again returns it unchanged.
+    attempt span carries ``gen_ai.tool.call.id`` when the tool is invoked with a ToolCall. With ``plan`` (a
+    Plan or a dict) the faults come from that plan; without, from the active one
+    (``chaoskit.episode(plan=...)``). ``idempotent`` and ``error_result`` are as for ``@chaos``; a returned
+    ``ToolMessage`` with ``status="error"`` is always a returned error. Wrapping a chaos tool again returns
+    it unchanged.
     """
     if not isinstance(tool, BaseTool):
-        raise TypeError(f"chaos_tool(): expected a LangChain BaseTool, got {type(tool).__name__}")
+        raise ConfigError(f"chaos_tool(): expected a LangChain BaseTool, got {type(tool).__name__}")
     if is_chaos_tool(tool):
         return tool
     func = getattr(tool, "func", None)
@@ -92,11 +110,13 @@ def chaos_tool(
         irreversible=irreversible,
         idempotency_arg=idempotency_arg,
         description=desc.splitlines()[0] if desc else None,
-        plan=plan,
+        plan=as_plan(plan, "chaos_tool(plan)"),
+        idempotent=idempotent,
+        error_result=lc_error_result(error_result),
     )
     model_keys = _model_arg_keys(tool)
     if idempotency_arg is not None and model_keys is not None and idempotency_arg not in model_keys:
-        raise TypeError(
+        raise ConfigError(
             f"chaos_tool(idempotency_arg={idempotency_arg!r}): tool {tool.name!r} has no such argument; "
             f"its arguments are: {', '.join(sorted(model_keys))}"
         )

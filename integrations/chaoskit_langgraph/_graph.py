@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, 
 from dataclasses import dataclass
 from typing import Any
 
+from chaoskit_langchain._common import SpecTable
 from chaoskit_langchain._intercept import CallInterceptor, PendingInterceptor
 from chaoskit_langchain._tool import chaos_tool, is_chaos_tool
 from langchain_core.messages import ToolMessage
@@ -15,6 +16,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import _handle_tool_error
 
 from chaoskit import Plan, current_episode
+from chaoskit._spec import ErrorResult
 
 Wrapper = Callable[[Any, Callable[[Any], Any]], Any]
 AWrapper = Callable[[Any, Callable[[Any], Awaitable[Any]]], Awaitable[Any]]
@@ -30,6 +32,8 @@ def chaos_interceptor(
     irreversible: Collection[str] = (),
     idempotency_args: Mapping[str, str] | None = None,
     order_parallel_calls: bool = True,
+    idempotent: Collection[str] = (),
+    error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
 ) -> ChaosInterceptor:
     """A ``wrap_tool_call`` interceptor for ``ToolNode``: one attempt per call through it.
 
@@ -39,7 +43,8 @@ def chaos_interceptor(
     rewrite the ToolMessage content. To fault the raw result inside the tool, use :class:`ChaosToolNode`.
     """
     return ChaosInterceptor(plan, irreversible=irreversible, idempotency_args=idempotency_args,
-                            order_parallel_calls=order_parallel_calls)
+                            order_parallel_calls=order_parallel_calls, idempotent=idempotent,
+                            error_result=error_result)
 
 
 # -- the layers instrument_graph and ChaosToolNode add to a ToolNode ------------------------------------------
@@ -127,19 +132,17 @@ def _layers(node: ToolNode, saved: _Saved, pending: PendingInterceptor) -> tuple
     return wrap, (awrap if user_awrap is not None or user_wrap is None else None)
 
 
-def _instrument_node(
-    node: ToolNode,
-    plan: Plan | None,
-    irreversible: Collection[str],
-    idempotency_args: Mapping[str, str],
-) -> bool:
+def _instrument_node(node: ToolNode, table: SpecTable) -> bool:
     if getattr(node, _STATE, None) is not None:
         return False  # already instrumented: never wrap twice
     saved = _Saved(dict(node._tools_by_name), node._wrap_tool_call, node._awrap_tool_call)
+    er = table.error_result
     for name, tool in list(node._tools_by_name.items()):
         if not is_chaos_tool(tool):
             node._tools_by_name[name] = chaos_tool(
-                tool, plan, irreversible=name in irreversible, idempotency_arg=idempotency_args.get(name)
+                tool, table.plan, irreversible=name in table.irreversible,
+                idempotency_arg=table.idempotency_args.get(name), idempotent=name in table.idempotent,
+                error_result=er.get(name) if isinstance(er, Mapping) else er,
             )
     wrap, awrap = _layers(node, saved, PendingInterceptor())
     node._wrap_tool_call = wrap
@@ -203,20 +206,25 @@ def instrument_graph(
     *,
     irreversible: Collection[str] = (),
     idempotency_args: Mapping[str, str] | None = None,
+    idempotent: Collection[str] = (),
+    error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
 ) -> Any:
     """Route every tool of every ToolNode in ``graph`` through chaoskit, in place; returns ``graph``.
 
     Supports every fault type, made inside the tool's run. Without ``plan`` the tools use the active plan
     (``chaoskit.episode(plan=...)``). Calling it again does nothing; :func:`uninstrument_graph` restores
     the original tools and interceptors. Raises ValueError when the graph has no ToolNode.
+    ``idempotent`` lists tools whose repeats change nothing; ``error_result`` (one value, or a mapping by tool
+    name) says which returned values are errors, besides an error ``ToolMessage`` (see ``@chaos``).
     """
+    table = SpecTable(plan, irreversible=irreversible, idempotency_args=idempotency_args,
+                      idempotent=idempotent, error_result=error_result)
     nodes = find_tool_nodes(graph)
     if not nodes:
         raise ValueError("instrument_graph(): no ToolNode found in this graph; wrap tools with chaos_tool "
                          "or attach ChaosCallbackHandler instead")
-    keys = dict(idempotency_args or {})
     for node in nodes:
-        _instrument_node(node, plan, frozenset(irreversible), keys)
+        _instrument_node(node, table)
     return graph
 
 
@@ -234,7 +242,8 @@ def is_instrumented(graph: Any) -> bool:
 class ChaosToolNode(ToolNode):
     """A ``ToolNode`` whose tools go through chaoskit (every fault type, made inside the tool's run), with
     parallel calls opened in the model's order and crashes on unhandled tool errors recorded on the episode.
-    Takes ToolNode's arguments plus ``plan``, ``irreversible`` and ``idempotency_args``.
+    Takes ToolNode's arguments plus ``plan``, ``irreversible``, ``idempotency_args``, ``idempotent`` and
+    ``error_result`` (as for :func:`instrument_graph`).
     """
 
     def __init__(
@@ -244,7 +253,11 @@ class ChaosToolNode(ToolNode):
         *,
         irreversible: Collection[str] = (),
         idempotency_args: Mapping[str, str] | None = None,
+        idempotent: Collection[str] = (),
+        error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
         **kwargs: Any,
     ) -> None:
+        table = SpecTable(plan, irreversible=irreversible, idempotency_args=idempotency_args,
+                          idempotent=idempotent, error_result=error_result)
         super().__init__(tools, **kwargs)
-        _instrument_node(self, plan, frozenset(irreversible), dict(idempotency_args or {}))
+        _instrument_node(self, table)
