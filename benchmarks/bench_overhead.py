@@ -56,7 +56,7 @@ def main() -> None:
         rows.append(("@chaos, in an episode", best(lambda: wrapped("4832", 2.0))))
 
     # the pure decision alone: count the call and pick the fault (no span, no argument handling)
-    from chaoskit._context import Scope
+    from chaoskit.engine._context import Scope
 
     scope = Scope()
     args = {"order_id": "4832", "amount": 2.0}

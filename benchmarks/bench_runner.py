@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from chaoskit import chaos  # noqa: E402
-from chaoskit._runner import run_battery  # noqa: E402
-from chaoskit._scenario import Scenario, load_battery  # noqa: E402
+from chaoskit.runner._battery import run_battery  # noqa: E402
+from chaoskit.runner._scenario import Scenario, load_battery  # noqa: E402
 
 PLAIN = ("refund-after-500.yaml", "refund-rate-limited.yaml", "refund-outage.yaml", "status-timeouts.yaml",
          "status-schema-drift.yaml", "status-injection.yaml", "search-partial.yaml")

@@ -9,10 +9,10 @@ result (docs/scenarios.md, "Fault types and nested results").
 replace or alter the data the caller gets back (an entry point that cannot touch results cannot do those).
 """
 
-from ._effects import DATA as DATA_FAULTS
-from ._effects import RAISING as RAISING_FAULTS
-from ._errors import ToolHTTPError, ToolTimeout
-from ._plan import (
+from chaoskit._errors import ToolHTTPError, ToolTimeout
+from chaoskit.engine._effects import DATA as DATA_FAULTS
+from chaoskit.engine._effects import RAISING as RAISING_FAULTS
+from chaoskit.plan._model import (
     FAULT_TYPES,
     AuthExpiredFault,
     EmptyFault,

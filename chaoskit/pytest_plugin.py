@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from . import testing
-from ._plan import Plan
-from .telemetry import SpanCapture
+import chaoskit.testing as testing
+from chaoskit.plan._model import Plan
+from chaoskit.telemetry import SpanCapture
 
 
 @pytest.fixture

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from . import _config, telemetry
-from ._plan import Plan
-from .telemetry import SpanCapture
+import chaoskit.engine._config as _config
+import chaoskit.telemetry as telemetry
+from chaoskit.plan._model import Plan
+from chaoskit.telemetry import SpanCapture
 
 __all__ = ["attempt_attributes", "capture_spans", "plan_from", "reset"]
 

@@ -12,7 +12,7 @@ import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from chaoskit._cli import main
+from chaoskit.cli._main import main
 
 __all__ = ["CliResult", "assert_clear", "run_cli"]
 

@@ -143,8 +143,8 @@ def test_configure_checks_every_argument_before_changing_any() -> None:
     with pytest.raises(ConfigError):
         chaoskit.configure(record_results=True, secret_keys="token")
     # nothing changed: redaction of "token" is still on, results still off
-    assert chaoskit._config.CONFIG.is_secret("access_token") is True
-    assert chaoskit._config.CONFIG.record_results is False
+    assert chaoskit.engine._config.CONFIG.is_secret("access_token") is True
+    assert chaoskit.engine._config.CONFIG.record_results is False
 
 
 def test_configure_on_attempt_takes_one_callable() -> None:

@@ -22,7 +22,7 @@ from _helpers import issue_refund, search
 
 import chaoskit
 from chaoskit import Plan, Trace, TraceReadError, checks, telemetry
-from chaoskit._readers import otlp_to_jaeger
+from chaoskit.grading._readers import otlp_to_jaeger
 
 PLAN = Plan(seed=4, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
                              "after_write": True}])

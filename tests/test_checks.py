@@ -15,7 +15,7 @@ from _helpers import run, run_spans
 
 import chaoskit
 from chaoskit import Plan, ToolHTTPError, Trace, chaos, checks, telemetry
-from chaoskit._readers import otlp_to_jaeger
+from chaoskit.grading._readers import otlp_to_jaeger
 
 # --- the tools ----------------------------------------------------------------------------------------
 

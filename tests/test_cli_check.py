@@ -15,8 +15,8 @@ from _helpers import issue_refund
 
 import chaoskit
 from chaoskit import Plan, telemetry
-from chaoskit._cli import main
-from chaoskit._readers import otlp_to_jaeger
+from chaoskit.cli._main import main
+from chaoskit.grading._readers import otlp_to_jaeger
 
 AFTER_WRITE = Plan(seed=1, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
                                     "after_write": True}])

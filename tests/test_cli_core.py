@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from chaoskit import __version__
-from chaoskit._cli import main
+from chaoskit.cli._main import main
 
 
 def test_version() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from chaoskit._cli import main
-from chaoskit._trace import Trace
+from chaoskit.cli._main import main
+from chaoskit.grading._trace import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 BATTERY = ROOT / "examples" / "scenarios"
@@ -166,7 +166,7 @@ def test_unknown_check_parameter_is_a_usage_error(tmp_path: Path, capsys: pytest
 
 def test_a_command_module_that_fails_to_import_is_a_loud_error(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import chaoskit._cli as cli
+    import chaoskit.cli._main as cli
 
     # a broken install must say so, not quietly drop the subcommand and answer "invalid choice"
     monkeypatch.setattr(cli, "_COMMAND_MODULES", (*cli._COMMAND_MODULES, "chaoskit._cli_missing"))

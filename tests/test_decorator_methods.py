@@ -13,7 +13,7 @@ import pytest
 
 import chaoskit
 from chaoskit import Plan, chaos
-from chaoskit._decorator import spec_of
+from chaoskit.adapters._decorator import spec_of
 from chaoskit.testing import attempt_attributes, capture_spans
 
 

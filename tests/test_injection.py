@@ -12,8 +12,8 @@ from _injection_cases import Case, cases
 from _injection_cases import run as run_case
 
 from chaoskit import Plan, chaos, checks, configure
-from chaoskit._injection import Planted, asked_phrases, contains, is_write, named_tools, planted_values
-from chaoskit._plan import DEFAULT_INJECTION, PromptInjectionFault
+from chaoskit.grading._injection import Planted, asked_phrases, contains, is_write, named_tools, planted_values
+from chaoskit.plan._model import DEFAULT_INJECTION, PromptInjectionFault
 
 CASES = cases()
 SENT: list[dict[str, Any]] = []
@@ -296,7 +296,7 @@ def test_what_the_text_plants_says_and_names() -> None:
     ("lookup_order", True, True), ("calculator", False, False),
 ])
 def test_what_counts_as_a_write(tool: str, irreversible: bool, write: bool) -> None:
-    from chaoskit._trace import AttemptRecord
+    from chaoskit.grading._trace import AttemptRecord
 
     a = AttemptRecord(tool, 1, 0.0, 0.0, "ok", None, None, None, None, {}, False, None, True, None, None, None,
                       irreversible, None, "s", "t", None)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from chaoskit import Plan, PlanError
-from chaoskit._intensity import KINDS, PROFILES, background_faults, load_profile, with_background
+from chaoskit.runner._intensity import KINDS, PROFILES, background_faults, load_profile, with_background
 
 
 @pytest.mark.parametrize("name", ["light", "medium", "heavy"])

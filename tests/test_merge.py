@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from chaoskit._cli import main
-from chaoskit._runner import RunConfig, plan_episodes
-from chaoskit._scenario import load_battery
+from chaoskit.cli._main import main
+from chaoskit.runner._battery import RunConfig, plan_episodes
+from chaoskit.runner._scenario import load_battery
 
 ROOT = Path(__file__).resolve().parents[1]
 BATTERY = ROOT / "examples" / "scenarios"

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from chaoskit import score
-from chaoskit._cli import main
-from chaoskit._runner import run_battery
-from chaoskit._scenario import load_battery
-from chaoskit._trace import Trace
-from chaoskit.checks import DEFAULT_CHECKS, run_checks
+from chaoskit.cli._main import main
+from chaoskit.grading._trace import Trace
+from chaoskit.grading.checks import DEFAULT_CHECKS, run_checks
+from chaoskit.runner._battery import run_battery
+from chaoskit.runner._scenario import load_battery
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAIN = sorted(p for p in (ROOT / "examples" / "scenarios").glob("*.yaml") if not p.name.startswith("support-"))

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaoskit._perturb import DISTRACTORS, perturb
+from chaoskit.runner._perturb import DISTRACTORS, perturb
 
 TASK = "Refund order 4832 for the damaged item"
 

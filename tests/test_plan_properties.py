@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chaoskit import Plan
-from chaoskit._context import Scope
-from chaoskit._plan import uniform
+from chaoskit.engine._context import Scope
+from chaoskit.plan._model import uniform
 
 TOOLS = ["search", "read_file", "issue_refund"]
 

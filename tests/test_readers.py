@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 import chaoskit
 from chaoskit import Plan, Trace, TraceReadError, telemetry
-from chaoskit._readers import otlp_to_jaeger
+from chaoskit.grading._readers import otlp_to_jaeger
 
 JAEGER = Path(__file__).resolve().parents[2] / "shared/reference/jaeger"
 needs_jaeger_samples = pytest.mark.skipif(not JAEGER.is_dir(), reason="Jaeger reference samples not available")

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from chaoskit._cli import main
+from chaoskit.cli._main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "examples" / "scenarios"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from chaoskit import chaos
-from chaoskit._runner import derive_seed, run_battery
+from chaoskit.runner._battery import derive_seed, run_battery
 
 # --- a tiny agent world --------------------------------------------------------------------------------
 

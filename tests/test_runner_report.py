@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from test_runner import SCENARIO, careful, naive
 
-from chaoskit._report import load_baseline, make_baseline, render_text, summarize, write_json, write_junit
-from chaoskit._runner import EpisodeResult, run_battery
-from chaoskit._trace import Trace
+from chaoskit.grading._trace import Trace
+from chaoskit.report._report import load_baseline, make_baseline, render_text, summarize, write_json, write_junit
+from chaoskit.runner._battery import EpisodeResult, run_battery
 
 
 def ep(scenario: str, rep: int, passed: bool, *, score: float = 100.0, attempts: int = 2, eps: float = 0.0,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import chaoskit
 from chaoskit import Plan, Trace, TraceReadError, telemetry
-from chaoskit._readers import otlp_to_jaeger
+from chaoskit.grading._readers import otlp_to_jaeger
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 KEYS = ["resourceSpans", "scopeSpans", "spans", "result", "data", "traceID", "spanID", "traceId", "spanId", "name",

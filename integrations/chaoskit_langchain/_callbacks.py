@@ -22,8 +22,8 @@ from pydantic.v1 import ValidationError as ValidationErrorV1
 
 import chaoskit
 from chaoskit import Plan
-from chaoskit._engine import Attempt
-from chaoskit._spec import ErrorResult
+from chaoskit.engine._attempt import Attempt
+from chaoskit.engine._spec import ErrorResult
 from chaoskit.faults import DATA_FAULTS as DATA
 
 from ._common import SpecTable

@@ -1,6 +1,6 @@
 """Pieces shared by every LangChain/LangGraph entry point.
 
-Nothing here decides a fault or writes a span attribute: that is :mod:`chaoskit._engine`'s job. This module only
+Nothing here decides a fault or writes a span attribute: that is :mod:`chaoskit.engine._attempt`'s job. This module only
 carries context between LangChain's layers (the tool call id, an attempt opened by a ToolNode interceptor),
 orders parallel calls, and converts tool results to and from ``ToolMessage`` content.
 """
@@ -19,9 +19,9 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 
 from chaoskit import ConfigError, ToolSpec
-from chaoskit._config import as_plan
-from chaoskit._engine import Attempt
-from chaoskit._spec import ErrorResult, refusal_check
+from chaoskit.engine._attempt import Attempt
+from chaoskit.engine._config import as_plan
+from chaoskit.engine._spec import ErrorResult, refusal_check
 
 __all__ = ["CALL_ID", "PENDING", "Pending", "Sequencer", "SpecTable", "Ticket", "ToolErrorMessage", "lc_error_result",
            "names", "parse_content", "render_content", "take_pending"]

@@ -24,7 +24,7 @@ from opentelemetry import trace
 
 import chaoskit
 from chaoskit import Attempt, Plan, ToolSpec
-from chaoskit._spec import ErrorResult
+from chaoskit.engine._spec import ErrorResult
 from chaoskit.faults import DATA_FAULTS as DATA
 
 from ._common import PENDING, Pending, Sequencer, SpecTable, Ticket, ToolErrorMessage, parse_content, render_content

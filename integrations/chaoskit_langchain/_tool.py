@@ -15,9 +15,9 @@ import wrapt
 from langchain_core.tools import BaseTool, StructuredTool, Tool
 
 from chaoskit import ConfigError, Plan, ToolSpec, call_async, call_sync
-from chaoskit._config import as_plan
-from chaoskit._decorator import _Binder, spec_of
-from chaoskit._spec import ErrorResult
+from chaoskit.adapters._decorator import _Binder, spec_of
+from chaoskit.engine._config import as_plan
+from chaoskit.engine._spec import ErrorResult
 
 from ._common import CALL_ID, SpecTable, lc_error_result, take_pending
 

@@ -16,7 +16,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import _handle_tool_error
 
 from chaoskit import Plan, current_episode
-from chaoskit._spec import ErrorResult
+from chaoskit.engine._spec import ErrorResult
 
 Wrapper = Callable[[Any, Callable[[Any], Any]], Any]
 AWrapper = Callable[[Any, Callable[[Any], Awaitable[Any]]], Awaitable[Any]]

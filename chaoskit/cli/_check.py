@@ -1,0 +1,272 @@
+"""``chaoskit check TRACES...``: grade recovery from exported traces (files, or a running Jaeger).
+
+Exit status: 0 when every check passed (warnings allowed), 1 when the traces were graded and a check failed,
+2 when they could not be graded (unreadable, untrustworthy, nothing to grade, Jaeger unreachable) or on a usage
+error. A trace that cannot be graded is never a pass. The verdicts come from ``checks.run_checks`` and
+``score`` alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import math
+import re
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import chaoskit.grading._readers as _readers
+from chaoskit._errors import ChaoskitError
+from chaoskit.grading._build import TraceBuilder, show
+from chaoskit.grading._score import score
+from chaoskit.grading._trace import Trace, TraceReadError
+from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, CheckResult, run_checks
+
+_EXIT_CODES = """exit status:
+  0  graded: every check passed (warnings allowed)
+  1  graded: at least one check failed
+  2  could not grade, never a pass: a file or Jaeger answer that cannot be read, a chaoskit span that cannot
+     be graded (no ids or times, an end before its start, a tool span without chaoskit.attempt, a chaoskit
+     attribute of the wrong type, a span id used twice with different content, an episode missing some of
+     its attempts), nothing to grade (no chaoskit spans, no traces in Jaeger), Jaeger unreachable; or a
+     usage error. The reason is printed as one line naming the file, the line and the span."""
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "check",
+        help="grade agent recovery from exported traces (OTLP-JSON, JSON Lines, Jaeger JSON)",
+        description="Read traces, run recovery checks per episode, print a table; exit 1 when a check fails, "
+                    "2 when the traces cannot be graded.",
+        epilog=_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("traces", nargs="*", metavar="TRACES", help="trace files (format sniffed from content)")
+    p.add_argument("--format", choices=_readers.FORMATS, help="force the file format instead of sniffing it")
+    p.add_argument("--checks", metavar="NAMES",
+                   help=f"comma-separated checks (default: {','.join(DEFAULT_CHECKS)}); known: {','.join(REGISTRY)}")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--max-attempts", action="append", default=[], metavar="TOOL=N",
+                   help="also check that TOOL was attempted at most N times (repeatable)")
+    p.add_argument("--min-attempts", action="append", default=[], metavar="TOOL=N",
+                   help="also check that TOOL was retried at least N times unless it succeeded (repeatable)")
+    p.add_argument("--retry-storm", type=int, default=3, metavar="N",
+                   help="no_retry_storm limit: identical calls in a row allowed (default 3)")
+    p.add_argument("--require", action="append", default=[], metavar="TOOL",
+                   help="a tool the task needs (repeatable); default: every tool that only ever failed")
+    p.add_argument("--from-jaeger", metavar="URL",
+                   help="query a running Jaeger's query service (api_v3): an http:// or https:// URL such as "
+                        "http://localhost:16686")
+    p.add_argument("--service", metavar="NAME", help="service name to query in Jaeger (with --from-jaeger)")
+    p.add_argument("--since", default="1h", metavar="DURATION",
+                   help="how far back to query Jaeger: 30m, 1h, 2d … (default 1h)")
+    p.add_argument("--limit", type=int, default=100, metavar="N", help="at most N traces from Jaeger (default 100)")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="Jaeger request timeout")
+    p.set_defaults(func=run)
+
+
+def _limits(values: list[str], flag: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        tool, sep, n = v.rpartition("=")
+        if not sep or not tool or not n.isdigit():
+            raise ChaoskitError(f"{flag} expects TOOL=N with N a whole number, got {v!r}")
+        out[tool] = int(n)
+    return out
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+
+
+def parse_duration(text: str) -> timedelta:
+    m = _DURATION.match(text)
+    if not m:
+        raise ChaoskitError(f"--since expects a duration such as 30m, 1h or 2d, got {text!r}")
+    unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m.group(2)]
+    return timedelta(**{unit: float(m.group(1))})
+
+
+def _rfc3339(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def check_jaeger_url(url: str) -> str:
+    """``url`` when it is an http(s) URL with a host (and a valid port); a usage error naming the option if not."""
+    problem = f"--from-jaeger expects the http:// or https:// URL of Jaeger's query service, such as " \
+              f"http://localhost:16686, got {show(url)}"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
+    except ValueError as exc:
+        raise ChaoskitError(f"{problem} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ChaoskitError(problem)
+    return url
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def fetch_jaeger(url: str, service: str, since: timedelta, *, limit: int = 100,
+                 timeout: float = 30.0) -> tuple[Trace, TraceBuilder] | None:
+    """Query Jaeger's api_v3 ``GET /api/v3/traces`` for ``service``: the trace and how it was read (for a
+    "nothing to grade" message), or None when Jaeger found no traces. Every failure is a TraceReadError."""
+    now = datetime.now(UTC)
+    query = urllib.parse.urlencode({
+        "query.service_name": service,
+        "query.start_time_min": _rfc3339(now - since),
+        "query.start_time_max": _rfc3339(now + timedelta(minutes=1)),
+        "query.search_depth": limit,
+    })
+    base = f"{check_jaeger_url(url).rstrip('/')}/api/v3/traces"
+    request = urllib.request.Request(f"{base}?{query}", headers={"Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            body = resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        text = exc.read().decode("utf-8", "replace")
+        if exc.code == 404:
+            return None  # api_v3 answers 404 {"error": {"message": "No traces found"}}
+        raise TraceReadError(f"Jaeger answered HTTP {exc.code}: {_one_line(text)}", source=base) from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TraceReadError(f"cannot reach Jaeger ({_one_line(str(reason))}); is its query service running "
+                             f"at {url}?", source=base) from None
+    except (http.client.HTTPException, ValueError) as exc:
+        raise TraceReadError(f"Jaeger's answer was cut short or malformed ({type(exc).__name__}: "
+                             f"{_one_line(str(exc))})", source=base) from None
+    if not body.lstrip().startswith(("{", "[")):
+        raise TraceReadError(f"Jaeger did not answer with JSON (it began {show(body.lstrip()[:60])}); is {url} "
+                             "Jaeger's query service (port 16686 by default)?", source=base)
+    return _readers.read_with_builder(body, "otlp", name=base)
+
+
+def nothing_to_grade(source: str, builder: TraceBuilder) -> TraceReadError:
+    """The error for a source that was read but holds no chaoskit span, saying what it held instead."""
+    if builder.notes:
+        why = "; ".join(builder.notes[:3])
+    elif not builder.spans_seen:
+        why = "it holds no spans"
+    else:
+        why = (f"none of its {builder.spans_seen} span(s) is a chaoskit span (execute_tool … or invoke_agent … "
+               "with chaoskit.* attributes); are the agent's tools wrapped with @chaos or a chaoskit integration?")
+    return TraceReadError(f"nothing to grade: {why}", source=source)
+
+
+def run(args: argparse.Namespace) -> int:
+    names = [n.strip() for n in args.checks.split(",") if n.strip()] if args.checks is not None else None
+    if names is not None:
+        if not names:
+            raise ChaoskitError(f"--checks names no check; known: {', '.join(REGISTRY)}")
+        unknown = [n for n in names if n not in REGISTRY]
+        if unknown:
+            raise ChaoskitError(f"unknown check(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+    if args.retry_storm < 1:
+        raise ChaoskitError(f"--retry-storm must be a whole number >= 1, got {args.retry_storm}")
+    if args.limit < 1:
+        raise ChaoskitError(f"--limit must be a whole number >= 1, got {args.limit}")
+    if not (args.timeout > 0 and math.isfinite(args.timeout)):
+        raise ChaoskitError(f"--timeout must be a finite number of seconds > 0, got {args.timeout:g}")
+    params: dict[str, Any] = {
+        "n": args.retry_storm,
+        "required_tools": args.require or None,
+        "max_attempts": _limits(args.max_attempts, "--max-attempts"),
+        "min_attempts": _limits(args.min_attempts, "--min-attempts"),
+    }
+    if names is not None:
+        for flag in ("max_attempts", "min_attempts"):
+            if params[flag] and flag not in names:
+                names.append(flag)
+
+    if args.from_jaeger is not None:
+        check_jaeger_url(args.from_jaeger)
+        if not args.service:
+            raise ChaoskitError("--from-jaeger needs --service NAME")
+    elif not args.traces:
+        raise ChaoskitError("give trace files, or --from-jaeger URL --service NAME")
+    since = parse_duration(args.since)
+    try:
+        sources = _read_sources(args, since)
+    except TraceReadError as exc:
+        print(f"chaoskit: cannot grade: {exc}", file=sys.stderr)
+        return 2
+
+    report: list[dict[str, Any]] = []
+    failed = False
+    for source, trace in sources:
+        for one in trace.split():
+            ep = one.episodes[0]
+            results = run_checks(one, names, **params)
+            sc = score(one, checks=results, required_tools=params["required_tools"])
+            failed = failed or any(not r.passed for r in results)
+            report.append({"source": source, "episode": ep, "results": results, "score": sc})
+    if args.json:
+        print(json.dumps(_as_json(report, failed), indent=2, ensure_ascii=False))
+    else:
+        _print_tables(report, failed)
+    return 1 if failed else 0
+
+
+def _read_sources(args: argparse.Namespace, since: timedelta) -> list[tuple[str, Trace]]:
+    """Every source read and holding something to grade; the first one that cannot be graded raises."""
+    sources: list[tuple[str, Trace]] = []
+    if args.from_jaeger is not None:
+        fetched = fetch_jaeger(args.from_jaeger, args.service, since, limit=args.limit, timeout=args.timeout)
+        if fetched is None:
+            raise TraceReadError(f"nothing to grade: Jaeger has no traces for service {args.service!r} in the "
+                                 f"last {args.since}", source=args.from_jaeger)
+        trace, builder = fetched
+        if not trace.episodes:
+            raise nothing_to_grade(args.from_jaeger, builder)
+        sources.append((args.from_jaeger, trace))
+    for path in args.traces:
+        if not path.strip():
+            raise TraceReadError("expected the path of a trace file, got an empty argument", source=repr(path))
+        trace, builder = _readers.read_with_builder(Path(path), args.format)
+        if not trace.episodes:
+            raise nothing_to_grade(path, builder)
+        sources.append((path, trace))
+    return sources
+
+
+def _as_json(report: list[dict[str, Any]], failed: bool) -> dict[str, Any]:
+    episodes = []
+    for item in report:
+        ep = item["episode"]
+        episodes.append({
+            "source": item["source"], "id": ep.id, "name": ep.name, "outcome": ep.outcome, "output": ep.output,
+            "trace_id": ep.trace_id, "attempts": len(ep.attempts),
+            "checks": [r.to_dict() for r in item["results"]], "score": item["score"].to_dict(),
+        })
+    return {"passed": not failed, "episodes": episodes}
+
+
+def _print_tables(report: list[dict[str, Any]], failed: bool) -> None:
+    if not report:
+        print("no chaoskit episodes found in the given traces")
+        return
+    for item in report:
+        ep = item["episode"]
+        results: list[CheckResult] = item["results"]
+        label = ep.name or "(no name)"
+        eid = ep.id[:12] if ep.id else "outside any episode"
+        print(f"episode {label}  id {eid}  outcome {ep.outcome or '?'}  attempts {len(ep.attempts)}  "
+              f"score {item['score'].value:.1f}/100  ({item['source']})")
+        width = max([len("CHECK"), *(len(r.name) for r in results)])
+        print(f"  {'CHECK':<{width}}  RESULT  MESSAGE")
+        for r in results:
+            print(f"  {r.name:<{width}}  {r.severity.upper():<6}  {r.message}")
+            if r.evidence and r.severity != "pass":
+                print(f"  {'':<{width}}          spans: {', '.join(r.evidence)}")
+        print()
+    n_fail = sum(1 for item in report for r in item["results"] if not r.passed)
+    n_warn = sum(1 for item in report for r in item["results"] if r.severity == "warn")
+    print(f"{len(report)} episode(s): {n_fail} failed check(s), {n_warn} warning(s)"
+          + (" — FAILED" if failed else " — ok"))

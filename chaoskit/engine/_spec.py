@@ -1,0 +1,203 @@
+"""What chaoskit knows about a tool (ToolSpec), what it reports per attempt (AttemptInfo), and returned errors."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import chaoskit.engine._config as _config
+from chaoskit._errors import ConfigError
+
+if TYPE_CHECKING:
+    from chaoskit.plan._model import Plan
+
+log = logging.getLogger("chaoskit")
+
+__all__ = ["RETURNED_ERROR", "AttemptInfo", "ErrorResult", "ToolSpec", "default_refusal", "refusal_check"]
+
+#: ``error.type`` of an attempt whose tool returned an error value instead of raising (``chaoskit.tool.refused``)
+RETURNED_ERROR = "ReturnedError"
+
+#: ``error_result=``: a predicate ``(result) -> bool | str`` (a string is the error message), a key name (a
+#: mapping result with that key truthy is an error), ``None`` for the defaults, ``False`` for none at all
+ErrorResult = Callable[[Any], Any] | str | bool
+
+_MESSAGE_CHARS = 512
+
+
+def _text_of(value: Any) -> str:
+    """The words of an error value: a string, a list of strings, or the message field of a mapping."""
+    if isinstance(value, str):
+        return value[:_MESSAGE_CHARS]
+    if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+        return "; ".join(value)[:_MESSAGE_CHARS]
+    if isinstance(value, Mapping):
+        for key in ("message", "detail", "reason", "error", "text", "description"):
+            inner = value.get(key)
+            if isinstance(inner, str) and inner:
+                return inner[:_MESSAGE_CHARS]
+    from chaoskit.engine._attrs import canonical_json
+
+    return canonical_json(value)[:_MESSAGE_CHARS]
+
+
+def _mcp_text(content: Any) -> str:
+    # an MCP CallToolResult carries its message in text content blocks, as dicts or as objects
+    parts: list[str] = []
+    if isinstance(content, list | tuple):
+        for block in content:
+            text = block.get("text") if isinstance(block, Mapping) else getattr(block, "text", None)
+            if isinstance(text, str):
+                parts.append(text)
+    return " ".join(parts)[:_MESSAGE_CHARS] or "the tool returned isError=true"
+
+
+def default_refusal(result: Any) -> str | None:
+    """The error message when ``result`` is a returned error by the defaults, else None.
+
+    Defaults: a dict whose only key is ``error`` (with a truthy value), and an MCP tool result whose
+    ``isError`` (dict key or attribute) is ``True``. On the hot path: a result that is not a dict costs one
+    attribute lookup, and ``is True`` keeps mocks and other always-truthy attributes out.
+    """
+    if isinstance(result, dict):
+        if len(result) == 1 and "error" in result:
+            value = result["error"]
+            return (_text_of(value) or "error") if value else None
+        if result.get("isError") is True:
+            return _mcp_text(result.get("content"))
+        return None
+    if getattr(result, "isError", None) is True:
+        return _mcp_text(getattr(result, "content", None))
+    return None
+
+
+def _never(result: Any) -> str | None:
+    return None
+
+
+def _by_key(key: str) -> Callable[[Any], str | None]:
+    def check(result: Any) -> str | None:
+        if isinstance(result, Mapping):
+            value = result.get(key)
+            if value:
+                return _text_of(value) or key
+        return None
+
+    return check
+
+
+def _by_predicate(predicate: Callable[[Any], Any], tool: str) -> Callable[[Any], str | None]:
+    warned = False
+
+    def check(result: Any) -> str | None:
+        nonlocal warned
+        try:
+            verdict = predicate(result)
+        except Exception as exc:
+            # a broken predicate is the user's to fix, but it must never break the agent's call
+            if not warned:
+                warned = True
+                log.warning("chaoskit: the error_result predicate of %s raised %s: %s; its results are taken "
+                            "as successes", tool, type(exc).__name__, exc)
+            return None
+        if isinstance(verdict, str):
+            return verdict[:_MESSAGE_CHARS] or None
+        if not verdict:
+            return None
+        return default_refusal(result) or _text_of(result)
+
+    return check
+
+
+def refusal_check(error_result: ErrorResult | None, tool: str = "tool") -> Callable[[Any], str | None]:
+    """The function that says whether a tool's result is a returned error (its message) or not (None)."""
+    if error_result is None or error_result is True:
+        return default_refusal
+    if error_result is False:
+        return _never
+    if isinstance(error_result, str):
+        if not error_result:
+            raise ConfigError("error_result: an empty key name; give the key whose truthy value marks an error "
+                              "(e.g. 'error'), a predicate (result) -> bool | str, None for the defaults or False")
+        return _by_key(error_result)
+    if callable(error_result):
+        return _by_predicate(error_result, tool)
+    raise ConfigError(
+        f"error_result: expected a predicate (result) -> bool | str, a key name, None (the defaults) or False "
+        f"(no returned errors), got {type(error_result).__name__}"
+    )
+
+
+def check_flag(value: Any, argument: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{argument}: expected True or False, got {type(value).__name__} {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What chaoskit knows about a tool; fixed when the tool is wrapped.
+
+    ``idempotent`` declares that repeating a call with the same arguments changes nothing (recorded as
+    ``chaoskit.tool.idempotent``). ``error_result`` says which returned values are errors (see
+    :data:`ErrorResult`); such an attempt is recorded as ``outcome=error`` with ``chaoskit.tool.refused``.
+    ``plan`` may be given as a dict (validated with ``Plan.from_dict`` here).
+    """
+
+    name: str
+    irreversible: bool = False
+    idempotency_arg: str | None = None
+    description: str | None = None
+    plan: Plan | None = None
+    tool_type: str = "function"
+    idempotent: bool = False
+    error_result: ErrorResult | None = None
+    refusal: Callable[[Any], str | None] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"name: a tool name must be a non-empty string, got {self.name!r}")
+        check_flag(self.irreversible, "irreversible")
+        check_flag(self.idempotent, "idempotent")
+        if self.idempotency_arg is not None and (not isinstance(self.idempotency_arg, str)
+                                                 or not self.idempotency_arg):
+            raise ConfigError(f"idempotency_arg: expected the name of an argument (a string) or None, "
+                              f"got {self.idempotency_arg!r}")
+        object.__setattr__(self, "plan", _config.as_plan(self.plan, "plan"))
+        object.__setattr__(self, "refusal", refusal_check(self.error_result, self.name))
+        # every entry point makes a ToolSpec, so this is where a tool becomes known to the
+        # "plan names a tool that never exists" warning
+        _config.remember_tool(self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptInfo:
+    """One finished tool attempt, as passed to ``on_attempt`` hooks and listed in ``episode.attempts``.
+
+    ``outcome`` is ``ok``, ``error`` (raised, or returned an error value: then ``refused`` is True and
+    ``error_type`` is ``ReturnedError``) or ``cancelled`` (a ``BaseException`` that is not an ``Exception``:
+    ``asyncio.CancelledError``, ``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``).
+    """
+
+    tool: str
+    attempt: int
+    outcome: str
+    fault_type: str | None
+    fault_index: int | None
+    error_type: str | None
+    error_message: str | None
+    injected: bool
+    executed: bool
+    irreversible: bool
+    args_hash: str | None
+    idempotency_key: str | None
+    call_id: str | None
+    episode_id: str | None
+    start_time: float
+    end_time: float
+    span_id: str | None
+    trace_id: str | None
+    refused: bool = False
+    idempotent: bool = False

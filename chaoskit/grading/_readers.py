@@ -1,0 +1,315 @@
+"""Readers for exported spans: OTLP-JSON (single object, JSON Lines, Jaeger api_v3) and Jaeger UI JSON.
+
+Files are streamed line by line when they are JSON Lines, so a million-span file never sits in memory as one
+parsed document; a pretty-printed file (or a top-level list) is one document, parsed whole, and needs memory a
+few times its size. There is no size limit. JSON nested deeper than Python's recursion limit (about 1,000
+levels; a trace needs fewer than 10) is rejected with a :class:`TraceReadError`, as is anything that is not
+the expected structure: every error names the file, the line (the span's own line in a pretty-printed file
+when its id is known), the span or field, and what is allowed. Only spans named ``execute_tool …`` /
+``invoke_agent …`` have their attributes decoded: foreign spans cost one string compare. Which spans are
+chaoskit's, and what makes one ungradable, is decided in ``_trace_build``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from chaoskit.grading._build import PREFIXES, TraceBuilder, show
+from chaoskit.grading._formats import dispatch, dispatch_any, expected
+from chaoskit.grading._otlp_jaeger import otlp_to_jaeger
+from chaoskit.grading._trace import Trace, TraceReadError
+
+__all__ = ["FORMATS", "otlp_to_jaeger", "read", "read_sdk_spans", "read_text", "read_with_builder"]
+
+FORMATS = ("otlp", "jaeger")
+
+_NESTED = ("the JSON is nested too deeply (deeper than Python's recursion limit, about 1,000 levels); OTLP-JSON "
+           "and Jaeger JSON traces nest fewer than 10 levels")
+
+Source = str | os.PathLike[str] | bytes | Mapping[str, Any] | Sequence[Any]
+
+
+def read(source: Source, fmt: str | None) -> Trace:
+    return read_with_builder(source, fmt)[0]
+
+
+def read_text(text: str, fmt: str | None, source: str) -> Trace:
+    """JSON text holding one document, a list of documents, or several concatenated / one per line."""
+    return read_with_builder(text, fmt, name=source)[0]
+
+
+def read_with_builder(source: Source, fmt: str | None, *, name: str | None = None) -> tuple[Trace, TraceBuilder]:
+    """The Trace, and the builder that says how many spans were met (``spans_seen``) and ``notes`` on what
+    was found instead of spans: for a "nothing to grade" message. With ``name``, a ``str`` is JSON text (an
+    answer from a backend), never a path."""
+    builder = TraceBuilder(name or _name_of(source))
+    with _no_gc():
+        try:
+            if name is not None and isinstance(source, str):
+                _read_text(source, fmt, builder, 1)
+            else:
+                _read_into(source, fmt, builder)
+            return builder.build(), builder
+        except TraceReadError:
+            raise
+        except RecursionError:
+            raise builder.error(_NESTED) from None
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
+            # the readers check every field they use; this is a last guard so that no input ends in a traceback
+            raise builder.error(f"malformed trace: expected {expected(fmt)} (internal reader error "
+                                f"{type(exc).__name__}: {show(str(exc), 120)})") from None
+
+
+def read_sdk_spans(spans: Iterable[Any]) -> Trace:
+    """The Trace of OpenTelemetry SDK ``ReadableSpan`` objects, checked as the file readers check theirs."""
+    builder = TraceBuilder("<spans>")
+    try:
+        items = iter(spans)
+    except TypeError:
+        raise TraceReadError(f"expected an iterable of ReadableSpan objects, got {type(spans).__name__}",
+                             source="<spans>") from None
+    for i, span in enumerate(items):
+        builder.spans_seen += 1
+        try:
+            name = span.name
+            raw_attrs = span.attributes
+            ctx = span.get_span_context()
+        except AttributeError:
+            raise builder.error(f"spans[{i}]: expected an OpenTelemetry ReadableSpan, got "
+                                f"{type(span).__name__}") from None
+        if not isinstance(name, str) or not name.startswith(PREFIXES):
+            continue
+        attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in (raw_attrs or {}).items()}
+        where = f"spans[{i}] ({name})"
+        kind = builder.kind(name, attrs, where)
+        if kind is None:
+            continue
+        if ctx is None or not ctx.trace_id or not ctx.span_id:
+            raise builder.error(f"{where}: the span has no valid trace and span id")
+        span_id = f"{ctx.span_id:016x}"
+        where = f"span {span_id} ({name})"
+        start, end = span.start_time, span.end_time
+        if not start:
+            raise builder.error(f"{where}: the span has no start time")
+        if end is None:
+            raise builder.error(f"{where}: the span has not ended (no end time); read spans once they are finished")
+        if end < start:
+            raise builder.error(f"{where}: the span ends before it starts (end {end} ns < start {start} ns)")
+        error_message = None
+        if "error.type" in attrs:
+            for ev in span.events or ():
+                if ev.name == "exception" and ev.attributes and "exception.message" in ev.attributes:
+                    error_message = str(ev.attributes["exception.message"])
+                    break
+            if error_message is None and span.status is not None:
+                error_message = span.status.description
+        builder.add(kind=kind, where=where, anchor=None, trace_id=f"{ctx.trace_id:032x}", span_id=span_id,
+                    name=name, start_us=start // 1000, end_us=start // 1000 + (end - start) // 1000, attrs=attrs,
+                    error_message=error_message)
+    return builder.build()
+
+
+def _name_of(source: object) -> str:
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and not _is_text(source)):
+        return str(source)
+    if isinstance(source, str):
+        return "<text>"
+    return "<bytes>" if isinstance(source, bytes | bytearray) else "<object>"
+
+
+def _is_text(source: str) -> bool:
+    return source.lstrip().startswith(("{", "["))
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """Reading allocates millions of small containers that all stay alive; CPython's cyclic collector would
+    rescan them again and again and make reading super-linear (1.5x slower per span at 100k spans). Nothing
+    built here forms cycles, so the collector is paused for the read and restored after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _read_into(source: object, fmt: str | None, builder: TraceBuilder) -> None:
+    if isinstance(source, bytes | bytearray):
+        _read_text(_decode(bytes(source), 1, fmt, builder, first=True), fmt, builder, 1)
+    elif isinstance(source, Mapping):
+        dispatch(source, fmt, builder)
+    elif isinstance(source, str) and not source.strip():
+        raise builder.error(f"expected a file path or JSON text, got an empty string; expected {expected(fmt)}")
+    elif isinstance(source, os.PathLike) or (isinstance(source, str) and not _is_text(source)):
+        _read_file(Path(source), fmt, builder)
+    elif isinstance(source, str):
+        _read_text(source, fmt, builder, 1)
+    elif isinstance(source, Sequence):
+        for i, doc in enumerate(source):
+            builder.line = i + 1
+            dispatch(doc, fmt, builder)
+    else:
+        raise builder.error(f"expected a file path, JSON text, a parsed JSON object or a list of them; got "
+                            f"{type(source).__name__}")
+
+
+def _read_text(text: str, fmt: str | None, builder: TraceBuilder, first_line: int) -> None:
+    for line, doc, start, end in _documents(text, first_line, builder):
+        builder.line = line
+        builder.doc_text = (text, start, end)
+        dispatch_any(doc, fmt, builder)
+    builder.doc_text = None
+
+
+def _read_file(path: Path, fmt: str | None, builder: TraceBuilder) -> None:
+    source = str(path)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        # a device or a pipe may never end: never wait on one
+        raise TraceReadError("is not a regular file (a device, pipe or socket); give a trace file", source=source)
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise TraceReadError(f"file not found; expected a trace file holding {expected(fmt)}", source=source) from None
+    except IsADirectoryError:
+        raise TraceReadError("is a directory; give a trace file (OTLP-JSON, JSON Lines or Jaeger JSON)",
+                             source=source) from None
+    except OSError as exc:
+        raise TraceReadError(f"cannot open the file ({exc.strerror or exc}); expected a readable trace file",
+                             source=source) from None
+    except ValueError as exc:  # a NUL byte in the name
+        raise TraceReadError(f"not a usable file path ({exc}); expected the path of a trace file",
+                             source=repr(source)) from None
+    with fh:
+        try:
+            lineno, first = 0, b""
+            for raw in fh:
+                lineno += 1
+                if raw.strip():
+                    first = raw
+                    break
+            if not first:
+                raise TraceReadError(f"the file is empty; expected {expected(fmt)}", source=source)
+            text = _decode(first, lineno, fmt, builder, first=lineno == 1)
+            builder.line = lineno
+            try:
+                doc = json.loads(text)
+            except RecursionError:
+                raise builder.error(_NESTED) from None
+            except ValueError as exc:
+                rest = fh.read()
+                nxt = _next_line(rest)
+                if nxt is not None and _is_object(nxt):
+                    # JSON Lines whose first line is broken, not one document spread over many lines
+                    raise _jsonl_error(exc, fmt, builder, lineno) from None
+                _read_text(text + _decode(rest, lineno + 1, fmt, builder), fmt, builder, lineno)
+                return
+            if not isinstance(doc, dict):
+                # pretty-printed (or a top-level list): one document spanning many lines, read whole
+                _read_text(text + _decode(fh.read(), lineno + 1, fmt, builder), fmt, builder, lineno)
+                return
+            builder.line = lineno
+            dispatch(doc, fmt, builder)
+            for raw in fh:
+                lineno += 1
+                if not raw.strip():
+                    continue
+                builder.line = lineno
+                try:
+                    # without the newline a line cut inside a string reads "Unterminated string", not
+                    # "Invalid control character"
+                    doc = json.loads(_decode(raw, lineno, fmt, builder).rstrip("\r\n"))
+                except ValueError as exc:
+                    raise _jsonl_error(exc, fmt, builder, lineno) from None
+                dispatch_any(doc, fmt, builder)
+        except OSError as exc:
+            raise TraceReadError(f"cannot read the file ({exc.strerror or exc})", source=source) from None
+
+
+def _jsonl_error(exc: ValueError, fmt: str | None, builder: TraceBuilder, line: int) -> TraceReadError:
+    builder.line = line
+    return builder.error(f"expected one complete JSON object per line (JSON Lines of {expected(fmt)}); this "
+                         f"line is cut short or malformed ({_json_problem(exc)})")
+
+
+def _next_line(data: bytes) -> bytes | None:
+    pos = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        if data[pos:end].strip():
+            return data[pos:end]
+        pos = end + 1
+    return None
+
+
+def _is_object(raw: bytes) -> bool:
+    try:
+        return isinstance(json.loads(raw), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _decode(raw: bytes, lineno: int, fmt: str | None, builder: TraceBuilder, *, first: bool = False) -> str:
+    try:
+        # a byte-order mark is allowed at the very start of a file, as editors on Windows write one
+        return raw.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError as exc:
+        line = lineno + raw.count(b"\n", 0, exc.start)
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        builder.line = line
+        raise builder.error(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {column}: {exc.reason}); "
+                            f"expected {expected(fmt)}") from None
+
+
+def _json_problem(exc: ValueError) -> str:
+    msg = getattr(exc, "msg", None) or str(exc)
+    col = getattr(exc, "colno", None)
+    if not col:
+        return msg
+    # json's own messages may already end in "at" ("Unterminated string starting at")
+    return f"{msg} column {col}" if msg.endswith(" at") else f"{msg} at column {col}"
+
+
+def _documents(text: str, first_line: int, builder: TraceBuilder) -> Iterator[tuple[int, Any, int, int]]:
+    """Each JSON document in ``text``: the line it starts on (``first_line`` is the text's), it, and its span."""
+    decoder = json.JSONDecoder()
+    pos, n = 0, len(text)
+    line, counted = first_line, 0
+    while True:
+        while pos < n and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= n:
+            return
+        line += text.count("\n", counted, pos)
+        counted = pos
+        builder.line = line
+        try:
+            doc, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            last = max(len(text.rstrip()) - 1, 0)
+            if exc.pos > last:
+                # a document cut short fails after its end: name the last line that has text, not the one after
+                builder.line = first_line + text.count("\n", 0, last)
+                column = last - (text.rfind("\n", 0, last) + 1) + 1
+                problem = f"{exc.msg} after column {column}, where the text ends"
+            else:
+                builder.line = first_line + text.count("\n", 0, exc.pos)
+                problem = _json_problem(exc)
+            raise builder.error(f"expected a complete JSON document ({problem}); the file may be cut short or "
+                                f"not JSON; expected {expected(None)}") from None
+        except RecursionError:
+            raise builder.error(_NESTED) from None
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            raise builder.error(f"expected JSON numbers of a usual size ({show(str(exc), 100)})") from None
+        yield line, doc, pos, end
+        pos = end
+
+
