@@ -1,1 +1,27 @@
-"""Layer 2, the attempt engine: decide a fault, record the attempt as a span, run or fake the call."""
+"""Layer 2, the attempt engine: decide a fault, record the attempt as a span, run or fake the call, record it.
+
+This package's names are the **adapter interface**: what an entry point onto the engine (the decorator, the
+LangChain and LangGraph integrations, a third party's) uses, and all it needs. Describe the tool once with a
+:class:`ToolSpec`; per call, :func:`begin` an :class:`Attempt` and either let it drive the call
+(:meth:`Attempt.run_sync` / :meth:`Attempt.run_async`, or :func:`call_sync` / :func:`call_async` in one step) or,
+where start and end run in different frames (callback handlers), report the halves yourself with
+:meth:`Attempt.transform`, :meth:`Attempt.succeed`, :meth:`Attempt.fail` and :meth:`Attempt.skip`.
+"""
+
+from chaoskit.engine._attempt import Attempt, begin, call_async, call_sync
+from chaoskit.engine._config import as_plan
+from chaoskit.engine._spec import RETURNED_ERROR, AttemptInfo, ErrorResult, ToolSpec, default_refusal, refusal_check
+
+__all__ = [
+    "RETURNED_ERROR",
+    "Attempt",
+    "AttemptInfo",
+    "ErrorResult",
+    "ToolSpec",
+    "as_plan",
+    "begin",
+    "call_async",
+    "call_sync",
+    "default_refusal",
+    "refusal_check",
+]
