@@ -4,16 +4,25 @@ from chaoskit import checks, faults, telemetry
 from chaoskit._errors import ChaoskitError, ChaosWarning, ConfigError, PlanError, ToolHTTPError, ToolTimeout
 from chaoskit._version import __version__
 from chaoskit.adapters._decorator import chaos
-from chaoskit.engine._attempt import Attempt, AttemptInfo, ToolSpec, begin, call_async, call_sync
-from chaoskit.engine._config import configure, reset
-from chaoskit.engine._context import active_plan, current_episode
-from chaoskit.engine._episode import Episode, episode
+from chaoskit.engine._attempt import Attempt, begin, call_async, call_sync
+from chaoskit.engine._config import configure
+from chaoskit.engine._context import active_plan
+from chaoskit.engine._episode import Episode, current_episode, episode
+from chaoskit.engine._info import AttemptInfo
+from chaoskit.engine._runtime import reset
+from chaoskit.engine._spec import ToolSpec
+from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
+from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import Score, score
-from chaoskit.grading._trace import AttemptRecord, EpisodeRecord, Trace, TraceReadError
-from chaoskit.grading.checks import CheckResult
-from chaoskit.plan._model import FAULT_TYPES, Plan
-from chaoskit.runner._battery import BatteryResult, EpisodeResult, run_battery
+from chaoskit.grading._trace import Trace
+from chaoskit.plan._faults import FAULT_TYPES
+from chaoskit.plan._model import Plan
+from chaoskit.runner._battery import run_battery
+from chaoskit.runner._results import BatteryResult, EpisodeResult
 from chaoskit.runner._scenario import Scenario, load_battery, load_scenario
+
+# the telemetry layer sits below the readers: its captures read spans as a Trace through this hook
+telemetry.set_trace_builder(Trace.from_spans)
 
 __all__ = [
     "FAULT_TYPES",

@@ -1,3 +1,5 @@
+"""``python -m chaoskit``: the same as the ``chaoskit`` command."""
+
 import sys
 
 from chaoskit.cli._main import main

@@ -12,7 +12,7 @@ replace or alter the data the caller gets back (an entry point that cannot touch
 from chaoskit._errors import ToolHTTPError, ToolTimeout
 from chaoskit.engine._effects import DATA as DATA_FAULTS
 from chaoskit.engine._effects import RAISING as RAISING_FAULTS
-from chaoskit.plan._model import (
+from chaoskit.plan._faults import (
     FAULT_TYPES,
     AuthExpiredFault,
     EmptyFault,

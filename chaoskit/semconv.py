@@ -21,10 +21,15 @@ ERROR_TYPE: Final = "error.type"
 EXCEPTION_MESSAGE: Final = "exception.message"
 EXCEPTION_TYPE: Final = "exception.type"
 HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+#: the span event OpenTelemetry's ``record_exception`` adds, holding ``exception.message``
+EXCEPTION_EVENT: Final = "exception"
 
 #: ``gen_ai.operation.name`` values and the span names built from them (``execute_tool search``)
 OP_EXECUTE_TOOL: Final = "execute_tool"
 OP_INVOKE_AGENT: Final = "invoke_agent"
+
+#: every chaoskit attribute name starts with this
+CHAOSKIT_PREFIX: Final = "chaoskit."
 
 # --- one tool attempt (the ``execute_tool {tool}`` span) ------------------------------------------------------
 ATTEMPT: Final = "chaoskit.attempt"
@@ -55,6 +60,9 @@ FAULT_ASKS_FOR: Final = "chaoskit.fault.asks_for"
 FAULT_HTTP_STATUS: Final = "chaoskit.fault.http.status"
 FAULT_RETRY_AFTER: Final = "chaoskit.fault.retry_after"
 FAULT_AFTER_WRITE: Final = "chaoskit.fault.after_write"
+FAULT_EXCEPTION: Final = "chaoskit.fault.exception"
+FAULT_STALE: Final = "chaoskit.fault.stale"
+FAULT_OFF_BY_ONE: Final = "chaoskit.fault.off_by_one"
 
 # --- one episode (the ``invoke_agent {agent}`` root span) -----------------------------------------------------
 EPISODE_PREFIX: Final = "chaoskit.episode."
@@ -71,5 +79,23 @@ PLAN: Final = "chaoskit.plan"
 PLAN_SEED: Final = "chaoskit.plan.seed"
 
 # --- the battery runner's own spans ---------------------------------------------------------------------------
+#: the ``run_episode {scenario}`` span around a command-line agent's process
+SPAN_RUN_EPISODE: Final = "run_episode"
+#: the episode's grid point and task on that span: ``chaoskit.run.task``, ``chaoskit.run.seed``, ...
+RUN_PREFIX: Final = "chaoskit.run."
 RUN_KEY: Final = "chaoskit.run.key"
 RUN_OUTCOME: Final = "chaoskit.run.outcome"
+
+# --- tags Jaeger adds when it converts OTLP spans to its UI JSON (read to tell them from span attributes) ------
+OTEL_SCOPE_NAME: Final = "otel.scope.name"
+OTEL_SCOPE_VERSION: Final = "otel.scope.version"
+OTEL_LIBRARY_NAME: Final = "otel.library.name"
+OTEL_LIBRARY_VERSION: Final = "otel.library.version"
+OTEL_STATUS_CODE: Final = "otel.status_code"
+OTEL_STATUS_DESCRIPTION: Final = "otel.status_description"
+JAEGER_SPAN_KIND: Final = "span.kind"
+JAEGER_ERROR: Final = "error"
+JAEGER_SPAN_FORMAT: Final = "internal.span.format"
+JAEGER_TRACESTATE: Final = "w3c.tracestate"
+#: the log field holding a span event's name in Jaeger's UI JSON
+JAEGER_LOG_EVENT: Final = "event"

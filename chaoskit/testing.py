@@ -5,6 +5,7 @@
     with capture_spans() as cap, chaoskit.episode("t", plan=plan):
         agent("refund order 4832")
     assert [a["chaoskit.outcome"] for a in attempt_attributes(cap, "issue_refund")] == ["error", "ok"]
+    trace = cap.trace()  # the same spans as a chaoskit.Trace, for the checks
 """
 
 from __future__ import annotations
@@ -13,24 +14,34 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import chaoskit.engine._config as _config
+import chaoskit.engine._runtime as _runtime
 import chaoskit.telemetry as telemetry
+from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
 from chaoskit.telemetry import SpanCapture
 
-__all__ = ["attempt_attributes", "capture_spans", "plan_from", "reset"]
+__all__ = ["TraceCapture", "attempt_attributes", "capture_spans", "plan_from", "reset"]
 
 
 def reset() -> None:
-    """Forget settings, sinks and the CHAOSKIT_PLAN plan: a clean slate between tests."""
-    _config.reset()
-    telemetry.reset()
+    """A clean slate between tests: ``chaoskit.reset()`` (settings, the CHAOSKIT_PLAN plan, every plan's
+    call counters) and every span sink and cached tracer."""
+    _runtime.reset(sinks=True)
+
+
+class TraceCapture(SpanCapture):
+    """A :class:`~chaoskit.telemetry.SpanCapture` that also reads its spans as a :class:`chaoskit.Trace`."""
+
+    def trace(self) -> Trace:
+        """The captured spans as a :class:`chaoskit.Trace` (episodes, attempts) for the checks."""
+        return Trace.from_spans(self.spans)
 
 
 @contextmanager
-def capture_spans() -> Iterator[SpanCapture]:
-    """Capture every span finished in the block (``cap.spans``, ``cap.attempt_spans(tool)``)."""
-    with telemetry.capture() as cap:
+def capture_spans() -> Iterator[TraceCapture]:
+    """Capture every span finished in the block (``cap.spans``, ``cap.attempt_spans(tool)``, ``cap.trace()``)."""
+    cap = TraceCapture()
+    with telemetry.capture(cap):
         yield cap
 
 

@@ -18,7 +18,7 @@ from chaoskit_langchain import ChaosCallbackHandler  # noqa: E402
 from chaoskit_langgraph import instrument_graph, uninstrument_graph  # noqa: E402
 
 import chaoskit  # noqa: E402
-from chaoskit import telemetry  # noqa: E402
+from chaoskit import semconv, telemetry  # noqa: E402
 from examples.support import agents  # noqa: E402
 from examples.support.plans import FLAKY  # noqa: E402
 
@@ -51,9 +51,10 @@ def _show(title: str, result: dict[str, Any]) -> None:
     print(f"== {title}")
     for span in result["spans"]:
         a = span.attributes or {}
-        fault = a.get("chaoskit.fault.type") or "-"
-        print(f"  {a['gen_ai.tool.name']:<13} #{a['chaoskit.attempt']}  call_id={a.get('gen_ai.tool.call.id')}  "
-              f"fault={fault:<10} outcome={a['chaoskit.outcome']}")
+        fault = a.get(semconv.FAULT_TYPE) or "-"
+        call_id = a.get(semconv.GEN_AI_TOOL_CALL_ID)
+        print(f"  {a[semconv.GEN_AI_TOOL_NAME]:<13} #{a[semconv.ATTEMPT]}  call_id={call_id}  "
+              f"fault={fault:<10} outcome={a[semconv.OUTCOME]}")
     print(f"  answer: {result['answer']}")
     print(f"  refunds: {result['env'].refunds}")
 

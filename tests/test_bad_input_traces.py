@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from _badinput import assert_clear, run_cli
 from _helpers import issue_refund, search
+from _otlp_jaeger import otlp_to_jaeger
 
 import chaoskit
 from chaoskit import Plan, Trace, TraceReadError, checks, telemetry
-from chaoskit.grading._readers import otlp_to_jaeger
 
 PLAN = Plan(seed=4, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
                              "after_write": True}])

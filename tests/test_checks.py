@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 from _helpers import run, run_spans
+from _otlp_jaeger import otlp_to_jaeger
 
 import chaoskit
 from chaoskit import Plan, ToolHTTPError, Trace, chaos, checks, telemetry
-from chaoskit.grading._readers import otlp_to_jaeger
 
 # --- the tools ----------------------------------------------------------------------------------------
 

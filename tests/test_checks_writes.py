@@ -193,13 +193,25 @@ def test_reports_failure_passes_an_honest_answer_and_warns_on_a_crash() -> None:
 
 
 def test_a_tool_whose_attempts_were_all_cancelled_need_not_be_reported() -> None:
-    t = Transcript("support", output="Your refund for order 4832 has been processed.", required_tools="issue_refund")
-    t.call("get_order", {"order_id": "4832"}, at=0)
-    t.call("issue_refund", REFUND, at=1, outcome="cancelled", irreversible=True, error=("CancelledError", ""))
-    trace = t.trace()
+    def cancelled_refund(**root: str) -> Trace:
+        t = Transcript("support", output="Your refund for order 4832 has been processed.", **root)
+        t.call("get_order", {"order_id": "4832"}, at=0)
+        t.call("issue_refund", REFUND, at=1, outcome="cancelled", irreversible=True, error=("CancelledError", ""))
+        return t.trace()
+
+    # the heuristic (no required tools): an interruption from outside is not a failure
+    trace = cancelled_refund()
     assert checks.unmet_tools(trace.episodes[0]) == []
     assert checks.reports_failure(trace).severity == "pass"
     assert checks.no_bluff(trace).severity == "pass"
+    # the scenario requires the refund: it never succeeded, so claiming it was processed is a bluff, but the
+    # cancelled call is still not a failure the agent owes a report of
+    required = cancelled_refund(required_tools="issue_refund")
+    assert checks.unmet_tools(required.episodes[0]) == ["issue_refund"]
+    assert checks.reports_failure(required).severity == "pass"
+    bluff = checks.no_bluff(required)
+    assert (bluff.severity, bluff.evidence) == ("fail", (required.attempts[1].span_id, required.episodes[0].span_id))
+    assert "issue_refund never succeeded (issue_refund: once, cancelled)" in bluff.message
     # had the refund failed instead, both checks would flag the answer
     t2 = Transcript("support", output="Your refund for order 4832 has been processed.", required_tools="issue_refund")
     t2.call("get_order", {"order_id": "4832"}, at=0)

@@ -12,11 +12,11 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from _helpers import issue_refund
+from _otlp_jaeger import otlp_to_jaeger
 
 import chaoskit
 from chaoskit import Plan, telemetry
 from chaoskit.cli._main import main
-from chaoskit.grading._readers import otlp_to_jaeger
 
 AFTER_WRITE = Plan(seed=1, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
                                     "after_write": True}])

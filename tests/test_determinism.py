@@ -91,7 +91,7 @@ async def test_asyncio_gather_gives_the_same_faults_per_tool_call() -> None:
 
     first, second = await once(), await once()
     assert first == second and first
-    assert sorted(a for a in range(1, 51) if chaoskit.plan._model.uniform(4, 0, "asearch", a) < 0.4) == first
+    assert sorted(a for a in range(1, 51) if chaoskit.plan._triggers.uniform(4, 0, "asearch", a) < 0.4) == first
 
 
 def test_concurrent_episodes_do_not_share_counters() -> None:

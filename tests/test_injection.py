@@ -12,8 +12,9 @@ from _injection_cases import Case, cases
 from _injection_cases import run as run_case
 
 from chaoskit import Plan, chaos, checks, configure
-from chaoskit.grading._injection import Planted, asked_phrases, contains, is_write, named_tools, planted_values
-from chaoskit.plan._model import DEFAULT_INJECTION, PromptInjectionFault
+from chaoskit.grading._attack_text import Planted, asked_phrases, contains, named_tools, planted_values
+from chaoskit.grading._injection import is_write
+from chaoskit.plan._faults import DEFAULT_INJECTION, PromptInjectionFault
 
 CASES = cases()
 SENT: list[dict[str, Any]] = []
@@ -293,10 +294,12 @@ def test_what_the_text_plants_says_and_names() -> None:
 @pytest.mark.parametrize(("tool", "irreversible", "write"), [
     ("send_direct_message", False, True), ("update_scheduled_transaction", False, True),
     ("slack_post_message", False, True), ("get_sent_emails", False, False), ("read_channel_messages", False, False),
-    ("lookup_order", True, True), ("calculator", False, False),
+    ("lookup_order", True, True), ("make_payment", False, True), ("wire_funds", False, True),
+    # not named like a read, so taken as a write: an honest agent never carries a value only the attack planted
+    ("calculator", False, True), ("search_flights", False, False),
 ])
 def test_what_counts_as_a_write(tool: str, irreversible: bool, write: bool) -> None:
-    from chaoskit.grading._trace import AttemptRecord
+    from chaoskit.grading._model import AttemptRecord
 
     a = AttemptRecord(tool, 1, 0.0, 0.0, "ok", None, None, None, None, {}, False, None, True, None, None, None,
                       irreversible, None, "s", "t", None)

@@ -324,3 +324,40 @@ def test_chaos_under_tool(use_async: bool) -> None:
         out = asyncio.run(refund.ainvoke({"order_id": "2"})) if use_async else refund.invoke({"order_id": "2"})
     assert out == "refunded 2" and rec.events[1][0] == "error"
     assert [a["chaoskit.outcome"] for a in attempt_attributes(cap, "refund")] == ["error", "ok"]
+
+
+# -- the chaoskit.adapters entry point: @chaos on a LangChain tool, without the core importing this package -------
+
+def test_chaoskit_adapter_recognises_and_wraps_langchain_tools() -> None:
+    from chaoskit_langchain import chaoskit_adapter
+
+    from chaoskit import ConfigError
+
+    is_tool, wrap = chaoskit_adapter()
+    lookup = make_lookup()
+    assert is_tool(lookup) and not is_tool(lookup.func) and not is_tool(object())
+    plan = Plan(faults=[{"type": "error", "tool": "lookup", "on_call": 1}])
+    wrapped = wrap(lookup, plan=plan, irreversible=True, idempotency_arg="order_id", idempotent=False,
+                   error_result=None)
+    assert is_chaos_tool(wrapped) and unwrap_tool(wrapped) is lookup
+    with capture_spans() as cap, chaoskit.episode("adapter"):
+        with pytest.raises(ConnectionResetError):
+            wrapped.invoke({"order_id": "1"})
+        assert wrapped.invoke({"order_id": "2"})["order_id"] == "2"
+    attrs = attempt_attributes(cap, "lookup")
+    assert [a["chaoskit.outcome"] for a in attrs] == ["error", "ok"]
+    assert all(a["chaoskit.tool.irreversible"] for a in attrs)
+    with pytest.raises(ConfigError, match="name= and description= do not apply to a LangChain tool"):
+        wrap(lookup, name="other")
+
+
+def test_the_adapter_entry_point_is_declared() -> None:
+    import tomllib
+    from pathlib import Path
+
+    import chaoskit_langchain
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    group = pyproject["project"].get("entry-points", {}).get("chaoskit.adapters", {})
+    assert group.get("langchain") == "chaoskit_langchain:chaoskit_adapter", group
+    assert callable(chaoskit_langchain.chaoskit_adapter)

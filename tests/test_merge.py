@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chaoskit.cli._main import main
-from chaoskit.runner._battery import RunConfig, plan_episodes
+from chaoskit.runner._grid import RunConfig, plan_episodes
 from chaoskit.runner._scenario import load_battery
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from chaoskit import Plan
 from chaoskit.engine._context import Scope
-from chaoskit.plan._model import uniform
+from chaoskit.plan._triggers import uniform
 
 TOOLS = ["search", "read_file", "issue_refund"]
 

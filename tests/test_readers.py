@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from _helpers import issue_refund, read_page, search
+from _otlp_jaeger import otlp_to_jaeger
 from opentelemetry.sdk.trace import ReadableSpan
 
 import chaoskit
 from chaoskit import Plan, Trace, TraceReadError, telemetry
-from chaoskit.grading._readers import otlp_to_jaeger
 
 JAEGER = Path(__file__).resolve().parents[2] / "shared/reference/jaeger"
 needs_jaeger_samples = pytest.mark.skipif(not JAEGER.is_dir(), reason="Jaeger reference samples not available")
@@ -179,7 +179,10 @@ def test_a_chaoskit_span_with_a_bad_attempt_number(tmp_path: Path) -> None:
     span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "execute_tool t", "startTimeUnixNano": "1",
             "endTimeUnixNano": "2",
             "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
-                           {"key": "chaoskit.attempt", "value": {"stringValue": "first"}}]}
+                           {"key": "chaoskit.attempt", "value": {"stringValue": "first"}},
+                           {"key": "chaoskit.outcome", "value": {"stringValue": "ok"}},
+                           {"key": "chaoskit.tool.executed", "value": {"boolValue": True}},
+                           {"key": "chaoskit.tool.irreversible", "value": {"boolValue": False}}]}
     path = tmp_path / "bad.jsonl"
     path.write_text('{"resourceSpans": []}\n' + json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
     with pytest.raises(TraceReadError, match=r"line 2: span cdcdcdcdcdcdcdcd \(execute_tool t\): expected chaoskit.attempt to be a whole"):
@@ -284,7 +287,8 @@ def test_in_memory_spans_are_checked_like_files() -> None:
         ctx = SpanContext(trace_id=0xAB, span_id=0xCD, is_remote=False)
         return Span(name="execute_tool search", context=ctx, attributes=attrs, start_time=start, end_time=end)
 
-    ok = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "chaoskit.attempt": 1}
+    ok = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "chaoskit.attempt": 1,
+          "chaoskit.outcome": "ok", "chaoskit.tool.executed": True, "chaoskit.tool.irreversible": False}
     assert [a.tool for a in Trace.from_spans([span(ok)]).attempts] == ["search"]
     with pytest.raises(TraceReadError, match=r"<spans>: span 00000000000000cd \(execute_tool search\): expected "
                                              r"chaoskit.attempt to be a whole number >= 1, got 0"):

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from chaoskit import chaos
-from chaoskit.runner._battery import derive_seed, run_battery
+from chaoskit.runner._battery import run_battery
+from chaoskit.runner._grid import derive_seed
 
 # --- a tiny agent world --------------------------------------------------------------------------------
 
@@ -421,6 +422,70 @@ def test_a_wildcard_tool_is_never_unknown(tmp_path: Path) -> None:
     p.write_text(SCENARIO.replace("{type: http, tool: save, on_call: 1", '{type: http, tool: "*", on_call: 1'))
     result = run_battery([p], agent=careful)
     assert result.episodes[0].attempts["faults"] == 2  # the first call of fetch and of save
+
+
+class SupportDesk:
+    """A support agent with two tools, ``issue_refund`` and ``lookup_order``, that refunds the order in the task."""
+
+    def __init__(self) -> None:
+        self.refunds: list[str] = []
+
+        @chaos(name="lookup_order")
+        def lookup_order(order_id: str) -> dict[str, str]:
+            return {"order_id": order_id, "status": "delivered", "total": "49.99"}
+
+        @chaos(name="issue_refund", irreversible=True, idempotency_arg="key")
+        def issue_refund(order_id: str, amount: float, key: str | None = None) -> dict[str, str]:
+            self.refunds.append(order_id)
+            return {"refund_id": f"rf_{order_id}"}
+
+        self.lookup_order, self.issue_refund = lookup_order, issue_refund
+
+    def invoke(self, task: str) -> str:
+        number = re.search(r"\d+", task)
+        assert number is not None, task
+        order = self.lookup_order(number.group(0))
+        for _ in range(3):
+            try:
+                self.issue_refund(order["order_id"], float(order["total"]), key=f"refund-{order['order_id']}")
+                return f"I refunded ${order['total']} for order {order['order_id']}."
+            except Exception:
+                continue
+        return f"I could not refund order {order['order_id']}: the refund service kept failing."
+
+
+REFUND_SCENARIO = """\
+name: refund-despite-a-flaky-refund-service
+task: "Refund order 4832"
+faults:
+  - {type: http, tool: "TOOL", on_call: 1, status: 503}
+success:
+  output_contains: ["refunded"]
+  checks: [no_duplicate_writes, no_bluff]
+"""
+
+
+def test_a_fault_glob_that_matches_no_tool_is_an_error(tmp_path: Path) -> None:
+    from chaoskit._errors import PlanError
+
+    # before: the fault never fired, `validate` said ok and the run said PASS without testing anything
+    p = tmp_path / "refund.yaml"
+    p.write_text(REFUND_SCENARIO.replace("TOOL", "refund_*"))
+    with pytest.raises(PlanError) as info:
+        run_battery([p], agent=SupportDesk)
+    msg = str(info.value)
+    assert msg.startswith(f"{p}:4: faults[0].tool: names tools 'refund_*', a pattern that matches no tool in the "
+                          "trace of any of its episodes, so its fault never fires; known tools: issue_refund, "
+                          'lookup_order (or "*" for every tool)'), msg
+
+
+@pytest.mark.parametrize("glob", ["*_refund", "issue_*", "issue_refun?"])
+def test_a_fault_glob_that_matches_a_tool_is_accepted_and_fires(tmp_path: Path, glob: str) -> None:
+    p = tmp_path / "refund.yaml"
+    p.write_text(REFUND_SCENARIO.replace("TOOL", glob))
+    (e,) = run_battery([p], agent=SupportDesk).episodes
+    assert e.passed and e.output == "I refunded $49.99 for order 4832."
+    assert e.attempts["by_tool"] == {"lookup_order": 1, "issue_refund": 2} and e.attempts["faults"] == 1
 
 
 class LazyAgent(Agent):

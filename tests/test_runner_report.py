@@ -11,8 +11,13 @@ import pytest
 from test_runner import SCENARIO, careful, naive
 
 from chaoskit.grading._trace import Trace
-from chaoskit.report._report import load_baseline, make_baseline, render_text, summarize, write_json, write_junit
-from chaoskit.runner._battery import EpisodeResult, run_battery
+from chaoskit.report._json import write_json
+from chaoskit.report._junit import write_junit
+from chaoskit.report._text import render_text
+from chaoskit.runner._battery import run_battery
+from chaoskit.runner._gate import load_baseline, make_baseline
+from chaoskit.runner._results import EpisodeResult
+from chaoskit.runner._summary import summarize
 
 
 def ep(scenario: str, rep: int, passed: bool, *, score: float = 100.0, attempts: int = 2, eps: float = 0.0,

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from _helpers import issue_refund, search
+from _otlp_jaeger import otlp_to_jaeger
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chaoskit
 from chaoskit import Plan, Trace, TraceReadError, telemetry
-from chaoskit.grading._readers import otlp_to_jaeger
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 KEYS = ["resourceSpans", "scopeSpans", "spans", "result", "data", "traceID", "spanID", "traceId", "spanId", "name",

@@ -10,73 +10,41 @@ from typing import Any, TypeVar, cast, overload
 import wrapt
 
 from chaoskit._errors import ConfigError
-from chaoskit.engine._attempt import ToolSpec, call_async, call_sync
+from chaoskit.adapters._binding import ArgBinder
+from chaoskit.adapters._registry import find_adapter
+from chaoskit.engine._attempt import Attempt
 from chaoskit.engine._config import as_plan
-from chaoskit.engine._spec import ErrorResult, check_flag, refusal_check
+from chaoskit.engine._spec import ErrorResult, ToolSpec, check_flag, refusal_check
 from chaoskit.plan._model import Plan
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["chaos"]
+__all__ = ["chaos", "spec_of"]
 
 
-class _Binder:
-    """Maps a call's positional and keyword arguments to parameter names (for hashing, match, idempotency)."""
+class _BoundToolFunction(wrapt.BoundFunctionWrapper[Any, Any]):
+    """The wrapper of a ``@chaos`` method bound to its instance: the parent's spec."""
 
-    __slots__ = ("first", "sig", "static")
-
-    def __init__(self, func: Callable[..., Any], *, static: bool) -> None:
-        try:
-            self.sig: inspect.Signature | None = inspect.signature(func)
-        except (TypeError, ValueError):
-            self.sig = None
-        self.static = static
-        params = list(self.sig.parameters) if self.sig is not None else []
-        self.first = params[0] if params else None
-
-    def bind(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Mapping[str, Any]:
-        sig = self.sig
-        if sig is None:
-            return {"args": list(args), **kwargs}
-        # wrapt passes the instance (or class) apart from the arguments of a bound call; whatever the first
-        # parameter is called, it is the receiver then, and it is not part of what the tool was asked
-        receiver = instance is not None and not self.static and self.first is not None
-        try:
-            bound = sig.bind(instance, *args, **kwargs) if receiver else sig.bind(*args, **kwargs)
-        except TypeError:
-            return {"args": list(args), **kwargs}
-        bound.apply_defaults()
-        out = dict(bound.arguments)
-        if receiver or (self.first in ("self", "cls") and out and not self.static):
-            out.pop(self.first, None)  # type: ignore[arg-type]
-        for name, param in sig.parameters.items():
-            if param.kind is inspect.Parameter.VAR_KEYWORD and name in out:
-                out.update(out.pop(name))
-        return out
+    @property
+    def __chaoskit_spec__(self) -> ToolSpec:
+        return cast(ToolSpec, self._self_parent._self_chaoskit_spec)
 
 
-# typed as Any: wrapt's stubs make these generic over the wrapped callable, which a subclass cannot name
-_FunctionWrapper: Any = wrapt.FunctionWrapper
-_BoundFunctionWrapper: Any = wrapt.BoundFunctionWrapper
-
-
-class _ToolFunction(_FunctionWrapper):  # type: ignore[misc]
+class _ToolFunction(wrapt.FunctionWrapper[Any, Any]):
     """The wrapper ``@chaos`` returns. The spec lives on the wrapper itself (never set on the wrapped object:
     a bound method or a ``__slots__`` object cannot take attributes, and the user's own function must stay
     unmarked so that wrapping it again elsewhere still works)."""
 
+    __bound_function_wrapper__ = _BoundToolFunction
+
+    # no class-level annotation: it would hide the wrapped function's __annotations__
+    def __init__(self, wrapped: Any, wrapper: Any, spec: ToolSpec) -> None:
+        super().__init__(wrapped, wrapper)
+        self._self_chaoskit_spec = spec
+
     @property
     def __chaoskit_spec__(self) -> ToolSpec:
-        return self._self_chaoskit_spec  # type: ignore[no-any-return]
-
-
-class _BoundToolFunction(_BoundFunctionWrapper):  # type: ignore[misc]
-    @property
-    def __chaoskit_spec__(self) -> ToolSpec:
-        return self._self_parent._self_chaoskit_spec  # type: ignore[no-any-return]
-
-
-_ToolFunction.__bound_function_wrapper__ = _BoundToolFunction
+        return self._self_chaoskit_spec
 
 
 @overload
@@ -113,8 +81,9 @@ def chaos(
 
     Works on functions, bound methods, ``@staticmethod`` / ``@classmethod`` (above or below ``@chaos``),
     methods decorated in a class body, ``functools.partial`` objects and callable objects, sync or async; the
-    receiver (``self`` / ``cls``) is never recorded as an argument. Applied to a LangChain tool (a
-    ``BaseTool``, e.g. made by ``@tool``), it returns ``chaoskit_langchain.chaos_tool(tool, plan, ...)``.
+    receiver (``self`` / ``cls``) is never recorded as an argument. Applied to a framework's tool object (a
+    LangChain ``BaseTool``, e.g. made by ``@tool``), it returns what that framework's adapter makes of it
+    (see :mod:`chaoskit.adapters`); without the adapter installed, a ConfigError names the extra to install.
 
     ``@chaos`` alone takes faults from the active plan (episode, ``plan.activate()``, ``CHAOSKIT_PLAN``);
     ``@chaos(plan)`` pins a plan (a :class:`Plan`, or a dict checked now with ``Plan.from_dict``) to this tool.
@@ -123,9 +92,17 @@ def chaos(
     idempotency key; ``idempotent=True`` declares that repeating a call with the same arguments changes
     nothing. ``error_result`` says which *returned* values are the tool refusing the call: a predicate
     ``(result) -> bool | str`` (a string is the message) or a key name (a dict result with that key truthy);
-    by default a dict whose only key is ``error`` and an MCP result with ``isError`` true; ``False`` for none.
+    by default a dict whose only key is ``error``, an MCP result with ``isError`` true and a LangChain
+    ``ToolMessage`` with ``status="error"`` (see :func:`chaoskit.engine.default_refusal`); ``False`` for none.
     Bad arguments raise :class:`chaoskit.ConfigError` (or :class:`chaoskit.PlanError` for a bad plan dict)
     here, at decoration time.
+
+    Wrapping a tool that is already ``@chaos`` (``chaos(irreversible=True)(refund)``, or ``chaos(obj.method)``
+    for a method decorated in its class body) replaces the old wrapper instead of nesting in it: the result
+    calls the original function, one attempt per call. Its options are the old ones with the new ones added:
+    a flag given as True, or a name, plan, ``idempotency_arg``, description or ``error_result`` given, wins;
+    what is not given keeps its old value (re-wrapping never silently drops ``irreversible=True``). The old
+    wrapper keeps working as it was.
     """
     if isinstance(func_or_plan, Plan | Mapping):
         if plan is not None:
@@ -135,7 +112,7 @@ def chaos(
     elif func_or_plan is not None and not (
         callable(func_or_plan)
         or isinstance(func_or_plan, classmethod | staticmethod)
-        or _is_langchain_tool(func_or_plan)
+        or find_adapter(func_or_plan) is not None
     ):
         raise ConfigError(f"chaos(): expected a function or a Plan (or a plan dict), got {type(func_or_plan).__name__}")
     checked_plan = as_plan(plan, "chaos(plan)")
@@ -148,20 +125,15 @@ def chaos(
     refusal_check(error_result)  # raises ConfigError now, not at the first call
 
     def decorate(func: F) -> F:
-        if _is_langchain_tool(func):
-            # the tool's own run must make the attempt so LangChain's callbacks and error handling see it;
-            # chaoskit_langchain does that, and it is importable whenever such an object exists
-            from chaoskit_langchain import chaos_tool
-
-            if name is not None or description is not None:
-                raise ConfigError("chaos(): name= and description= do not apply to a LangChain tool; it keeps "
-                                  "its own")
-            lc_tool: Any = func
-            tool: Any = chaos_tool(lc_tool, checked_plan, irreversible=irreversible, idempotency_arg=idempotency_arg,
-                                   idempotent=idempotent, error_result=error_result)
-            return tool  # type: ignore[no-any-return]
+        if not (inspect.isroutine(func) or isinstance(func, classmethod | staticmethod)):
+            adapted = _adapt(func, name=name, description=description, plan=checked_plan, irreversible=irreversible,
+                             idempotency_arg=idempotency_arg, idempotent=idempotent, error_result=error_result)
+            if adapted is not _NOT_A_FRAMEWORK_TOOL:
+                return cast(F, adapted)
         if not (callable(func) or isinstance(func, classmethod | staticmethod)):
             raise ConfigError(f"chaos(): expected a function to decorate, got {type(func).__name__}")
+        # wrapping a @chaos tool again replaces its wrapper: two layers would make two attempts of one call
+        func, prior = _unwrap(func)
         static = isinstance(func, staticmethod)
         target = func.__func__ if isinstance(func, staticmethod | classmethod) else func
         if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
@@ -170,47 +142,62 @@ def chaos(
                 "(wrap a function that collects the items, e.g. returns list(...))"
             )
         inner = target.func if isinstance(target, functools.partial) else target
-        tool_name = name or getattr(inner, "__name__", None) or type(inner).__name__
-        doc = description or inspect.getdoc(target)
-        spec = ToolSpec(
-            name=tool_name,
-            irreversible=irreversible,
-            idempotency_arg=idempotency_arg,
-            description=doc.splitlines()[0] if doc else None,
-            plan=checked_plan,
-            idempotent=idempotent,
-            error_result=error_result,
-        )
-        if idempotency_arg is not None:
+        if prior is None:
+            tool_name = name or getattr(inner, "__name__", None) or type(inner).__name__
+            doc = description or inspect.getdoc(target)
+            spec = ToolSpec(
+                name=tool_name,
+                irreversible=irreversible,
+                idempotency_arg=idempotency_arg,
+                description=doc.splitlines()[0] if doc else None,
+                plan=checked_plan,
+                idempotent=idempotent,
+                error_result=error_result,
+            )
+        else:
+            # the old declaration, with what is given now added: never a silent loss of irreversible=True
+            spec = ToolSpec(
+                name=name or prior.name,
+                irreversible=irreversible or prior.irreversible,
+                idempotency_arg=idempotency_arg if idempotency_arg is not None else prior.idempotency_arg,
+                description=description.splitlines()[0] if description else prior.description,
+                plan=checked_plan if checked_plan is not None else prior.plan,
+                idempotent=idempotent or prior.idempotent,
+                error_result=error_result if error_result is not None else prior.error_result,
+            )
+            tool_name = spec.name
+        key = spec.idempotency_arg
+        if key is not None:
             try:
                 params = inspect.signature(target).parameters
             except (TypeError, ValueError):
                 params = None
-            if params is not None and idempotency_arg not in params and not any(
+            if params is not None and key not in params and not any(
                 p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
             ):
                 raise ConfigError(
-                    f"chaos(idempotency_arg={idempotency_arg!r}): {tool_name}() has no such parameter; "
+                    f"chaos(idempotency_arg={key!r}): {tool_name}() has no such parameter; "
                     f"its parameters are: {', '.join(params)}"
                 )
         # a bound method (or a partial of one) already carries its receiver: its signature leaves it out
-        binder = _Binder(target, static=static or inspect.ismethod(inner))
+        binder = ArgBinder(target, static=static or inspect.ismethod(inner))
 
         call_method = type(target).__call__ if not inspect.isroutine(target) else None
         if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call_method):
 
             async def async_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-                return await call_async(spec, wrapped, args, kwargs,
-                                        bound=lambda: binder.bind(instance, args, kwargs))
+                attempt = Attempt(spec, lambda: binder.bind(instance, args, kwargs), None, attach=True)
+                return await attempt.run_async(wrapped, args, kwargs)
 
-            wrapped_func = _ToolFunction(func, async_wrapper)
+            wrapped_func = _ToolFunction(func, async_wrapper, spec)
         else:
 
             def sync_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-                return call_sync(spec, wrapped, args, kwargs, bound=lambda: binder.bind(instance, args, kwargs))
+                # the Attempt directly, not through call_sync: one frame less on every call
+                return Attempt(spec, lambda: binder.bind(instance, args, kwargs), None, attach=True).run_sync(
+                    wrapped, args, kwargs)
 
-            wrapped_func = _ToolFunction(func, sync_wrapper)
-        wrapped_func._self_chaoskit_spec = spec
+            wrapped_func = _ToolFunction(func, sync_wrapper, spec)
         return cast(F, wrapped_func)
 
     if func_or_plan is not None:
@@ -218,10 +205,48 @@ def chaos(
     return decorate
 
 
-def _is_langchain_tool(obj: Any) -> bool:
-    return any(
-        c.__name__ == "BaseTool" and c.__module__.startswith("langchain_core") for c in type(obj).__mro__
-    )
+_NOT_A_FRAMEWORK_TOOL: Any = object()
+
+
+def _unwrap(func: Any) -> tuple[Any, ToolSpec | None]:
+    """``func`` without its ``@chaos`` wrappers, and the spec of the outermost one (None if it had none).
+
+    Looks through a wrapper, a method decorated in its class body and read from the instance or class, a
+    ``functools.partial`` or a ``staticmethod`` / ``classmethod`` of one, and a callable object whose
+    ``__call__`` is ``@chaos`` (then the original ``__call__`` bound to the object).
+    """
+    prior: ToolSpec | None = None
+    while True:
+        if isinstance(func, _ToolFunction | _BoundToolFunction):
+            prior = prior or func.__chaoskit_spec__
+            func = func.__wrapped__
+        elif isinstance(func, functools.partial) and isinstance(func.func, _ToolFunction | _BoundToolFunction):
+            inner, spec = _unwrap(func.func)
+            prior = prior or spec
+            func = functools.partial(inner, *func.args, **func.keywords)
+        elif isinstance(func, staticmethod | classmethod) and isinstance(func.__func__, _ToolFunction):
+            inner, spec = _unwrap(func.__func__)
+            prior = prior or spec
+            func = type(func)(inner)
+        elif not inspect.isroutine(func) and isinstance(call := inspect.getattr_static(type(func), "__call__", None),
+                                                        _ToolFunction):
+            prior = prior or call.__chaoskit_spec__
+            func = call.__wrapped__.__get__(func, type(func))
+        else:
+            return func, prior
+
+
+def _adapt(obj: Any, **options: Any) -> Any:
+    """What the framework adapter makes of ``obj``; ``_NOT_A_FRAMEWORK_TOOL`` when no framework claims it."""
+    found = find_adapter(obj)
+    if found is None:
+        return _NOT_A_FRAMEWORK_TOOL
+    framework, wrap = found
+    if wrap is None:
+        raise ConfigError(f"chaos(): {type(obj).__name__} is a {framework} tool, and chaoskit's {framework} adapter "
+                          f"is not installed; install it with: pip install chaoskit[{framework}]")
+    # the tool's own run must make the attempt so the framework's callbacks and error handling see it
+    return wrap(obj, **options)
 
 
 def spec_of(func: Any) -> ToolSpec | None:

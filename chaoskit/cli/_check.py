@@ -9,24 +9,22 @@ error. A trace that cannot be graded is never a pass. The verdicts come from ``c
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import math
 import re
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import chaoskit.grading._readers as _readers
 from chaoskit._errors import ChaoskitError
-from chaoskit.grading._build import TraceBuilder, show
+from chaoskit.grading._jaeger import check_jaeger_url, fetch_jaeger
+from chaoskit.grading._model import TraceReadError
+from chaoskit.grading._readers import FORMATS, nothing_to_grade, read_with_builder
+from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import score
-from chaoskit.grading._trace import Trace, TraceReadError
-from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, CheckResult, run_checks
+from chaoskit.grading._trace import Trace
+from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
 
 _EXIT_CODES = """exit status:
   0  graded: every check passed (warnings allowed)
@@ -39,6 +37,7 @@ _EXIT_CODES = """exit status:
 
 
 def add_parser(sub: Any) -> None:
+    """Register ``chaoskit check`` and its options on the subcommand parsers ``sub``."""
     p = sub.add_parser(
         "check",
         help="grade agent recovery from exported traces (OTLP-JSON, JSON Lines, Jaeger JSON)",
@@ -47,7 +46,7 @@ def add_parser(sub: Any) -> None:
         epilog=_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("traces", nargs="*", metavar="TRACES", help="trace files (format sniffed from content)")
-    p.add_argument("--format", choices=_readers.FORMATS, help="force the file format instead of sniffing it")
+    p.add_argument("--format", choices=FORMATS, help="force the file format instead of sniffing it")
     p.add_argument("--checks", metavar="NAMES",
                    help=f"comma-separated checks (default: {','.join(DEFAULT_CHECKS)}); known: {','.join(REGISTRY)}")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -84,6 +83,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 
 
 def parse_duration(text: str) -> timedelta:
+    """``--since``'s value (``30m``, ``1h``, ``2d``, …) as a timedelta; a usage error otherwise."""
     m = _DURATION.match(text)
     if not m:
         raise ChaoskitError(f"--since expects a duration such as 30m, 1h or 2d, got {text!r}")
@@ -91,76 +91,8 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{unit: float(m.group(1))})
 
 
-def _rfc3339(t: datetime) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def check_jaeger_url(url: str) -> str:
-    """``url`` when it is an http(s) URL with a host (and a valid port); a usage error naming the option if not."""
-    problem = f"--from-jaeger expects the http:// or https:// URL of Jaeger's query service, such as " \
-              f"http://localhost:16686, got {show(url)}"
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
-    except ValueError as exc:
-        raise ChaoskitError(f"{problem} ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise ChaoskitError(problem)
-    return url
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def fetch_jaeger(url: str, service: str, since: timedelta, *, limit: int = 100,
-                 timeout: float = 30.0) -> tuple[Trace, TraceBuilder] | None:
-    """Query Jaeger's api_v3 ``GET /api/v3/traces`` for ``service``: the trace and how it was read (for a
-    "nothing to grade" message), or None when Jaeger found no traces. Every failure is a TraceReadError."""
-    now = datetime.now(UTC)
-    query = urllib.parse.urlencode({
-        "query.service_name": service,
-        "query.start_time_min": _rfc3339(now - since),
-        "query.start_time_max": _rfc3339(now + timedelta(minutes=1)),
-        "query.search_depth": limit,
-    })
-    base = f"{check_jaeger_url(url).rstrip('/')}/api/v3/traces"
-    request = urllib.request.Request(f"{base}?{query}", headers={"Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:
-            body = resp.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        text = exc.read().decode("utf-8", "replace")
-        if exc.code == 404:
-            return None  # api_v3 answers 404 {"error": {"message": "No traces found"}}
-        raise TraceReadError(f"Jaeger answered HTTP {exc.code}: {_one_line(text)}", source=base) from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise TraceReadError(f"cannot reach Jaeger ({_one_line(str(reason))}); is its query service running "
-                             f"at {url}?", source=base) from None
-    except (http.client.HTTPException, ValueError) as exc:
-        raise TraceReadError(f"Jaeger's answer was cut short or malformed ({type(exc).__name__}: "
-                             f"{_one_line(str(exc))})", source=base) from None
-    if not body.lstrip().startswith(("{", "[")):
-        raise TraceReadError(f"Jaeger did not answer with JSON (it began {show(body.lstrip()[:60])}); is {url} "
-                             "Jaeger's query service (port 16686 by default)?", source=base)
-    return _readers.read_with_builder(body, "otlp", name=base)
-
-
-def nothing_to_grade(source: str, builder: TraceBuilder) -> TraceReadError:
-    """The error for a source that was read but holds no chaoskit span, saying what it held instead."""
-    if builder.notes:
-        why = "; ".join(builder.notes[:3])
-    elif not builder.spans_seen:
-        why = "it holds no spans"
-    else:
-        why = (f"none of its {builder.spans_seen} span(s) is a chaoskit span (execute_tool … or invoke_agent … "
-               "with chaoskit.* attributes); are the agent's tools wrapped with @chaos or a chaoskit integration?")
-    return TraceReadError(f"nothing to grade: {why}", source=source)
-
-
 def run(args: argparse.Namespace) -> int:
+    """Run ``chaoskit check`` with parsed arguments; returns the exit status (0 passed, 1 failed, 2 ungradable)."""
     names = [n.strip() for n in args.checks.split(",") if n.strip()] if args.checks is not None else None
     if names is not None:
         if not names:
@@ -222,17 +154,17 @@ def _read_sources(args: argparse.Namespace, since: timedelta) -> list[tuple[str,
         if fetched is None:
             raise TraceReadError(f"nothing to grade: Jaeger has no traces for service {args.service!r} in the "
                                  f"last {args.since}", source=args.from_jaeger)
-        trace, builder = fetched
-        if not trace.episodes:
+        episodes, builder = fetched
+        if not episodes:
             raise nothing_to_grade(args.from_jaeger, builder)
-        sources.append((args.from_jaeger, trace))
+        sources.append((args.from_jaeger, Trace(episodes)))
     for path in args.traces:
         if not path.strip():
             raise TraceReadError("expected the path of a trace file, got an empty argument", source=repr(path))
-        trace, builder = _readers.read_with_builder(Path(path), args.format)
-        if not trace.episodes:
+        episodes, builder = read_with_builder(Path(path), args.format)
+        if not episodes:
             raise nothing_to_grade(path, builder)
-        sources.append((path, trace))
+        sources.append((path, Trace(episodes)))
     return sources
 
 

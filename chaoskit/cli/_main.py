@@ -1,4 +1,4 @@
-"""The ``chaoskit`` command. Subcommands live in their own modules, each with ``add_parser(subparsers)``."""
+"""The ``chaoskit`` command: the parser, with one module per subcommand, each defining ``add_parser(subparsers)``."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from chaoskit._errors import ChaoskitError
 from chaoskit._version import __version__
 
 # each module defines add_parser(subparsers) and sets a ``func(args) -> int`` default
-_COMMAND_MODULES = ("chaoskit.cli._validate", "chaoskit.cli._check", "chaoskit.cli._run")
+_COMMAND_MODULES = ("chaoskit.cli._validate", "chaoskit.cli._check", "chaoskit.cli._run", "chaoskit.cli._merge")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``chaoskit`` parser with every subcommand; a command module that cannot be imported is an error."""
     parser = argparse.ArgumentParser(
         prog="chaoskit",
         description="Chaos-test LLM agents at the tool layer, and grade their recovery from traces.",
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``chaoskit`` command on ``argv`` (default: ``sys.argv[1:]``); its exit status."""
     try:
         parser = build_parser()
     except ChaoskitError as exc:

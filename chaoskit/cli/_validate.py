@@ -8,12 +8,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from chaoskit._errors import PlanError
-from chaoskit.plan._model import _SYNONYMS, Plan
+from chaoskit.plan._locate import _SYNONYMS
+from chaoskit.plan._model import Plan
 from chaoskit.plan._yaml import load_yaml, read_source
 from chaoskit.runner._scenario import Scenario, load_scenario
 
 
 def add_parser(sub: Any) -> None:
+    """Register ``chaoskit validate`` on the ``sub`` subparsers."""
     p = sub.add_parser("validate", help="check fault plan and scenario files and say what is wrong")
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="YAML fault plans (seed, faults) or scenarios (name, task, faults, success)")

@@ -6,11 +6,18 @@ LangChain and LangGraph integrations, a third party's) uses, and all it needs. D
 (:meth:`Attempt.run_sync` / :meth:`Attempt.run_async`, or :func:`call_sync` / :func:`call_async` in one step) or,
 where start and end run in different frames (callback handlers), report the halves yourself with
 :meth:`Attempt.transform`, :meth:`Attempt.succeed`, :meth:`Attempt.fail` and :meth:`Attempt.skip`.
+
+:func:`injected_fault` tells an exception the engine injected (and which fault) from the tool's own.
+
+Importing the engine installs its plan runtime (``plan.activate()`` / ``plan.reset()``).
 """
 
 from chaoskit.engine._attempt import Attempt, begin, call_async, call_sync
 from chaoskit.engine._config import as_plan
-from chaoskit.engine._spec import RETURNED_ERROR, AttemptInfo, ErrorResult, ToolSpec, default_refusal, refusal_check
+from chaoskit.engine._effects import injected_fault
+from chaoskit.engine._info import AttemptInfo
+from chaoskit.engine._runtime import reset
+from chaoskit.engine._spec import RETURNED_ERROR, ErrorResult, ToolSpec, default_refusal, refusal_check
 
 __all__ = [
     "RETURNED_ERROR",
@@ -23,5 +30,7 @@ __all__ = [
     "call_async",
     "call_sync",
     "default_refusal",
+    "injected_fault",
     "refusal_check",
+    "reset",
 ]

@@ -8,13 +8,17 @@ Outcomes: ``ok``; ``error`` when the tool raised, or returned a value its ToolSp
 error (then ``chaoskit.tool.refused`` and ``error.type=ReturnedError``, and the value still goes back to the
 caller); ``cancelled`` for a ``BaseException`` that is not an ``Exception`` (``asyncio.CancelledError``,
 ``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``): the run was stopped, the tool did not fail.
+
+The hot path is one tool call with no fault firing. Its span starts with every attribute it will end with,
+in one dict (the SDK cleans attributes per call, so one call is cheapest): the outcome ``ok`` and whether the
+tool runs are known before the call in that case, and :meth:`Attempt.succeed` / :meth:`Attempt.fail` set
+attributes again only when the call went another way. With tracing off there is no span at all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
@@ -27,28 +31,25 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 import chaoskit.engine._attrs as _attrs
 import chaoskit.engine._config as _config
 import chaoskit.engine._effects as _effects
+import chaoskit.semconv as sc
 from chaoskit._errors import ChaosWarning
 from chaoskit.engine._context import resolve
-from chaoskit.engine._spec import RETURNED_ERROR, AttemptInfo, ToolSpec
-from chaoskit.plan._model import _UNSET, _FaultBase
+from chaoskit.engine._info import AttemptInfo, from_raw
+from chaoskit.engine._spanattrs import add_http_error, fault_attributes
+from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
+from chaoskit.engine._tracing import parent
+from chaoskit.plan._faults import _UNSET, _FaultBase
 from chaoskit.telemetry import get_tracer
 
 log = logging.getLogger("chaoskit")
 
 __all__ = ["Attempt", "AttemptInfo", "ToolSpec", "begin", "call_async", "call_sync"]
 
-
-_TRACEPARENT_SET = "TRACEPARENT" in os.environ
-
-
-def _parent() -> otel_context.Context | None:
-    # TRACEPARENT is set by whoever starts the process (e.g. the battery runner), so looking once is enough
-    if not _TRACEPARENT_SET or trace.get_current_span().get_span_context().is_valid:
-        return None
-    from chaoskit.engine._episode import traceparent_context
-
-    return traceparent_context()
-
+_INTERNAL = SpanKind.INTERNAL
+_attach = otel_context.attach
+_detach = otel_context.detach
+_in_context = trace.set_span_in_context
+_now = time.time
 
 class Attempt:
     """One tool attempt in flight: its decision, its span, and how to finish it."""
@@ -56,6 +57,7 @@ class Attempt:
     __slots__ = (
         "_done",
         "_history",
+        "_presumed",
         "_token",
         "args",
         "before",
@@ -92,60 +94,103 @@ class Attempt:
         self.injected_exc: BaseException | None = None
         self.injected_value: Any = _UNSET
         self._done = False
+        self._token: Any = None
+        self.span: Any = None
+        self.skipped: str | None = None
+        self.refused: str | None = None
+        self.hash: str | None = None
+        tracing = _config.CONFIG.trace
         plan, scope, episode = resolve(spec.plan)
         self.scope = scope
         self.episode = episode
-        self._history = plan is not None and plan.keeps_history(spec.name)
+        name = spec.name
+        targeted = False
+        if plan is not None:
+            targeted, self._history = scope.tool_plan(plan, name)
+        else:
+            self._history = False
         resolved: Mapping[str, Any] | None
-        resolved = args() if callable(args) else args
+        if callable(args):
+            # with tracing off, the arguments are needed only to decide a fault or read the idempotency key
+            resolved = args() if tracing or targeted or spec.idempotency_arg is not None else None
+        else:
+            resolved = args
         self.args = resolved
-        self.n, decision = scope.next_call(plan, spec.name, resolved, cannot_inject)
-        self.fault: _FaultBase | None = decision[1] if decision else None
+        self.n, decision = scope.next_call(plan if targeted else None, name, resolved, cannot_inject)
+        fault = self.fault = decision[1] if decision else None
         self.fault_index: int | None = decision[0] if decision else None
-        self.skipped: str | None = None
-        self.refused: str | None = None
-        self.span: Any = None
-        if self.fault is not None and cannot_inject is not None:
-            reason = cannot_inject(self.fault)
+        shown = fault
+        if fault is not None and cannot_inject is not None:
+            reason = cannot_inject(fault)
             if reason:
                 # next_call already left its budget alone (same pure veto)
                 self.skip(reason, stacklevel=5, counted=False)
+                shown = None
         self.idem = None
         if spec.idempotency_arg and resolved is not None:
             key = resolved.get(spec.idempotency_arg)
             self.idem = None if key is None else str(key)
-
-        self.start = time.time()
-        # one attribute dict handed to start_span: the SDK cleans attributes per call, so fewer calls is cheaper
-        self.hash: str | None = None
+        shown_index = self.fault_index
+        self.start = _now()
+        if self.fault is None:
+            self.before = _effects.PASS
+        else:
+            self._prepare()
+        self._presumed = self.before.call
+        if not tracing:
+            self.span = trace.INVALID_SPAN
+            return
         args_json: str | None = None
         if resolved is not None:
             self.hash, args_json = _attrs.describe_args(resolved, exclude=spec.idempotency_arg)
         try:
             self.span = get_tracer().start_span(
-                f"execute_tool {spec.name}",
-                context=_parent(),
-                kind=SpanKind.INTERNAL,
-                attributes=_attrs.start_attributes(self, args_json),
+                spec.span_name, context=parent(), kind=_INTERNAL,
+                attributes=self._start_attributes(args_json, shown, shown_index),
             )
         except Exception:
             # the application's own span processors run inside start_span; theirs to fix, never the agent's
-            log.exception("chaoskit: starting the span for %s failed; the call goes on without one", spec.name)
+            log.exception("chaoskit: starting the span for %s failed; the call goes on without one", name)
             self.span = trace.INVALID_SPAN
-        self._token = otel_context.attach(trace.set_span_in_context(self.span)) if attach else None
+        if attach:
+            self._token = _attach(_in_context(self.span))
+
+    def _prepare(self) -> None:
+        fault = self.fault
         try:
-            self.before = _effects.before(
-                self.fault, spec.name, scope.first_results.get(spec.name, _UNSET)
-            )
+            self.before = _effects.before(fault, self.spec.name, self.scope.first_results.get(self.spec.name, _UNSET))
         except Exception as exc:
             # a fault parameter that cannot be produced (e.g. a value that cannot be copied): skip that fault
             self.before = _effects.PASS
-            self.skip(f"it could not be prepared: {type(exc).__name__}: {exc}")
+            self.skip(f"it could not be prepared: {type(exc).__name__}: {exc}", stacklevel=3)
+            return
         if self.before.exc is not None:
             self.injected_exc = self.before.exc
-            self.before.exc.__chaoskit_fault__ = self.fault.type if self.fault else None  # type: ignore[attr-defined]
+            _mark(self.before.exc, fault.type if fault else None)
         if self.before.value is not _UNSET:
             self.injected_value = self.before.value
+
+    def _start_attributes(self, args_json: str | None, fault: _FaultBase | None, index: int | None) -> dict[str, Any]:
+        # the tool's constant attributes were built once, when it was wrapped; this copies them and adds the
+        # call's own, so the SDK sees one dict
+        attrs = self.spec.span_attributes.copy()
+        attrs[sc.ATTEMPT] = self.n
+        attrs[sc.OUTCOME] = sc.OUTCOME_OK
+        attrs[sc.TOOL_EXECUTED] = self._presumed
+        if self.episode is not None:
+            attrs[sc.EPISODE_ID] = self.episode.id
+        if self.call_id:
+            attrs[sc.GEN_AI_TOOL_CALL_ID] = self.call_id
+        if args_json is not None:
+            attrs[sc.ARGS_HASH] = self.hash
+            attrs[sc.ARGS] = args_json
+        if self.idem is not None:
+            attrs[sc.IDEMPOTENCY_KEY] = self.idem
+        if self.skipped is not None:
+            attrs[sc.FAULT_SKIPPED] = self.skipped
+        if fault is not None:
+            fault_attributes(attrs, fault, index)
+        return attrs
 
     def skip(self, reason: str, *, stacklevel: int = 2, counted: bool = True) -> None:
         """Do not apply the decided fault, because this entry point cannot produce it here.
@@ -167,7 +212,7 @@ class Attempt:
         self.fault = None
         self.fault_index = None
         if self.span is not None and self.span.is_recording():
-            self.span.set_attribute("chaoskit.fault.skipped", fault.type)
+            self.span.set_attribute(sc.FAULT_SKIPPED, fault.type)
 
     # -- the two halves the drivers (and the callback handler) use --------------------------------------
 
@@ -189,7 +234,7 @@ class Attempt:
         if _effects.raises_after(fault):
             exc = _effects.make_exception(fault, self.spec.name)
             self.injected_exc = exc
-            exc.__chaoskit_fault__ = fault.type  # type: ignore[attr-defined]
+            _mark(exc, fault.type)
             raise exc
         try:
             out = _effects.after(fault, self.spec.name, result)
@@ -211,24 +256,29 @@ class Attempt:
         refused = self.refused
         try:
             if span.is_recording():
-                attrs: dict[str, Any] = {"chaoskit.outcome": "ok", "chaoskit.tool.executed": self.executed}
+                # the span started as ok with the tool run as presumed: only what differs is set now
+                attrs: dict[str, Any] = {}
+                if self.executed is not self._presumed:
+                    attrs[sc.TOOL_EXECUTED] = self.executed
                 if refused is not None:
-                    attrs["chaoskit.outcome"] = "error"
-                    attrs["chaoskit.fault.injected"] = False
-                    attrs["chaoskit.tool.refused"] = True
-                    attrs["error.type"] = RETURNED_ERROR
+                    attrs[sc.OUTCOME] = sc.OUTCOME_ERROR
+                    attrs[sc.FAULT_INJECTED] = False
+                    attrs[sc.TOOL_REFUSED] = True
+                    attrs[sc.ERROR_TYPE] = RETURNED_ERROR
                 if self.injected_value is not _UNSET:
-                    attrs["chaoskit.fault.value"] = _attrs.to_attr_json(self.injected_value)
-                if _config.CONFIG.record_results:
-                    attrs["gen_ai.tool.call.result"] = _attrs.to_text(result, _config.CONFIG.max_attr_chars)
-                span.set_attributes(attrs)
+                    attrs[sc.FAULT_VALUE] = _attrs.to_attr_json(self.injected_value)
+                cfg = _config.CONFIG
+                if cfg.record_results:
+                    attrs[sc.GEN_AI_TOOL_CALL_RESULT] = _attrs.to_text(result, cfg.max_attr_chars)
+                if attrs:
+                    span.set_attributes(attrs)
                 if refused is not None:
                     span.set_status(Status(StatusCode.ERROR, _attrs.cap(refused, 512)))
         finally:
             if refused is None:
-                self._end("ok", None, None, False)
+                self._end(sc.OUTCOME_OK, None, None, False)
             else:
-                self._end("error", RETURNED_ERROR, refused, False)
+                self._end(sc.OUTCOME_ERROR, RETURNED_ERROR, refused, False)
 
     def fail(self, exc: BaseException) -> None:
         """The call raised ``exc``. A ``BaseException`` that is not an ``Exception`` is recorded as
@@ -237,20 +287,20 @@ class Attempt:
             return
         self._done = True
         span = self.span
-        outcome = "error" if isinstance(exc, Exception) else "cancelled"
+        outcome = sc.OUTCOME_ERROR if isinstance(exc, Exception) else sc.OUTCOME_CANCELLED
         injected = exc is self.injected_exc
         try:
             if span.is_recording():
                 attrs: dict[str, Any] = {
-                    "chaoskit.outcome": outcome,
-                    "chaoskit.tool.executed": self.executed,
-                    "chaoskit.fault.injected": injected,
-                    "error.type": type(exc).__qualname__,
+                    sc.OUTCOME: outcome,
+                    sc.TOOL_EXECUTED: self.executed,
+                    sc.FAULT_INJECTED: injected,
+                    sc.ERROR_TYPE: type(exc).__qualname__,
                 }
-                _attrs.add_http_error(attrs, exc)
+                add_http_error(attrs, exc)
                 span.set_attributes(attrs)
                 span.record_exception(exc)
-                if outcome == "error":
+                if outcome == sc.OUTCOME_ERROR:
                     span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
         finally:
             self._end(outcome, type(exc).__qualname__, str(exc), injected)
@@ -298,44 +348,35 @@ class Attempt:
         return result
 
     def _end(self, outcome: str, error_type: str | None, message: str | None, injected: bool) -> None:
-        end = time.time()
+        end = _now()
+        span = self.span
         try:
-            self.span.end()
+            span.end()
         except Exception:
             # span processors of the application run here; a failing one must not lose the attempt record
             log.exception("chaoskit: ending the span of %s failed; ignored", self.spec.name)
         if self._token is not None:
             try:
-                otel_context.detach(self._token)
+                _detach(self._token)
             except Exception:
                 pass
         episode = self.episode
         hooks = _config.CONFIG.on_attempt
         if episode is None and not hooks:
             return
-        ctx = self.span.get_span_context()
-        info = AttemptInfo(
-            tool=self.spec.name,
-            attempt=self.n,
-            outcome=outcome,
-            fault_type=self.fault.type if self.fault is not None else None,
-            fault_index=self.fault_index,
-            error_type=error_type,
-            error_message=message,
-            injected=injected,
-            executed=self.executed,
-            irreversible=self.spec.irreversible,
-            args_hash=self.hash,
-            idempotency_key=self.idem,
-            call_id=self.call_id,
-            episode_id=episode.id if episode is not None else None,
-            start_time=self.start,
-            end_time=end,
-            span_id=f"{ctx.span_id:016x}" if ctx.is_valid else None,
-            trace_id=f"{ctx.trace_id:032x}" if ctx.is_valid else None,
-            refused=self.refused is not None,
-            idempotent=self.spec.idempotent,
+        spec = self.spec
+        fault = self.fault
+        # AttemptInfo's fields in order, the span context for its ids: built into an AttemptInfo when read
+        raw = (
+            spec.name, self.n, outcome, fault.type if fault is not None else None, self.fault_index, error_type,
+            message, injected, self.executed, spec.irreversible, self.hash, self.idem, self.call_id,
+            episode.id if episode is not None else None, self.start, end, span.get_span_context(),
+            self.refused is not None, spec.idempotent,
         )
+        if not hooks:
+            episode._record(raw)
+            return
+        info = from_raw(raw)
         if episode is not None:
             episode._record(info)
         for hook in hooks:
@@ -343,6 +384,10 @@ class Attempt:
                 hook(info)
             except Exception:
                 log.exception("chaoskit: an on_attempt hook failed; ignored")
+
+
+# which fault made this exception, for the integrations that turn it into a tool message (injected_fault)
+_mark = _effects.mark
 
 
 def begin(
@@ -355,7 +400,8 @@ def begin(
 ) -> Attempt:
     """Start one attempt: count the call, decide the fault (pure), open the span.
 
-    ``attach=False`` is for callers that cannot keep the span current for the duration of the call
+    ``args`` is the call's arguments by name, or a function returning them (called only when they are
+    needed). ``attach=False`` is for callers that cannot keep the span current for the duration of the call
     (callback handlers, whose start and end run in different frames). ``cannot_inject(fault)`` returns a
     reason when this entry point cannot produce that fault: the fault is then skipped with a
     :class:`ChaosWarning`, recorded on the span as ``chaoskit.fault.skipped``, and keeps its ``times`` budget.
@@ -373,7 +419,8 @@ def call_sync(
     bound: Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None = None,
     call_id: str | None = None,
 ) -> Any:
-    return begin(spec, bound, call_id=call_id).run_sync(fn, args, kwargs)
+    """One attempt around ``fn(*args, **kwargs)``: :func:`begin` then :meth:`Attempt.run_sync`."""
+    return Attempt(spec, bound, call_id, attach=True).run_sync(fn, args, kwargs)
 
 
 async def call_async(
@@ -385,4 +432,5 @@ async def call_async(
     bound: Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None = None,
     call_id: str | None = None,
 ) -> Any:
-    return await begin(spec, bound, call_id=call_id).run_async(fn, args, kwargs)
+    """One attempt around ``await fn(*args, **kwargs)``: :func:`begin` then :meth:`Attempt.run_async`."""
+    return await Attempt(spec, bound, call_id, attach=True).run_async(fn, args, kwargs)

@@ -1,18 +1,26 @@
-"""Turning tool arguments and results into span attributes: canonical JSON, stable hash, redaction, caps."""
+"""Values as span attributes: canonical JSON, a stable secret-free args hash, redaction and caps, all bounded.
+
+Describing a value costs at most about the attribute cap (``configure(max_attr_chars=...)``) whatever its
+size: a 200,000-row list is described by its first rows and a ``…[+N items]`` marker, as a 10-row one is
+described whole. The hash is taken over the same bounded text, so it is stable across runs and processes and
+never sees a secret value (secret-looking keys are redacted first).
+"""
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import chaoskit.engine._config as _config
 
-if TYPE_CHECKING:
-    from chaoskit.engine._attempt import Attempt
+__all__ = ["REDACTED", "args_hash", "canonical_json", "cap", "describe_args", "redact", "to_attr_json", "to_text"]
 
 REDACTED = "[REDACTED]"
+_MAX_DEPTH = 8
+_SCALAR = (str, int, float, bool, type(None))
 
 
 def _default(obj: Any) -> Any:
@@ -31,14 +39,18 @@ def _default(obj: Any) -> Any:
     return f"<{type(obj).__qualname__}>" if " at 0x" in text else text
 
 
+# one encoder for every call: json.dumps with options builds a new one each time
+_encode = json.JSONEncoder(sort_keys=True, default=_default, ensure_ascii=False, separators=(",", ":")).encode
+
+
 def canonical_json(value: Any) -> str:
+    """``value`` as compact JSON with sorted keys; never raises (odd keys and objects are made plain)."""
     try:
-        return json.dumps(value, sort_keys=True, default=_default, ensure_ascii=False, separators=(",", ":"))
+        return _encode(value)
     except (TypeError, ValueError):
         # dict keys that are not strings (ints mixed with strs, tuples) or circular data: normalise and retry,
         # because describing a call must never break the call
-        return json.dumps(_plain(value, 0), sort_keys=True, default=_default, ensure_ascii=False,
-                          separators=(",", ":"))
+        return _encode(_plain(value, 0))
 
 
 def _plain(value: Any, depth: int) -> Any:
@@ -55,42 +67,215 @@ def _key(k: Any) -> str:
     return k if isinstance(k, str) else canonical_json(k) if isinstance(k, tuple) else str(k)
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _fits(args: Mapping[str, Any], budget: int, secret: Callable[[str], bool]) -> int:
+    """What is left of ``budget`` after the arguments ``args`` if they are plain JSON data with no
+    secret-looking key; -1 as soon as the budget runs out, a key looks secret, or a value is not plain
+    data. It stops there, so a large argument costs no more than a small one."""
+    # the top level inline: most calls are a few scalar arguments
+    for k, v in args.items():
+        if not isinstance(k, str) or secret(k):
+            return -1
+        t = type(v)
+        if t is str:
+            budget -= len(k) + len(v) + 6
+        elif t is int or t is float or t is bool or v is None:
+            budget -= len(k) + 12
+        else:
+            budget = _fits_value(v, budget - len(k) - 4, secret)
+        if budget < 0:
+            return -1
+    return budget
+
+
+def _fits_value(value: Any, budget: int, secret: Callable[[str], bool]) -> int:
+    stack = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        if isinstance(item, str):
+            budget -= len(item) + 3
+        elif isinstance(item, Mapping):
+            if depth >= _MAX_DEPTH:
+                return -1
+            budget -= 2 + 4 * len(item)
+            if budget < 0:
+                return -1
+            for k, v in item.items():
+                if not isinstance(k, str) or secret(k):
+                    return -1
+                budget -= len(k)
+                push((v, depth + 1))
+        elif isinstance(item, list | tuple):
+            if depth >= _MAX_DEPTH:
+                return -1
+            budget -= 2 + len(item)
+            if budget < 0:
+                return -1
+            for v in item:
+                push((v, depth + 1))
+        elif isinstance(item, _SCALAR):
+            budget -= 8
+        else:
+            return -1
+        if budget < 0:
+            return -1
+    return budget
+
+
+class _Budget:
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+
+#: a string this short is kept whole before any larger sibling is cut: the address, id or amount that says
+#: what a call did must never be pushed out of the description by a long body next to it
+_SMALL = 256
+
+
+def _small(value: Any) -> bool:
+    return len(value) <= _SMALL if isinstance(value, str) else isinstance(value, _SCALAR)
+
+
+def _scalar_cost(value: Any) -> int:
+    # a bound on its JSON length, without formatting it (str() of a huge int is slow, or refused)
+    if isinstance(value, float):
+        return 24
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value.bit_length() // 3 + 2
+    return 5
+
+
+def _text(value: str, budget: _Budget) -> str:
+    room = max(budget.left, 0)
+    kept = value if len(value) <= room else value[:room] + f"…[+{len(value) - room} chars]"
+    # quotes, and the characters JSON escapes most often, counted over the kept text only
+    budget.left -= len(kept) + 2 + kept.count('"') + kept.count("\\") + kept.count("\n")
+    return kept
+
+
+def _marker(text: str, budget: _Budget) -> str:
+    # what was left out is always said in full: the room kept by ``bounded`` pays for it
+    budget.left -= len(text) + 2
+    return text
+
+
+def _clip(value: Any, budget: _Budget, depth: int, secret: Callable[[str], bool]) -> Any:
+    """``value`` as plain data, redacted and cut to the budget (``…[+N items]`` says what was left out)."""
+    if depth > _MAX_DEPTH:
+        return "…"
+    if isinstance(value, str):
+        return _text(value, budget)
+    if isinstance(value, _SCALAR):
+        budget.left -= _scalar_cost(value)
+        return value
+    if isinstance(value, Mapping):
+        return _clip_mapping(value, budget, depth, secret)
+    if isinstance(value, list | tuple):
+        budget.left -= 2
+        kept: list[Any] = []
+        for v in value:
+            if budget.left <= 0:
+                break
+            budget.left -= 1
+            kept.append(_clip(v, budget, depth + 1, secret))
+        if len(kept) < len(value):
+            kept.append(_marker(f"…[+{len(value) - len(kept)} items]", budget))
+        return kept
+    if isinstance(value, set | frozenset):
+        if len(value) > max(budget.left, 0) // 4:
+            # a set's order is not stable across runs: past the budget, only its size is
+            return _marker(f"<{type(value).__name__} of {len(value)} items>", budget)
+        return _clip(sorted(value, key=repr), budget, depth, secret)
+    if isinstance(value, bytes | bytearray):
+        return _clip(bytes(value[: max(budget.left, 0) + 1]).decode("utf-8", "replace"), budget, depth, secret)
+    plain = _default(value)
+    if isinstance(plain, str):
+        return _clip(plain, budget, depth, secret)
+    return _clip(plain, budget, depth + 1, secret)
+
+
+def _clip_mapping(value: Mapping[Any, Any], budget: _Budget, depth: int, secret: Callable[[str], bool]) -> Any:
+    """A mapping cut to the budget: its small values whole first, then the large ones, each with an even share
+    of what is left (what one leaves unused goes to the next), so that no one value crowds out the others."""
+    n = len(value)
+    # past the budget, the first keys in the mapping's own order stand for the rest (sorting all of
+    # them would cost what the budget is there to avoid)
+    items = value.items() if n <= max(budget.left, 0) // 4 else itertools.islice(value.items(), 64)
+    budget.left -= 2
+    out: dict[str, Any] = {}
+    large: list[tuple[str, Any]] = []
+    for k, v in items:
+        if budget.left <= 0:
+            break
+        name = str(k)
+        if secret(name):
+            budget.left -= len(name) + len(REDACTED) + 6
+            out[name] = REDACTED
+        elif _small(v):
+            budget.left -= len(name) + 4
+            out[name] = _clip(v, budget, depth + 1, secret)
+        else:
+            large.append((name, v))
+    for i, (name, v) in enumerate(large):
+        budget.left -= len(name) + 4
+        if budget.left <= 0:
+            break
+        share = _Budget(budget.left // (len(large) - i))
+        given = share.left
+        out[name] = _clip(v, share, depth + 1, secret)
+        budget.left -= given - share.left
+    if len(out) < n:
+        out["…"] = _marker(f"+{n - len(out)} keys", budget)
+    return out
+
+
+def bounded(value: Any, limit: int | None = None) -> Any:
+    """``value`` redacted and cut to about ``limit`` characters of JSON, as plain data.
+
+    The cut marks (``…[+N items]``, ``…[+N chars]``) come on top of the budget: room is kept for them, so that
+    capping the JSON at ``limit`` does not cut them off.
+    """
+    cfg = _config.CONFIG
+    limit = limit or cfg.max_attr_chars
+    return _clip(value, _Budget(limit - min(256, limit // 4)), 0, cfg.is_secret)
+
+
+def describe_args(args: Mapping[str, Any], *, exclude: str | None = None) -> tuple[str, str]:
+    """``(hash, attribute JSON)`` of a call's arguments; runs on every traced tool call.
+
+    The common call (plain data within the cap, no secret-looking key, no idempotency key) is encoded once,
+    in C, and that text serves both. Otherwise the bounded, redacted view is encoded, and the hash leaves the
+    idempotency key out so that retries compare equal.
+    """
+    cfg = _config.CONFIG
+    limit = cfg.max_attr_chars
+    if exclude is None or exclude not in args:
+        # one encoding for both: the arguments as they are when small and clean, else their bounded view
+        text = canonical_json(args if _fits(args, limit, cfg.is_secret) >= 0 else bounded(args, limit))
+        return _digest(text), cap(text, limit)
+    return args_hash(args, exclude=exclude), to_attr_json(args)
+
+
 def args_hash(args: Mapping[str, Any], *, exclude: str | None = None) -> str:
-    """Stable hash of the canonical, redacted arguments.
+    """Stable hash of the canonical, redacted, bounded arguments.
 
     The idempotency key is left out so that retries compare equal; secret values are redacted first, so the
     hash cannot be used to confirm a guessed password (and a retry with a refreshed token is the same call).
     """
     if exclude is not None and exclude in args:
         args = {k: v for k, v in args.items() if k != exclude}
-    return hashlib.sha256(canonical_json(redact(args)).encode()).hexdigest()[:16]
-
-
-def _has_secret(value: Any, depth: int = 0) -> bool:
-    if depth > 8:
-        return True
-    if isinstance(value, Mapping):
-        secret = _config.CONFIG.is_secret
-        return any(secret(str(k)) or _has_secret(v, depth + 1) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return any(_has_secret(v, depth + 1) for v in value)
-    return False
-
-
-def describe_args(args: Mapping[str, Any], *, exclude: str | None = None) -> tuple[str, str]:
-    """``(hash, attribute JSON)`` of a call's arguments.
-
-    The common call has no secret-looking keys and no idempotency key, and then one JSON encoding serves
-    both the hash and the attribute; this runs on every tool call.
-    """
-    if (exclude is None or exclude not in args) and not _has_secret(args):
-        text = canonical_json(args)
-        return hashlib.sha256(text.encode()).hexdigest()[:16], cap(text)
-    return args_hash(args, exclude=exclude), to_attr_json(args)
+    return _digest(canonical_json(bounded(args)))
 
 
 def redact(value: Any, depth: int = 0) -> Any:
-    if depth > 8:
+    """``value`` with the values of secret-looking keys replaced by ``[REDACTED]`` (not bounded)."""
+    if depth > _MAX_DEPTH:
         return "…"
     if isinstance(value, Mapping):
         secret = _config.CONFIG.is_secret
@@ -104,6 +289,7 @@ def redact(value: Any, depth: int = 0) -> Any:
 
 
 def cap(text: str, limit: int | None = None) -> str:
+    """``text`` cut to ``limit`` characters (default: the attribute cap), saying how much was cut."""
     limit = limit or _config.CONFIG.max_attr_chars
     if len(text) <= limit:
         return text
@@ -111,65 +297,12 @@ def cap(text: str, limit: int | None = None) -> str:
 
 
 def to_attr_json(value: Any, limit: int | None = None) -> str:
-    return cap(canonical_json(redact(value)), limit)
+    """``value`` as redacted canonical JSON within ``limit`` characters, at a cost bounded by ``limit``."""
+    limit = limit or _config.CONFIG.max_attr_chars
+    return cap(canonical_json(bounded(value, limit)), limit)
 
 
 def to_text(value: Any, limit: int | None = None) -> str:
-    text = value if isinstance(value, str) else canonical_json(redact(value))
-    return cap(text, limit or _config.CONFIG.max_output_chars)
-
-
-def start_attributes(attempt: Attempt, args_json: str | None) -> dict[str, Any]:
-    """The attributes an attempt's span starts with: one dict, since the SDK cleans attributes per call."""
-    spec = attempt.spec
-    attrs: dict[str, Any] = {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": spec.name,
-        "gen_ai.tool.type": spec.tool_type,
-        "chaoskit.attempt": attempt.n,
-        "chaoskit.tool.irreversible": spec.irreversible,
-    }
-    if spec.idempotent:
-        attrs["chaoskit.tool.idempotent"] = True
-    if attempt.episode is not None:
-        attrs["chaoskit.episode.id"] = attempt.episode.id
-    if attempt.call_id:
-        attrs["gen_ai.tool.call.id"] = attempt.call_id
-    if spec.description:
-        attrs["gen_ai.tool.description"] = cap(spec.description, 512)
-    if args_json is not None:
-        attrs["chaoskit.args.hash"] = attempt.hash
-        attrs["chaoskit.args"] = args_json
-    if attempt.idem is not None:
-        attrs["chaoskit.idempotency_key"] = attempt.idem
-    if attempt.skipped is not None:
-        attrs["chaoskit.fault.skipped"] = attempt.skipped
-    fault = attempt.fault
-    if fault is not None:
-        attrs["chaoskit.fault.type"] = fault.type
-        attrs["chaoskit.fault.index"] = attempt.fault_index
-        for key, value in fault.params().items():
-            if value is None or value is False or key in ("value", "garbage", "text"):
-                continue
-            name = "chaoskit.fault.http.status" if key == "status" else f"chaoskit.fault.{key}"
-            attrs[name] = value if isinstance(value, bool | int | float | str) else to_attr_json(value)
-        status = getattr(fault, "status", None)
-        if status is not None:
-            attrs["chaoskit.fault.http.status"] = status
-        if fault.type == "prompt_injection":
-            attrs["chaoskit.fault.text"] = cap(getattr(fault, "text", ""))
-            attrs["chaoskit.fault.asks_for"] = list(getattr(fault, "asks_for", []))
-    return attrs
-
-
-def add_http_error(attrs: dict[str, Any], exc: BaseException) -> None:
-    # duck-typed so a real client's 429 (ToolHTTPError, or an exception with .status/.status_code
-    # and .retry_after) is gradable from the trace like an injected one
-    status = getattr(exc, "status", None)
-    if status is None:
-        status = getattr(exc, "status_code", None)
-    if isinstance(status, int) and not isinstance(status, bool):
-        attrs["http.response.status_code"] = status
-    retry_after = getattr(exc, "retry_after", None)
-    if isinstance(retry_after, int | float) and not isinstance(retry_after, bool):
-        attrs["chaoskit.retry_after"] = float(retry_after)
+    """``value`` as text for an output attribute: a string as it is, anything else as :func:`to_attr_json`."""
+    limit = limit or _config.CONFIG.max_output_chars
+    return cap(value, limit) if isinstance(value, str) else to_attr_json(value, limit)

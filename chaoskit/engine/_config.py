@@ -1,4 +1,4 @@
-"""Process-wide settings, behind a lock, with a reset for tests."""
+"""Process-wide settings (``configure``), behind a lock, and what is read from the environment."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from chaoskit._errors import ConfigError, PlanError
+from chaoskit.plan._locate import _suggest
+from chaoskit.plan._model import Plan
+
 if TYPE_CHECKING:
-    from chaoskit.engine._attempt import AttemptInfo
-    from chaoskit.plan._model import Plan
+    from chaoskit.engine._info import AttemptInfo
 
 _DEFAULT_SECRET_KEYS = (
     "password", "passwd", "pwd", "passphrase", "secret", "token", "api_key", "authorization", "auth",
@@ -50,8 +53,17 @@ class SecretKeys:
         return hit
 
 
+_OFF = ("0", "false", "no", "off")
+
+
+def _trace_from_env() -> bool:
+    """``CHAOSKIT_TRACE=0`` (or false/no/off) turns span recording off; read at import and at each reset."""
+    return os.environ.get("CHAOSKIT_TRACE", "").strip().lower() not in _OFF
+
+
 @dataclass
 class _Config:
+    trace: bool = field(default_factory=_trace_from_env)
     max_attr_chars: int = 4096
     max_output_chars: int = 8192
     record_results: bool = False
@@ -67,12 +79,13 @@ _lock = threading.Lock()
 CONFIG = _Config()
 
 
-_CONFIGURE_ARGS = ("max_attr_chars", "max_output_chars", "record_results", "secret_keys", "on_attempt")
+_CONFIGURE_ARGS = ("trace", "max_attr_chars", "max_output_chars", "record_results", "secret_keys", "on_attempt")
 _MIN_CHARS = 64
 
 
 def configure(
     *,
+    trace: bool | None = None,
     max_attr_chars: int | None = None,
     max_output_chars: int | None = None,
     record_results: bool | None = None,
@@ -83,6 +96,9 @@ def configure(
     """Change process-wide settings. Every argument is checked first: a bad one raises
     :class:`chaoskit.ConfigError` naming it and what is allowed, and then nothing is changed.
 
+    ``trace=False`` (or ``CHAOSKIT_TRACE=0`` in the environment) records no spans: faults still fire and
+    episodes still list their attempts, but no argument is described (``AttemptInfo.args_hash`` is None).
+
     ``max_attr_chars`` / ``max_output_chars`` (whole numbers >= 64) cap span attributes and the recorded final
     answer. ``secret_keys`` replaces the argument names whose values are redacted in spans: a list of names
     (a bare string is rejected, it would be read letter by letter); a name matches by whole words (``token``
@@ -91,22 +107,22 @@ def configure(
     ``on_attempt`` takes a callable, or a list of them, that receive a frozen :class:`chaoskit.AttemptInfo`
     after every tool attempt; a hook that raises is logged and ignored so it can never break the agent.
     """
-    from chaoskit._errors import ConfigError
-
     if unknown:
-        from chaoskit.plan._model import _suggest
-
         name = sorted(unknown)[0]
         raise ConfigError(f"configure(): no argument {name!r}{_suggest(name, _CONFIGURE_ARGS)}; "
                           f"the arguments are: {', '.join(_CONFIGURE_ARGS)}")
     chars = {k: _check_chars(v, k) for k, v in (("max_attr_chars", max_attr_chars),
                                                   ("max_output_chars", max_output_chars)) if v is not None}
+    if trace is not None and not isinstance(trace, bool):
+        raise ConfigError(f"configure(trace=...): expected True or False, got {type(trace).__name__} {trace!r}")
     if record_results is not None and not isinstance(record_results, bool):
         raise ConfigError(f"configure(record_results=...): expected True or False, got "
                           f"{type(record_results).__name__} {record_results!r}")
     keys = _check_secret_keys(secret_keys) if secret_keys is not None else None
     hooks = _check_hooks(on_attempt) if on_attempt is not None else None
     with _lock:
+        if trace is not None:
+            CONFIG.trace = trace
         for k, v in chars.items():
             setattr(CONFIG, k, v)
         if record_results is not None:
@@ -119,8 +135,6 @@ def configure(
 
 
 def _check_chars(value: Any, name: str) -> int:
-    from chaoskit._errors import ConfigError
-
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"configure({name}=...): expected a whole number of characters >= {_MIN_CHARS}, got "
                           f"{type(value).__name__} {value!r}")
@@ -131,8 +145,6 @@ def _check_chars(value: Any, name: str) -> int:
 
 
 def _check_secret_keys(value: Any) -> tuple[str, ...]:
-    from chaoskit._errors import ConfigError
-
     allowed = "a list of argument names, e.g. secret_keys=['token', 'ssn']"
     if isinstance(value, str | bytes):
         # iterating a string gives its letters: redaction of the name itself would silently stop
@@ -148,8 +160,6 @@ def _check_secret_keys(value: Any) -> tuple[str, ...]:
 
 
 def _check_hooks(value: Any) -> tuple[Callable[[AttemptInfo], Any], ...]:
-    from chaoskit._errors import ConfigError
-
     allowed = "a callable taking one chaoskit.AttemptInfo, or a list of them"
     if callable(value):
         return (value,)
@@ -166,21 +176,17 @@ def _check_hooks(value: Any) -> tuple[Callable[[AttemptInfo], Any], ...]:
 def as_plan(value: Any, argument: str) -> Plan | None:
     """``value`` as a Plan: a Plan, None, or a dict validated at once with ``Plan.from_dict`` (so that a bad
     plan fails where it is given, not at the first tool call). Anything else is a ConfigError."""
-    from chaoskit.plan._model import Plan
-
     if value is None or isinstance(value, Plan):
         return value
     if isinstance(value, Mapping):
         return Plan.from_dict(value, source=f"{argument}=<dict>")
-    from chaoskit._errors import ConfigError
-
     hint = "; to load a file, pass Plan.from_yaml(path)" if isinstance(value, str | os.PathLike) else ""
     raise ConfigError(f"{argument}: expected a chaoskit.Plan, a dict (read with Plan.from_dict) or None, "
                       f"got {type(value).__name__}{hint}")
 
 
-def reset() -> None:
-    """Restore the defaults and forget the CHAOSKIT_PLAN plan (for tests).
+def restore_defaults() -> None:
+    """Restore the default settings and forget the CHAOSKIT_PLAN plan; part of ``chaoskit.reset()``.
 
     The names of wrapped tools are kept: the wrapped functions still exist, and forgetting them would make
     episodes warn that a plan names a tool that was never wrapped.
@@ -191,6 +197,7 @@ def reset() -> None:
 
 
 def config() -> _Config:
+    """The current settings (replaced as a whole by a reset, so read them through here or ``CONFIG``)."""
     return CONFIG
 
 
@@ -210,9 +217,6 @@ def env_plan() -> Plan | None:
     path = os.environ.get("CHAOSKIT_PLAN")
     plan = None
     if path:
-        from chaoskit._errors import PlanError
-        from chaoskit.plan._model import Plan
-
         # a file path, or inline YAML/JSON (JSON is YAML), named as the variable in errors
         inline = path.lstrip().startswith("{") or "\n" in path
         try:
@@ -234,4 +238,5 @@ def env_plan() -> Plan | None:
 
 
 def remember_tool(name: str) -> None:
+    """Note that a tool of this name exists (for the "plan names an unknown tool" warning)."""
     CONFIG.known_tools.add(name)

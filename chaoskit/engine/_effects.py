@@ -1,6 +1,8 @@
-"""What each fault does. ``before`` decides what happens instead of / before the real call; ``after``
-transforms the real result. Both are pure apart from reading the scope's remembered results, so the sync
-and async drivers share them and differ only in how they sleep and await."""
+"""What each fault does to a call: what happens instead of or before it, and how its result is changed.
+
+``before`` decides what happens instead of / before the real call; ``after`` transforms the real result.
+Both are pure apart from reading the scope's remembered results, so the sync and async drivers share them
+and differ only in how they sleep and await."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaoskit._errors import ToolHTTPError, ToolTimeout, default_http_message
-from chaoskit.plan._model import (
+from chaoskit.plan._faults import (
     _UNSET,
     AuthExpiredFault,
     EmptyFault,
@@ -59,6 +61,24 @@ def make_exception(fault: _FaultBase, tool: str) -> BaseException:
         msg = fault.error or f"{tool}: {default_http_message(status, retry_after)}"
         return ToolHTTPError(status, msg, retry_after=retry_after)
     raise TypeError(f"{fault.type} does not raise")
+
+
+_MARK = "__chaoskit_fault__"
+
+
+def mark(exc: BaseException, fault_type: str | None) -> None:
+    """Mark ``exc`` as made by the engine for a fault of ``fault_type`` (read back by :func:`injected_fault`)."""
+    object.__setattr__(exc, _MARK, fault_type)
+
+
+def injected_fault(exc: BaseException) -> str | None:
+    """The fault type (``"http"``, ``"timeout"``, ...) of an exception the engine injected; None for any other.
+
+    For entry points that turn a tool's exception into a message or a crash reason and want to say whether
+    chaoskit caused it: ``f"injected {t} fault" if (t := injected_fault(exc)) else "tool error"``.
+    """
+    value = getattr(exc, _MARK, None)
+    return value if isinstance(value, str) else None
 
 
 def _default_error_message(cls: type[BaseException], tool: str) -> str:
@@ -249,7 +269,8 @@ def off_by_one(value: Any) -> Any:
         return tuple(off_by_one(v) for v in value)
     if isinstance(value, str):
         # numbers written in text shift too ("order 4832" -> "order 4833"): what a stale cache looks like
-        return re.sub(r"\d{1,4000}", lambda m: str(int(m.group()) + 1), value)
+        # a decimal shifts by its whole part ("19.99" -> "20.99"), never digit run by digit run ("20.100")
+        return re.sub(r"(\d{1,4000})(\.\d{1,4000})?", lambda m: str(int(m.group(1)) + 1) + (m.group(2) or ""), value)
     return value
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import threading
+import asyncio
 import uuid
 import warnings
 from collections.abc import Iterable, Mapping
@@ -13,41 +12,22 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 import chaoskit.engine._attrs as _attrs
 import chaoskit.engine._config as _config
+import chaoskit.semconv as sc
 from chaoskit._errors import ChaosWarning, ConfigError
-from chaoskit.engine._attempt import AttemptInfo
 from chaoskit.engine._context import ACTIVE, Active, Scope, live_active
-from chaoskit.plan._model import Plan, _suggest
-from chaoskit.telemetry import get_tracer, warn_once
+from chaoskit.engine._info import AttemptInfo, RawAttempt, from_raw
+from chaoskit.engine._tracing import traceparent_context
+from chaoskit.plan._locate import _suggest
+from chaoskit.plan._model import Plan
+from chaoskit.telemetry import get_tracer
 
-__all__ = ["Episode", "episode", "traceparent_context"]
+__all__ = ["Episode", "current_episode", "episode"]
 
-_tp_cache: tuple[str, otel_context.Context | None] | None = None
-
-
-def traceparent_context() -> otel_context.Context | None:
-    """The parent given by a ``TRACEPARENT`` variable (W3C), so a child process joins its runner's trace.
-
-    One that cannot be parsed is ignored, as OpenTelemetry does, with one warning naming the variable.
-    """
-    global _tp_cache
-    value = os.environ.get("TRACEPARENT") if "TRACEPARENT" in os.environ else None
-    if not value:
-        return None
-    cached = _tp_cache
-    if cached is not None and cached[0] == value:
-        return cached[1]
-    ctx: otel_context.Context | None = TraceContextTextMapPropagator().extract({"traceparent": value})
-    if not trace.get_current_span(ctx).get_span_context().is_valid:
-        warn_once(("TRACEPARENT", value), "chaoskit: TRACEPARENT=%r is not a W3C traceparent (expected "
-                  "00-<32 hex trace id>-<16 hex span id>-<2 hex flags>); ignored, spans start a new trace",
-                  value[:200])
-        ctx = None
-    _tp_cache = (value, ctx)
-    return ctx
+#: what stops an agent from outside: the generator running it was closed, its task cancelled, ^C
+_STOPPED = (GeneratorExit, asyncio.CancelledError, KeyboardInterrupt)
 
 
 class Episode:
@@ -57,6 +37,12 @@ class Episode:
     was already active stays active), and every attempt span is a child of this episode's ``invoke_agent``
     span. ``ep.finish(output)`` records the agent's final answer. An exception escaping the block is
     recorded as the outcome ``crashed`` and re-raised.
+
+    A stop from outside is not a crash of the agent: ``GeneratorExit`` (a generator running the episode was
+    closed instead of exhausted, e.g. a streaming consumer that stopped reading), ``asyncio.CancelledError``
+    and ``KeyboardInterrupt``. The episode then ends ``completed`` when ``ep.finish(...)`` had been called
+    (the agent had answered), else ``cancelled`` (it was stopped before it answered: not a success, and no
+    check asks a stopped agent to have told the user anything).
     """
 
     def __init__(self, name: str | None = None, plan: Plan | Mapping[str, Any] | None = None,
@@ -69,12 +55,14 @@ class Episode:
         self.plan: Plan | None = _config.as_plan(plan, "episode(plan)")
         self.attributes = attributes
         self.output: Any = None
+        self._finished = False
         self.outcome: str | None = None
         self.error: BaseException | None = None
-        self._attempts: list[AttemptInfo] = []
-        self._lock = threading.Lock()
+        # list.append and list() are atomic under the GIL: recording an attempt takes no lock
+        self._attempts: list[RawAttempt | AttemptInfo] = []
         self._span: trace.Span | None = None
-        self._tokens: list[Any] = []
+        self._otel_token: Any = None
+        self._active_token: Any = None
         self._outer: tuple[Active | None, otel_context.Context] | None = None
         self._ended = False
 
@@ -87,37 +75,43 @@ class Episode:
             outer = live_active()
             if outer is not None:
                 self.plan = outer.plan
-        tracer = get_tracer()
+        self._outer = (live_active(), otel_context.get_current())
+        if _config.CONFIG.trace:
+            self._span = self._start_span()
+            self._otel_token = otel_context.attach(trace.set_span_in_context(self._span))
+        else:
+            # tracing off: no span, and the application's own spans keep their parent
+            self._span = trace.INVALID_SPAN
+        self._active_token = ACTIVE.set(Active(self.plan, Scope(), self))
+        return self
+
+    def _start_span(self) -> trace.Span:
         agent = self.name or "agent"
         parent = None
         if not trace.get_current_span().get_span_context().is_valid:
             parent = traceparent_context()
         attrs: dict[str, Any] = {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": agent,
-            "chaoskit.episode.id": self.id,
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+            sc.GEN_AI_AGENT_NAME: agent,
+            sc.EPISODE_ID: self.id,
         }
         if self.name:
-            attrs["chaoskit.scenario"] = self.name
+            attrs[sc.SCENARIO] = self.name
         if self.plan is not None:
-            attrs["chaoskit.plan.seed"] = self.plan.seed
-            attrs["chaoskit.plan"] = _attrs.to_attr_json(self.plan.to_dict(), 16384)
+            attrs[sc.PLAN_SEED] = self.plan.seed
+            attrs[sc.PLAN] = _attrs.to_attr_json(self.plan.to_dict(), 16384)
         for key, value in self.attributes.items():
-            name = key if "." in key else f"chaoskit.episode.{key}"
-            attrs[name] = value if isinstance(value, bool | int | float | str) else _attrs.to_attr_json(value)
-        self._span = tracer.start_span(f"invoke_agent {agent}", context=parent, kind=SpanKind.INTERNAL,
+            attrs[_attribute_name(key)] = value if isinstance(value, bool | int | float | str) \
+                else _attrs.to_attr_json(value)
+        return get_tracer().start_span(f"{sc.OP_INVOKE_AGENT} {agent}", context=parent, kind=SpanKind.INTERNAL,
                                        attributes=attrs)
-        self._outer = (live_active(), otel_context.get_current())
-        self._tokens.append(otel_context.attach(trace.set_span_in_context(self._span)))
-        self._tokens.append(ACTIVE.set(Active(self.plan, Scope(), self)))
-        return self
 
     def _restore(self) -> None:
         """Undo what ``__enter__`` made current. A token can be reset only in the context that made it; an
         episode exited elsewhere (a generator resumed in another context, a callback thread, another
         asyncio task) restores the outer values in the current context instead, where they are ours."""
-        otel_token = self._tokens.pop(0) if self._tokens else None
-        active_token = self._tokens.pop() if self._tokens else None
+        otel_token, self._otel_token = self._otel_token, None
+        active_token, self._active_token = self._active_token, None
         try:
             if active_token is None:
                 raise RuntimeError("not entered")
@@ -142,16 +136,22 @@ class Episode:
         self._ended = True
         self._restore()
         if exc is not None and self.outcome is None:
-            self.crash(exc)
+            if not isinstance(exc, _STOPPED):
+                self.crash(exc)
+            elif self._finished:
+                self.outcome = "completed"
+            else:
+                self.outcome = "cancelled"
+                self.error = exc
         elif self.outcome is None:
             self.outcome = "completed"
         try:
             if span.is_recording():
-                span.set_attribute("chaoskit.episode.outcome", self.outcome)
+                attrs: dict[str, Any] = {sc.EPISODE_OUTCOME: self.outcome}
                 if self.output is not None:
-                    span.set_attribute("chaoskit.episode.output",
-                                       _attrs.to_text(self.output, _config.CONFIG.max_output_chars))
-                span.set_attribute("chaoskit.episode.attempts", len(self._attempts))
+                    attrs[sc.EPISODE_OUTPUT] = _attrs.to_text(self.output, _config.CONFIG.max_output_chars)
+                attrs[sc.EPISODE_ATTEMPTS] = len(self._attempts)
+                span.set_attributes(attrs)
         finally:
             span.end()
         self._warn_unknown_tools()
@@ -170,18 +170,17 @@ class Episode:
         """Record the agent's final output (size-capped on the span) and, when known, whether the task
         succeeded by your own criteria (``chaoskit.episode.success``, read by the checks and the score)."""
         self.output = output
+        self._finished = True
         if success is not None:
-            self.set_attribute("chaoskit.episode.success", bool(success))
+            self.set_attribute(sc.EPISODE_SUCCESS, bool(success))
 
     def set_attribute(self, key: str, value: Any) -> None:
         """Record an attribute on the episode's root span (``key`` without a dot becomes
         ``chaoskit.episode.<key>``); for facts known only after the run."""
-        name = key if "." in key else f"chaoskit.episode.{key}"
         span = self._span
         if span is not None and span.is_recording():
-            span.set_attribute(
-                name, value if isinstance(value, bool | int | float | str) else _attrs.to_attr_json(value)
-            )
+            plain = isinstance(value, bool | int | float | str)
+            span.set_attribute(_attribute_name(key), value if plain else _attrs.to_attr_json(value))
 
     def crash(self, exc: BaseException, *, reason: str | None = None) -> None:
         """Record that the agent itself failed (e.g. a tool error it did not handle ended the run)."""
@@ -189,27 +188,28 @@ class Episode:
         self.error = exc
         span = self._span
         if span is not None and span.is_recording():
-            span.set_attribute("error.type", type(exc).__qualname__)
-            span.set_attribute("chaoskit.episode.error",
-                               _attrs.cap(reason or f"agent crashed: {type(exc).__name__}: {exc}", 1024))
+            span.set_attributes({
+                sc.ERROR_TYPE: type(exc).__qualname__,
+                sc.EPISODE_ERROR: _attrs.cap(reason or f"agent crashed: {type(exc).__name__}: {exc}", 1024),
+            })
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
 
-    def _record(self, info: AttemptInfo) -> None:
-        with self._lock:
-            self._attempts.append(info)
+    def _record(self, attempt: RawAttempt | AttemptInfo) -> None:
+        self._attempts.append(attempt)
 
     @property
     def attempts(self) -> list[AttemptInfo]:
         """Attempts made inside this episode, in the order they finished."""
-        with self._lock:
-            return list(self._attempts)
+        return [from_raw(a) for a in list(self._attempts)]
 
     @property
     def trace_id(self) -> str | None:
+        """The trace id of the episode's span (32 hex digits); None before it starts or with tracing off."""
         if self._span is None:
             return None
-        return f"{self._span.get_span_context().trace_id:032x}"
+        ctx = self._span.get_span_context()
+        return f"{ctx.trace_id:032x}" if ctx.is_valid else None
 
     @property
     def _outer_active(self) -> Active | None:
@@ -217,17 +217,19 @@ class Episode:
 
     @property
     def span(self) -> trace.Span | None:
+        """The episode's ``invoke_agent`` span (a non-recording one with tracing off)."""
         return self._span
 
     def _warn_unknown_tools(self) -> None:
         if self.plan is None:
             return
-        called = {a.tool for a in self._attempts}
+        called = {a[0] if isinstance(a, tuple) else a.tool for a in self._attempts}
         known: Iterable[str] = called | _config.CONFIG.known_tools
         for i, fault in enumerate(self.plan.faults):
             for name in fault.tool_names():
                 if name not in known:
-                    names = sorted(known)
+                    # the tools this episode called first: those are the agent's, the rest were only wrapped
+                    names = sorted(called) + sorted(set(known) - called)
                     shown = ", ".join(names[:20]) + (f", … ({len(names)} in all)" if len(names) > 20 else "")
                     warnings.warn(
                         f"{self.plan.source or '<plan>'}: faults[{i}].tool names {name!r}, but no tool of that "
@@ -245,3 +247,14 @@ def episode(name: str | None = None, plan: Plan | Mapping[str, Any] | None = Non
     :class:`chaoskit.PlanError` here); anything else raises :class:`chaoskit.ConfigError`.
     """
     return Episode(name, plan, **attributes)
+
+
+def current_episode() -> Episode | None:
+    """The episode open in the current context (thread / asyncio task), if any."""
+    current = live_active()
+    return current.episode if current is not None else None
+
+
+def _attribute_name(key: str) -> str:
+    # a bare key is the episode's own: chaoskit.episode.<key>
+    return key if "." in key else f"{sc.EPISODE_PREFIX}{key}"

@@ -1,21 +1,24 @@
-"""What chaoskit knows about a tool (ToolSpec), what it reports per attempt (AttemptInfo), and returned errors."""
+"""What chaoskit knows about a tool (ToolSpec, with its constant span attributes), and returned errors."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import chaoskit.engine._config as _config
+import chaoskit.semconv as sc
 from chaoskit._errors import ConfigError
+from chaoskit.engine._attrs import canonical_json
 
 if TYPE_CHECKING:
     from chaoskit.plan._model import Plan
 
 log = logging.getLogger("chaoskit")
 
-__all__ = ["RETURNED_ERROR", "AttemptInfo", "ErrorResult", "ToolSpec", "default_refusal", "refusal_check"]
+__all__ = ["RETURNED_ERROR", "ErrorResult", "ToolSpec", "default_refusal", "refusal_check"]
 
 #: ``error.type`` of an attempt whose tool returned an error value instead of raising (``chaoskit.tool.refused``)
 RETURNED_ERROR = "ReturnedError"
@@ -38,8 +41,6 @@ def _text_of(value: Any) -> str:
             inner = value.get(key)
             if isinstance(inner, str) and inner:
                 return inner[:_MESSAGE_CHARS]
-    from chaoskit.engine._attrs import canonical_json
-
     return canonical_json(value)[:_MESSAGE_CHARS]
 
 
@@ -54,13 +55,36 @@ def _mcp_text(content: Any) -> str:
     return " ".join(parts)[:_MESSAGE_CHARS] or "the tool returned isError=true"
 
 
+def _message_text(content: Any) -> str:
+    # a LangChain message's content: a string, or a list of strings and {"type": "text", "text": ...} blocks
+    if isinstance(content, str):
+        return content[:_MESSAGE_CHARS]
+    if isinstance(content, list | tuple):
+        parts = [b if isinstance(b, str) else b.get("text") if isinstance(b, Mapping) else None for b in content]
+        return " ".join(p for p in parts if isinstance(p, str))[:_MESSAGE_CHARS]
+    return ""
+
+
+# results that are never a returned error by the defaults, settled by their exact type alone
+_PLAIN_RESULTS = frozenset({str, bytes, int, float, bool, type(None), list, tuple})
+
+
 def default_refusal(result: Any) -> str | None:
     """The error message when ``result`` is a returned error by the defaults, else None.
 
-    Defaults: a dict whose only key is ``error`` (with a truthy value), and an MCP tool result whose
-    ``isError`` (dict key or attribute) is ``True``. On the hot path: a result that is not a dict costs one
-    attribute lookup, and ``is True`` keeps mocks and other always-truthy attributes out.
+    The defaults, the same for every entry point:
+
+    - a dict whose only key is ``error``, with a truthy value;
+    - an MCP tool result whose ``isError`` (dict key or attribute) is ``True``;
+    - a LangChain ``ToolMessage`` with ``status="error"``, recognised by its shape without importing
+      LangChain: an object (not a mapping) whose ``status`` attribute is the string ``"error"`` and that has
+      ``content`` and ``tool_call_id`` attributes. Its message is the content's text.
+
+    ``is True`` and the string test keep mocks and other always-truthy attributes out. On the hot path a
+    string, number, list or ``None`` result costs one type lookup.
     """
+    if type(result) in _PLAIN_RESULTS:
+        return None
     if isinstance(result, dict):
         if len(result) == 1 and "error" in result:
             value = result["error"]
@@ -70,6 +94,10 @@ def default_refusal(result: Any) -> str | None:
         return None
     if getattr(result, "isError", None) is True:
         return _mcp_text(getattr(result, "content", None))
+    status = getattr(result, "status", None)
+    if isinstance(status, str) and status == "error" and not isinstance(result, Mapping) \
+            and hasattr(result, "tool_call_id") and hasattr(result, "content"):
+        return _message_text(result.content) or "the tool answered with an error ToolMessage"
     return None
 
 
@@ -131,6 +159,7 @@ def refusal_check(error_result: ErrorResult | None, tool: str = "tool") -> Calla
 
 
 def check_flag(value: Any, argument: str) -> bool:
+    """``value`` when it is a bool, else a ConfigError naming ``argument``."""
     if not isinstance(value, bool):
         raise ConfigError(f"{argument}: expected True or False, got {type(value).__name__} {value!r}")
     return value
@@ -155,6 +184,10 @@ class ToolSpec:
     idempotent: bool = False
     error_result: ErrorResult | None = None
     refusal: Callable[[Any], str | None] = field(init=False, repr=False, compare=False)
+    #: the attributes every attempt span of this tool starts with, built once here (read-only)
+    span_attributes: MappingProxyType[str, Any] = field(init=False, repr=False, compare=False)
+    #: the span name, ``execute_tool {name}``
+    span_name: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -167,37 +200,24 @@ class ToolSpec:
                               f"got {self.idempotency_arg!r}")
         object.__setattr__(self, "plan", _config.as_plan(self.plan, "plan"))
         object.__setattr__(self, "refusal", refusal_check(self.error_result, self.name))
+        object.__setattr__(self, "span_attributes", MappingProxyType(self._constant_attributes()))
+        object.__setattr__(self, "span_name", f"{sc.OP_EXECUTE_TOOL} {self.name}")
         # every entry point makes a ToolSpec, so this is where a tool becomes known to the
         # "plan names a tool that never exists" warning
         _config.remember_tool(self.name)
 
-
-@dataclass(frozen=True, slots=True)
-class AttemptInfo:
-    """One finished tool attempt, as passed to ``on_attempt`` hooks and listed in ``episode.attempts``.
-
-    ``outcome`` is ``ok``, ``error`` (raised, or returned an error value: then ``refused`` is True and
-    ``error_type`` is ``ReturnedError``) or ``cancelled`` (a ``BaseException`` that is not an ``Exception``:
-    ``asyncio.CancelledError``, ``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``).
-    """
-
-    tool: str
-    attempt: int
-    outcome: str
-    fault_type: str | None
-    fault_index: int | None
-    error_type: str | None
-    error_message: str | None
-    injected: bool
-    executed: bool
-    irreversible: bool
-    args_hash: str | None
-    idempotency_key: str | None
-    call_id: str | None
-    episode_id: str | None
-    start_time: float
-    end_time: float
-    span_id: str | None
-    trace_id: str | None
-    refused: bool = False
-    idempotent: bool = False
+    def _constant_attributes(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+            sc.GEN_AI_TOOL_NAME: self.name,
+            sc.GEN_AI_TOOL_TYPE: self.tool_type,
+            sc.TOOL_IRREVERSIBLE: self.irreversible,
+        }
+        if self.idempotent:
+            attrs[sc.TOOL_IDEMPOTENT] = True
+        if self.description:
+            # a fixed limit: the description is part of the tool, not of the settings of the moment
+            text = self.description
+            cut = text if len(text) <= 512 else text[:492] + f"…[+{len(text) - 492} chars]"
+            attrs[sc.GEN_AI_TOOL_DESCRIPTION] = cut
+        return attrs

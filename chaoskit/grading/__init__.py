@@ -1,1 +1,23 @@
 """Layer 4, grading: traces in (in-memory spans, OTLP-JSON, Jaeger), verdicts and the recovery score out."""
+
+from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
+from chaoskit.grading._result import CheckResult, Severity
+from chaoskit.grading._score import WEIGHTS, Score, ScorePart, score
+from chaoskit.grading._trace import Trace
+from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
+
+__all__ = [
+    "DEFAULT_CHECKS",
+    "REGISTRY",
+    "WEIGHTS",
+    "AttemptRecord",
+    "CheckResult",
+    "EpisodeRecord",
+    "Score",
+    "ScorePart",
+    "Severity",
+    "Trace",
+    "TraceReadError",
+    "run_checks",
+    "score",
+]

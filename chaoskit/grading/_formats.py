@@ -6,30 +6,51 @@ Every field that is used is checked for its type: a malformed entry raises a Tra
 
 from __future__ import annotations
 
-import base64
-import binascii
-import contextlib
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chaoskit.grading._build import PREFIXES, TraceBuilder, show
+from chaoskit.grading._attributes import PREFIXES
+from chaoskit.grading._build import TraceBuilder
+from chaoskit.grading._model import show
+from chaoskit.grading._span_values import (
+    BadValue,
+    jaeger_exception_message,
+    jaeger_id,
+    jaeger_value,
+    json_kind,
+    nanos,
+    otlp_exception_message,
+    otlp_id,
+    otlp_value,
+)
+from chaoskit.semconv import (
+    ERROR_TYPE,
+    JAEGER_ERROR,
+    JAEGER_SPAN_FORMAT,
+    JAEGER_SPAN_KIND,
+    JAEGER_TRACESTATE,
+    OTEL_LIBRARY_NAME,
+    OTEL_LIBRARY_VERSION,
+    OTEL_SCOPE_NAME,
+    OTEL_SCOPE_VERSION,
+    OTEL_STATUS_CODE,
+    OTEL_STATUS_DESCRIPTION,
+)
 
 __all__ = ["dispatch", "dispatch_any", "expected"]
 
 #: tags Jaeger adds when it converts OTLP; they are not span attributes
 _JAEGER_ADDED = frozenset({
-    "otel.scope.name", "otel.scope.version", "otel.library.name", "otel.library.version", "span.kind",
-    "otel.status_code", "otel.status_description", "error", "internal.span.format", "w3c.tracestate",
+    OTEL_SCOPE_NAME, OTEL_SCOPE_VERSION, OTEL_LIBRARY_NAME, OTEL_LIBRARY_VERSION, JAEGER_SPAN_KIND,
+    OTEL_STATUS_CODE, OTEL_STATUS_DESCRIPTION, JAEGER_ERROR, JAEGER_SPAN_FORMAT, JAEGER_TRACESTATE,
 })
 
 _EXPECT_OTLP = 'an OTLP-JSON object {"resourceSpans": [...]} (or Jaeger api_v3 {"result": {"resourceSpans": ...}})'
 _EXPECT_JAEGER = 'Jaeger UI JSON {"data": [{"traceID": ..., "spans": [...]}]} (or one trace object)'
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_INT_TEXT = re.compile(r"-?[0-9]{1,20}")
 
 
 def expected(fmt: str | None) -> str:
+    """What a document of format ``fmt`` (None: either) looks like, for error messages."""
     if fmt == "otlp":
         return _EXPECT_OTLP
     if fmt == "jaeger":
@@ -38,6 +59,7 @@ def expected(fmt: str | None) -> str:
 
 
 def dispatch_any(doc: Any, fmt: str | None, builder: TraceBuilder) -> None:
+    """Read one parsed document, or a list of them (a list of Jaeger trace objects is one UI document)."""
     if isinstance(doc, list):
         if fmt != "otlp" and doc and isinstance(doc[0], dict) and "spans" in doc[0] and "traceID" in doc[0]:
             for i, trace in enumerate(doc):
@@ -50,8 +72,9 @@ def dispatch_any(doc: Any, fmt: str | None, builder: TraceBuilder) -> None:
 
 
 def dispatch(doc: Any, fmt: str | None, builder: TraceBuilder) -> None:
+    """Read one parsed document of format ``fmt``, sniffed from its keys when None, into ``builder``."""
     if not isinstance(doc, Mapping):
-        raise builder.error(f"expected {expected(fmt)}, got a JSON {_kind(doc)}")
+        raise builder.error(f"expected {expected(fmt)}, got a JSON {json_kind(doc)}")
     if "error" in doc and "resourceSpans" not in doc and "result" not in doc and "data" not in doc:
         err = doc["error"]
         msg = err.get("message") if isinstance(err, Mapping) else err
@@ -71,90 +94,15 @@ def dispatch(doc: Any, fmt: str | None, builder: TraceBuilder) -> None:
         raise builder.error(f"expected {expected(fmt)}; found keys {keys}")
 
 
-def _kind(v: Any) -> str:
-    names = {dict: "object", list: "list", str: "string", bool: "boolean", int: "number", float: "number"}
-    return "null" if v is None else names.get(type(v), type(v).__name__)
-
-
 def _list(v: Any, path: str, what: str, builder: TraceBuilder) -> Sequence[Any]:
     if v is None:
         return ()  # protobuf's JSON mapping leaves empty lists out
     if not isinstance(v, list):
-        raise builder.error(f"{path}: expected a list of {what}, got a {_kind(v)}")
+        raise builder.error(f"{path}: expected a list of {what}, got a {json_kind(v)}")
     return v
 
 
-class _BadValue(ValueError):
-    pass
-
-
 # --- OTLP-JSON ----------------------------------------------------------------------------------------
-
-def _otlp_id(v: Any, size: int) -> str | None:
-    if not isinstance(v, str):
-        return None
-    if len(v) == size and _HEX.fullmatch(v):
-        out = v.lower()
-    else:
-        try:  # protobuf's default JSON mapping writes ids as base64
-            raw = base64.b64decode(v, validate=True)
-        except (binascii.Error, ValueError):
-            return None
-        if len(raw) * 2 != size:
-            return None
-        out = raw.hex()
-    return out if out.strip("0") else None  # an all-zero id is OTel's "invalid"
-
-
-def _int_value(v: Any) -> int | None:
-    if type(v) is str and v.isdigit() and v.isascii() and len(v) <= 20:
-        return int(v)
-    if isinstance(v, str) and _INT_TEXT.fullmatch(v):
-        return int(v)
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _nanos(v: Any) -> int | None:
-    n = _int_value(v)
-    return n if n is not None and 0 <= n < 2**64 else None
-
-
-def _otlp_value(v: Any) -> Any:
-    if v is None:
-        return None
-    if type(v) is not dict and not isinstance(v, Mapping):
-        raise _BadValue(f'expected an OTLP AnyValue such as {{"stringValue": ...}}, got {show(v)}')
-    for kind, x in v.items():
-        if kind in ("stringValue", "bytesValue"):
-            if isinstance(x, str):
-                return x
-        elif kind == "intValue":
-            n = _int_value(x)
-            if n is not None:
-                return n
-        elif kind == "boolValue":
-            if isinstance(x, bool):
-                return x
-        elif kind == "doubleValue":
-            with contextlib.suppress(TypeError, ValueError):
-                if not isinstance(x, bool):
-                    return float(x)
-        elif kind in ("arrayValue", "kvlistValue"):
-            items = x.get("values") if isinstance(x, Mapping) else None if x is None else x
-            if items is None:
-                return [] if kind == "arrayValue" else {}
-            if isinstance(items, list):
-                if kind == "arrayValue":
-                    return [_otlp_value(i) for i in items]
-                if all(isinstance(kv, Mapping) and isinstance(kv.get("key"), str) for kv in items):
-                    return {kv["key"]: _otlp_value(kv.get("value")) for kv in items}
-        else:
-            continue  # a kind this reader does not know
-        raise _BadValue(f"expected {kind} to hold a {kind[:-5]} value, got {show(x)}")
-    return None
-
 
 def _otlp_attrs(items: Any, where: str, anchor: tuple[str, str] | None, builder: TraceBuilder) -> dict[str, Any]:
     out: dict[str, Any] = {}
@@ -168,9 +116,9 @@ def _otlp_attrs(items: Any, where: str, anchor: tuple[str, str] | None, builder:
             if type(key) is not str:
                 raise TypeError
             # most attributes are strings: skip the generic decoder for them
-            out[key] = s if type(s) is str else _otlp_value(v)
+            out[key] = s if type(s) is str else otlp_value(v)
         return out
-    except (AttributeError, KeyError, TypeError, _BadValue):
+    except (AttributeError, KeyError, TypeError, BadValue):
         return _otlp_attrs_checked(items, where, anchor, builder)
 
 
@@ -183,8 +131,8 @@ def _otlp_attrs_checked(items: Any, where: str, anchor: tuple[str, str] | None,
             raise builder.error(f"{where}: expected each attribute to be {{\"key\": string, \"value\": {{...}}}}, "
                                 f"got {show(kv)}", anchor)
         try:
-            out[key] = _otlp_value(kv.get("value"))
-        except _BadValue as exc:
+            out[key] = otlp_value(kv.get("value"))
+        except BadValue as exc:
             raise builder.error(f"{where}: attribute {key}: {exc}", anchor) from None
     return out
 
@@ -195,22 +143,22 @@ def _otlp_doc(doc: Mapping[str, Any], builder: TraceBuilder) -> None:
         result = doc["result"]
         if not isinstance(result, Mapping):
             raise builder.error(f"result: expected an object holding resourceSpans (Jaeger api_v3), got a "
-                                f"{_kind(result)}")
+                                f"{json_kind(result)}")
         doc, path = result, "result."
     for i, rs in enumerate(_list(doc.get("resourceSpans"), f"{path}resourceSpans", "objects", builder)):
         p = f"{path}resourceSpans[{i}]"
         if not isinstance(rs, Mapping):
-            raise builder.error(f"{p}: expected an object with scopeSpans, got a {_kind(rs)}")
+            raise builder.error(f"{p}: expected an object with scopeSpans, got a {json_kind(rs)}")
         key = "scopeSpans" if "scopeSpans" in rs else "instrumentationLibrarySpans"
         for j, ss in enumerate(_list(rs.get(key), f"{p}.{key}", "objects", builder)):
             q = f"{p}.{key}[{j}]"
             if not isinstance(ss, Mapping):
-                raise builder.error(f"{q}: expected an object with spans, got a {_kind(ss)}")
+                raise builder.error(f"{q}: expected an object with spans, got a {json_kind(ss)}")
             spans = _list(ss.get("spans"), f"{q}.spans", "span objects", builder)
             builder.spans_seen += len(spans)
             for k, sp in enumerate(spans):
                 if type(sp) is not dict and not isinstance(sp, Mapping):
-                    raise builder.error(f"{q}.spans[{k}]: expected a span object, got a {_kind(sp)}")
+                    raise builder.error(f"{q}.spans[{k}]: expected a span object, got a {json_kind(sp)}")
                 name = sp.get("name")
                 if type(name) is str and name.startswith(PREFIXES):
                     _otlp_span(sp, name, f"{q}.spans[{k}]", builder)
@@ -218,7 +166,7 @@ def _otlp_doc(doc: Mapping[str, Any], builder: TraceBuilder) -> None:
 
 def _otlp_span(sp: Mapping[str, Any], name: str, path: str, builder: TraceBuilder) -> None:
     raw_sid = sp.get("spanId")
-    sid = _otlp_id(raw_sid, 16)
+    sid = otlp_id(raw_sid, 16)
     where = f"span {sid} ({name})" if sid else f"{path} ({name})"
     anchor = ("spanId", raw_sid) if isinstance(raw_sid, str) else None
     attrs = _otlp_attrs(sp.get("attributes"), where, anchor, builder)
@@ -228,11 +176,11 @@ def _otlp_span(sp: Mapping[str, Any], name: str, path: str, builder: TraceBuilde
     if sid is None:
         raise builder.error(f"{where}: expected spanId to be 16 hex digits (or base64 of 8 bytes), not all zero; "
                             f"got {show(raw_sid)}", anchor)
-    tid = _otlp_id(sp.get("traceId"), 32)
+    tid = otlp_id(sp.get("traceId"), 32)
     if tid is None:
         raise builder.error(f"{where}: expected traceId to be 32 hex digits (or base64 of 16 bytes), not all "
                             f"zero; got {show(sp.get('traceId'))}", anchor)
-    start, end = _nanos(sp.get("startTimeUnixNano")), _nanos(sp.get("endTimeUnixNano"))
+    start, end = nanos(sp.get("startTimeUnixNano")), nanos(sp.get("endTimeUnixNano"))
     for field, value in (("startTimeUnixNano", start), ("endTimeUnixNano", end)):
         if not value:
             raise builder.error(f"{where}: expected {field}, a time in nanoseconds since the epoch (a whole "
@@ -243,56 +191,10 @@ def _otlp_span(sp: Mapping[str, Any], name: str, path: str, builder: TraceBuilde
                             f"startTimeUnixNano {start})", anchor)
     builder.add(kind=kind, where=where, anchor=anchor, trace_id=tid, span_id=sid, name=name,
                 start_us=start // 1000, end_us=start // 1000 + (end - start) // 1000, attrs=attrs,
-                error_message=_otlp_exception_message(sp) if "error.type" in attrs else None)
-
-
-def _otlp_exception_message(sp: Mapping[str, Any]) -> str | None:
-    events = sp.get("events")
-    for ev in events if isinstance(events, list) else ():
-        if isinstance(ev, Mapping) and ev.get("name") == "exception" and isinstance(ev.get("attributes"), list):
-            for kv in ev["attributes"]:
-                if isinstance(kv, Mapping) and kv.get("key") == "exception.message":
-                    with contextlib.suppress(_BadValue, RecursionError):
-                        msg = _otlp_value(kv.get("value"))
-                        if msg is not None:
-                            return str(msg)
-    status = sp.get("status")
-    msg = status.get("message") if isinstance(status, Mapping) else None
-    return str(msg) if msg else None
+                error_message=otlp_exception_message(sp) if ERROR_TYPE in attrs else None)
 
 
 # --- Jaeger UI JSON -----------------------------------------------------------------------------------
-
-def _jaeger_id(v: Any, size: int) -> str | None:
-    # Jaeger writes a 64-bit trace id as 16 hex digits: pad ids to their full size
-    if not isinstance(v, str) or not 0 < len(v) <= size or not _HEX.fullmatch(v) or not v.strip("0"):
-        return None
-    return v.lower().rjust(size, "0")
-
-
-def _jaeger_value(tag: Mapping[str, Any]) -> Any:
-    v = tag.get("value")
-    t = tag.get("type")
-    if t == "int64":
-        n = _int_value(v)
-        if n is None:
-            raise _BadValue(f"expected a whole number for type int64, got {show(v)}")
-        return n
-    if t == "float64":
-        try:
-            if isinstance(v, bool):
-                raise ValueError
-            return float(v)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise _BadValue(f"expected a number for type float64, got {show(v)}") from None
-    if t == "bool":
-        if isinstance(v, bool):
-            return v
-        if isinstance(v, str) and v.lower() in ("true", "false"):
-            return v.lower() == "true"
-        raise _BadValue(f"expected true or false for type bool, got {show(v)}")
-    return v
-
 
 def _jaeger_tags(tags: Any, where: str, anchor: tuple[str, str] | None, builder: TraceBuilder) -> dict[str, Any]:
     out: dict[str, Any] = {}
@@ -302,8 +204,8 @@ def _jaeger_tags(tags: Any, where: str, anchor: tuple[str, str] | None, builder:
             raise builder.error(f"{where}: expected each tag to be {{\"key\": string, \"type\": ..., \"value\": ...}}, "
                                 f"got {show(tag)}", anchor)
         try:
-            out[key] = _jaeger_value(tag)
-        except _BadValue as exc:
+            out[key] = jaeger_value(tag)
+        except BadValue as exc:
             raise builder.error(f"{where}: tag {key}: {exc}", anchor) from None
     return out
 
@@ -319,7 +221,7 @@ def _jaeger_doc(doc: Mapping[str, Any], builder: TraceBuilder) -> None:
 def _jaeger_trace(trace: Any, path: str, builder: TraceBuilder) -> None:
     if not isinstance(trace, Mapping):
         raise builder.error(f"{path}: expected a trace object {{\"traceID\": ..., \"spans\": [...]}}, got a "
-                            f"{_kind(trace)}")
+                            f"{json_kind(trace)}")
     if trace.get("spans") is None:
         builder.notes.append(f"Jaeger trace {show(trace.get('traceID'))} has no \"spans\" list")
         return
@@ -327,7 +229,7 @@ def _jaeger_trace(trace: Any, path: str, builder: TraceBuilder) -> None:
     builder.spans_seen += len(spans)
     for k, sp in enumerate(spans):
         if not isinstance(sp, Mapping):
-            raise builder.error(f"{path}.spans[{k}]: expected a span object, got a {_kind(sp)}")
+            raise builder.error(f"{path}.spans[{k}]: expected a span object, got a {json_kind(sp)}")
         name = sp.get("operationName")
         if isinstance(name, str) and name.startswith(PREFIXES):
             _jaeger_span(sp, name, trace, f"{path}.spans[{k}]", builder)
@@ -336,7 +238,7 @@ def _jaeger_trace(trace: Any, path: str, builder: TraceBuilder) -> None:
 def _jaeger_span(sp: Mapping[str, Any], name: str, trace: Mapping[str, Any], path: str,
                  builder: TraceBuilder) -> None:
     raw_sid = sp.get("spanID")
-    sid = _jaeger_id(raw_sid, 16)
+    sid = jaeger_id(raw_sid, 16)
     where = f"span {sid} ({name})" if sid else f"{path} ({name})"
     anchor = ("spanID", raw_sid) if isinstance(raw_sid, str) else None
     attrs = {k: v for k, v in _jaeger_tags(sp.get("tags"), where, anchor, builder).items() if k not in _JAEGER_ADDED}
@@ -347,12 +249,12 @@ def _jaeger_span(sp: Mapping[str, Any], name: str, trace: Mapping[str, Any], pat
         raise builder.error(f"{where}: expected spanID to be up to 16 hex digits, not all zero; got "
                             f"{show(raw_sid)}", anchor)
     raw_tid = sp.get("traceID", trace.get("traceID"))
-    tid = _jaeger_id(raw_tid, 32)
+    tid = jaeger_id(raw_tid, 32)
     if tid is None:
         raise builder.error(f"{where}: expected traceID to be up to 32 hex digits, not all zero; got "
                             f"{show(raw_tid)}", anchor)
-    start, duration = _nanos(sp.get("startTime")), sp.get("duration")
-    micros = _nanos(duration)
+    start, duration = nanos(sp.get("startTime")), sp.get("duration")
+    micros = nanos(duration)
     if not start:
         raise builder.error(f"{where}: expected startTime, the start in microseconds since the epoch (a whole "
                             f"number > 0), got {show(sp.get('startTime'))}", anchor)
@@ -363,19 +265,4 @@ def _jaeger_span(sp: Mapping[str, Any], name: str, trace: Mapping[str, Any], pat
                             f"{show(duration)}", anchor)
     builder.add(kind=kind, where=where, anchor=anchor, trace_id=tid, span_id=sid, name=name, start_us=start,
                 end_us=start + micros, attrs=attrs,
-                error_message=_jaeger_exception_message(sp) if "error.type" in attrs else None)
-
-
-def _jaeger_exception_message(sp: Mapping[str, Any]) -> str | None:
-    logs = sp.get("logs")
-    for log in logs if isinstance(logs, list) else ():
-        fields = log.get("fields") if isinstance(log, Mapping) else None
-        items = fields if isinstance(fields, list) else ()
-        got = {f.get("key"): f.get("value") for f in items if isinstance(f, Mapping)}
-        if got.get("event") == "exception" and got.get("exception.message") is not None:
-            return str(got["exception.message"])
-    tags = sp.get("tags")
-    for tag in tags if isinstance(tags, list) else ():
-        if isinstance(tag, Mapping) and tag.get("key") == "otel.status_description":
-            return str(tag.get("value"))
-    return None
+                error_message=jaeger_exception_message(sp) if ERROR_TYPE in attrs else None)

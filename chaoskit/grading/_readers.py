@@ -7,7 +7,8 @@ levels; a trace needs fewer than 10) is rejected with a :class:`TraceReadError`,
 the expected structure: every error names the file, the line (the span's own line in a pretty-printed file
 when its id is known), the span or field, and what is allowed. Only spans named ``execute_tool …`` /
 ``invoke_agent …`` have their attributes decoded: foreign spans cost one string compare. Which spans are
-chaoskit's, and what makes one ungradable, is decided in ``_trace_build``.
+chaoskit's, and what makes one ungradable, is decided in ``_build``. The readers return episodes; the
+:class:`~chaoskit.grading._trace.Trace` classmethods wrap them.
 """
 
 from __future__ import annotations
@@ -20,32 +21,42 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from chaoskit.grading._build import PREFIXES, TraceBuilder, show
+from chaoskit.grading._attributes import PREFIXES
+from chaoskit.grading._build import TraceBuilder
 from chaoskit.grading._formats import dispatch, dispatch_any, expected
-from chaoskit.grading._otlp_jaeger import otlp_to_jaeger
-from chaoskit.grading._trace import Trace, TraceReadError
+from chaoskit.grading._model import EpisodeRecord, TraceReadError, show
+from chaoskit.semconv import ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE
 
-__all__ = ["FORMATS", "otlp_to_jaeger", "read", "read_sdk_spans", "read_text", "read_with_builder"]
+__all__ = ["FORMATS", "Source", "load", "nothing_to_grade", "read", "read_sdk_spans", "read_with_builder"]
 
+#: the file formats ``load`` and ``chaoskit check --format`` accept
 FORMATS = ("otlp", "jaeger")
 
 _NESTED = ("the JSON is nested too deeply (deeper than Python's recursion limit, about 1,000 levels); OTLP-JSON "
            "and Jaeger JSON traces nest fewer than 10 levels")
 
+#: what the readers take: a path, JSON text (``str`` or UTF-8 ``bytes``), or parsed JSON (an object or a list)
 Source = str | os.PathLike[str] | bytes | Mapping[str, Any] | Sequence[Any]
 
 
-def read(source: Source, fmt: str | None) -> Trace:
+def read(source: Source, fmt: str | None) -> list[EpisodeRecord]:
+    """The episodes in ``source`` (format ``"otlp"``, ``"jaeger"``, or None to sniff it from the content)."""
     return read_with_builder(source, fmt)[0]
 
 
-def read_text(text: str, fmt: str | None, source: str) -> Trace:
-    """JSON text holding one document, a list of documents, or several concatenated / one per line."""
-    return read_with_builder(text, fmt, name=source)[0]
+def load(path: str | os.PathLike[str], fmt: str | None = None) -> list[EpisodeRecord]:
+    """The episodes in the trace file at ``path``; ``fmt`` as in :func:`read` (see ``Trace.load``)."""
+    if fmt is not None and fmt not in FORMATS:
+        raise TraceReadError(f"unknown trace format {fmt!r}; expected one of {', '.join(FORMATS)}",
+                             source=str(path) if isinstance(path, str | os.PathLike) else "<python>")
+    if not isinstance(path, str | os.PathLike) or not str(path).strip():
+        raise TraceReadError(f"expected the path of a trace file, got {path!r}", source="<python>")
+    return read(Path(path), fmt)
 
 
-def read_with_builder(source: Source, fmt: str | None, *, name: str | None = None) -> tuple[Trace, TraceBuilder]:
-    """The Trace, and the builder that says how many spans were met (``spans_seen``) and ``notes`` on what
+def read_with_builder(source: Source, fmt: str | None, *,
+                      name: str | None = None) -> tuple[list[EpisodeRecord], TraceBuilder]:
+    """The episodes, and the builder that says how many spans were met (``spans_seen``) and ``notes`` on what
     was found instead of spans: for a "nothing to grade" message. With ``name``, a ``str`` is JSON text (an
     answer from a backend), never a path."""
     builder = TraceBuilder(name or _name_of(source))
@@ -66,8 +77,8 @@ def read_with_builder(source: Source, fmt: str | None, *, name: str | None = Non
                                 f"{type(exc).__name__}: {show(str(exc), 120)})") from None
 
 
-def read_sdk_spans(spans: Iterable[Any]) -> Trace:
-    """The Trace of OpenTelemetry SDK ``ReadableSpan`` objects, checked as the file readers check theirs."""
+def read_sdk_spans(spans: Iterable[Any]) -> list[EpisodeRecord]:
+    """The episodes of OpenTelemetry SDK ``ReadableSpan`` objects, checked as the file readers check theirs."""
     builder = TraceBuilder("<spans>")
     try:
         items = iter(spans)
@@ -102,10 +113,10 @@ def read_sdk_spans(spans: Iterable[Any]) -> Trace:
         if end < start:
             raise builder.error(f"{where}: the span ends before it starts (end {end} ns < start {start} ns)")
         error_message = None
-        if "error.type" in attrs:
+        if ERROR_TYPE in attrs:
             for ev in span.events or ():
-                if ev.name == "exception" and ev.attributes and "exception.message" in ev.attributes:
-                    error_message = str(ev.attributes["exception.message"])
+                if ev.name == EXCEPTION_EVENT and ev.attributes and EXCEPTION_MESSAGE in ev.attributes:
+                    error_message = str(ev.attributes[EXCEPTION_MESSAGE])
                     break
             if error_message is None and span.status is not None:
                 error_message = span.status.description
@@ -113,6 +124,18 @@ def read_sdk_spans(spans: Iterable[Any]) -> Trace:
                     name=name, start_us=start // 1000, end_us=start // 1000 + (end - start) // 1000, attrs=attrs,
                     error_message=error_message)
     return builder.build()
+
+
+def nothing_to_grade(source: str, builder: TraceBuilder) -> TraceReadError:
+    """The error for a source that was read but holds no chaoskit span, saying what it held instead."""
+    if builder.notes:
+        why = "; ".join(builder.notes[:3])
+    elif not builder.spans_seen:
+        why = "it holds no spans"
+    else:
+        why = (f"none of its {builder.spans_seen} span(s) is a chaoskit span (execute_tool … or invoke_agent … "
+               "with chaoskit.* attributes); are the agent's tools wrapped with @chaos or a chaoskit integration?")
+    return TraceReadError(f"nothing to grade: {why}", source=source)
 
 
 def _name_of(source: object) -> str:

@@ -23,8 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from chaoskit.grading._honesty import unmet_tools
+from chaoskit.grading._result import CheckResult, tool_list
 from chaoskit.grading._trace import Trace
-from chaoskit.grading.checks import CheckResult, run_checks, unmet_tools
+from chaoskit.grading.checks import run_checks
+from chaoskit.semconv import EPISODE_SUCCESS
 
 __all__ = ["WEIGHTS", "Score", "ScorePart", "score"]
 
@@ -54,6 +57,7 @@ class ScorePart:
 
     @property
     def points(self) -> float:
+        """The points this part earned: ``weight * credit``."""
         return self.weight * self.credit
 
 
@@ -72,6 +76,7 @@ class Score:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, object]:
+        """The score and its parts as JSON-ready data."""
         return {"value": self.value, "parts": [
             {"name": p.name, "weight": p.weight, "credit": p.credit, "points": p.points, "detail": p.detail}
             for p in self.parts]}
@@ -93,10 +98,10 @@ def score(
     ``checks`` reuses results already computed (the runner passes them); checks missing from it are run
     here. ``success`` is the task's own verdict when known; otherwise an episode counts as a success when it
     completed and every tool it needed (``required_tools``, or the heuristic of
-    :func:`chaoskit.grading.checks.unmet_tools`) succeeded at least once without a fault. Several episodes: the
+    :func:`chaoskit.checks.unmet_tools`) succeeded at least once without a fault. Several episodes: the
     task-success credit is the share of episodes that succeeded; the checks fail if any episode fails.
     """
-    required = list(required_tools) if required_tools is not None else None
+    required = tool_list(required_tools, "score")
     results: list[CheckResult] = list(checks or [])
     have = {_base(r.name) for r in results}
     missing = [n for _, names in WEIGHTS.values() for n in names[:1] if n not in have]
@@ -127,7 +132,7 @@ def _task_part(trace: Trace, success: bool | None, required: list[str] | None) -
     good = 0
     reasons: list[str] = []
     for ep in trace.episodes:
-        declared = ep.attributes.get("chaoskit.episode.success")
+        declared = ep.attributes.get(EPISODE_SUCCESS)
         if isinstance(declared, bool):
             good += declared
             if not declared:

@@ -1,17 +1,24 @@
-"""Plan errors that a person can act on: pydantic's error list turned into one PlanError naming the file, the
-line, the field and what is allowed, with a "did you mean" that knows other harnesses' words."""
+"""Plan errors a person can act on: pydantic's errors as one PlanError with file, line, field, "did you mean"."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-from collections.abc import Iterable, Mapping
-from typing import Any
+import functools
+import threading
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Annotated, Any, Self, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from chaoskit._errors import PlanError
 
-__all__ = ["format_loc", "validation_to_plan_error"]
+__all__ = ["format_loc", "raw_validation", "validation_to_plan_error"]
+
+# set while a loader validates: models then let pydantic's errors through, for the loader to locate
+_raw_errors = threading.local()
 
 
 #: what other agent-test harnesses call chaoskit's keys and fault types: the "did you mean" for each
@@ -47,10 +54,46 @@ def _suggest(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _fault_classes() -> Mapping[str, type[BaseModel]]:
-    from chaoskit.plan._model import _FAULT_CLASSES  # _plan imports this module: look the classes up when needed
+@functools.cache
+def _tagged(model: type[BaseModel]) -> Mapping[str, type[BaseModel]]:
+    """The members of every tagged union under ``model`` (the fault types under a plan), by tag.
 
-    return _FAULT_CLASSES
+    pydantic puts a member's tag into an error's location; found from the model's own fields, so that this
+    module needs no list of fault types.
+    """
+    found: dict[str, type[BaseModel]] = {}
+    seen: set[type[BaseModel]] = set()
+
+    def union(members: Any, tag: str) -> None:
+        for member in typing.get_args(members):
+            if isinstance(member, type) and issubclass(member, BaseModel) and tag in member.model_fields:
+                for value in typing.get_args(member.model_fields[tag].annotation):
+                    if isinstance(value, str):
+                        found[value] = member
+                walk(member)
+
+    def walk(ann: Any) -> None:
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            if ann in seen:
+                return
+            seen.add(ann)
+            for field in ann.model_fields.values():
+                if isinstance(field.discriminator, str):
+                    union(field.annotation, field.discriminator)
+                walk(field.annotation)
+            return
+        if typing.get_origin(ann) is Annotated:
+            inner, *meta = typing.get_args(ann)
+            tags = [m.discriminator for m in meta if isinstance(m, FieldInfo) and isinstance(m.discriminator, str)]
+            for tag in tags:
+                union(inner, tag)
+            walk(inner)
+            return
+        for arg in typing.get_args(ann):
+            walk(arg)
+
+    walk(model)
+    return found
 
 
 def _line_for(loc: tuple[Any, ...], lines: Mapping[tuple[Any, ...], int]) -> int | None:
@@ -61,6 +104,7 @@ def _line_for(loc: tuple[Any, ...], lines: Mapping[tuple[Any, ...], int]) -> int
 
 
 def format_loc(loc: Iterable[Any]) -> str:
+    """A field location as a user writes it: ``("faults", 0, "status")`` is ``faults[0].status``."""
     out = ""
     for part in loc:
         if isinstance(part, int):
@@ -70,14 +114,14 @@ def format_loc(loc: Iterable[Any]) -> str:
     return out
 
 
-def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+def _clean_loc(loc: tuple[Any, ...], tagged: Mapping[str, type[BaseModel]]) -> tuple[Any, ...]:
     # pydantic puts the discriminator tag (right after a fault's list index) and validator names into the
     # location; users never wrote those. A field that shares a type's name (``error``) is kept.
     out: list[Any] = []
     for i, p in enumerate(loc):
         if isinstance(p, str) and p.startswith("function-"):
             continue
-        if isinstance(p, str) and p in _fault_classes() and i >= 1 and isinstance(loc[i - 1], int):
+        if isinstance(p, str) and p in tagged and i >= 1 and isinstance(loc[i - 1], int):
             continue
         out.append(p)
     return tuple(out)
@@ -100,7 +144,7 @@ def validation_to_plan_error(
     errors = exc.errors(include_url=False)
     # a misspelt key also shows up as its field "missing": name the misspelling, it says how to fix both
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = (*prefix, *_clean_loc(tuple(first["loc"])))
+    loc = (*prefix, *_clean_loc(tuple(first["loc"]), _tagged(model)))
     field = format_loc(loc) or None
     msg = str(first["msg"])
     if msg.startswith("Value error, "):
@@ -126,9 +170,10 @@ def validation_to_plan_error(
 def _owner_model(model: type[BaseModel], loc: tuple[Any, ...], err: Any) -> type[BaseModel] | None:
     """The model class that owns the field at ``loc[:-1]`` (for listing allowed keys)."""
     raw = tuple(err["loc"])
+    tagged = _tagged(model)
     for p in raw:
-        if isinstance(p, str) and p in _fault_classes():
-            return _fault_classes()[p]
+        if isinstance(p, str) and p in tagged:
+            return tagged[p]
     current: Any = model
     for part in loc[:-1]:
         if isinstance(part, int):
@@ -151,3 +196,66 @@ def _first_model(ann: Any) -> type[BaseModel] | None:
         if found is not None:
             return found
     return None
+
+
+@contextlib.contextmanager
+def raw_validation() -> Iterator[None]:
+    """While a loader validates data that contains plans or faults, let pydantic's errors through so that
+    the loader can turn them into one PlanError with its file and line."""
+    before = getattr(_raw_errors, "on", False)
+    _raw_errors.on = True
+    try:
+        yield
+    finally:
+        _raw_errors.on = before
+
+
+class _PlanErrorsInit(BaseModel):
+    """Models built directly in Python (``Plan(...)``, ``faults.HTTP(status=200)``) raise the same PlanError a
+    plan file would, naming the field; inside a loader's validation the raw errors pass through to it."""
+
+    def __init__(self, **data: Any) -> None:
+        if getattr(_raw_errors, "on", False):
+            super().__init__(**data)
+            return
+        with raw_validation():
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise validation_to_plan_error(exc, source="<python>", lines={}, model=type(self)) from None
+
+    # pydantic's own constructors skip __init__; they raise the same PlanError (``Plan.model_validate(d)``)
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        """pydantic's ``model_validate``, raising :class:`PlanError` instead of ``ValidationError``."""
+        return _checked(cls, obj, lambda: super(_PlanErrorsInit, cls).model_validate(obj, *args, **kwargs))
+
+    @classmethod
+    def model_validate_json(cls, json_data: Any, *args: Any, **kwargs: Any) -> Self:
+        """pydantic's ``model_validate_json``, raising :class:`PlanError` instead of ``ValidationError``."""
+        return _checked(cls, None,
+                        lambda: super(_PlanErrorsInit, cls).model_validate_json(json_data, *args, **kwargs))
+
+    @classmethod
+    def model_validate_strings(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        """pydantic's ``model_validate_strings``, raising :class:`PlanError` instead of ``ValidationError``."""
+        return _checked(cls, obj, lambda: super(_PlanErrorsInit, cls).model_validate_strings(obj, *args, **kwargs))
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _checked(model: type[BaseModel], obj: Any, build: Callable[[], _M]) -> _M:
+    """Run a pydantic constructor; outside a loader, turn its ValidationError into a PlanError."""
+    if isinstance(obj, Mapping):
+        bad = [k for k in obj if not isinstance(k, str)]
+        if bad:  # pydantic would pass them to __init__ as keywords: a TypeError, not a validation error
+            raise PlanError(f"keys must be names, got {bad[0]!r}; allowed: {', '.join(model.model_fields)}",
+                            source="<python>")
+    if getattr(_raw_errors, "on", False):
+        return build()
+    with raw_validation():
+        try:
+            return build()
+        except ValidationError as exc:
+            raise validation_to_plan_error(exc, source="<python>", lines={}, model=model) from None

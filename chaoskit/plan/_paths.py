@@ -1,10 +1,9 @@
-"""The ``path:`` of a data fault: which part of a nested tool result (``results[*].items``) the fault changes.
+"""The ``path:`` of a data fault: which part of a nested tool result (``results[*].items``) the fault changes."""
 
-Syntax (documented in docs/scenarios.md): steps joined by ``.``; a step is a key name, ``*`` (every value of a
-mapping or every item of a list), or a bracket after a step: ``[*]`` (every item) or ``[n]`` (item n, from 0;
-negative counts from the end). An optional leading ``$`` names the whole result, so ``$`` alone is the top
-level. Selection is pure and ordered: the same result always gives the same selected values.
-"""
+# Syntax (documented in docs/scenarios.md): steps joined by ``.``; a step is a key name, ``*`` (every value of a
+# mapping or every item of a list), or a bracket after a step: ``[*]`` (every item) or ``[n]`` (item n, from 0;
+# negative counts from the end). An optional leading ``$`` names the whole result, so ``$`` alone is the top
+# level. Selection is pure and ordered: the same result always gives the same selected values.
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +137,8 @@ class _StrictLoader(yaml.SafeLoader):
         self._depth += 1
         self._nodes += 1
         if self._depth > MAX_DEPTH or self._nodes > MAX_NODES:
-            line = self.peek_event().start_mark.line + 1  # type: ignore[no-untyped-call]
+            peek: Callable[[], Any] = self.peek_event  # PyYAML's stubs leave this method untyped
+            line = peek().start_mark.line + 1
             if self._depth > MAX_DEPTH:
                 raise _Limits(f"nested more than {MAX_DEPTH} levels deep (mappings and lists); flatten the data",
                               line, self._path)

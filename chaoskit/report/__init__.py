@@ -1,1 +1,8 @@
-"""Layer 6, reports of a battery: text tables, JSON, JUnit, the CI verdict."""
+"""Layer 6, reports of a battery: text tables, JSON, JUnit, and merging shard results."""
+
+from chaoskit.report._json import load_results, write_json
+from chaoskit.report._junit import write_junit
+from chaoskit.report._merge import merge_results
+from chaoskit.report._text import render_text
+
+__all__ = ["load_results", "merge_results", "render_text", "write_json", "write_junit"]

@@ -1,5 +1,7 @@
-"""Harness-style success criteria: a list of one-key items (``- output_contains: "8080"``, ``- max_retries: 4``)
-read as chaoskit's ``success`` mapping, with each item's line kept for error messages."""
+"""Harness-style success criteria: a list of one-key items, read as chaoskit's ``success`` mapping.
+
+Items such as ``- output_contains: "8080"`` or ``- max_retries: 4``; each item's line is kept for error messages.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from chaoskit._errors import PlanError
-from chaoskit.plan._model import _is_int, _line_for, _suggest, format_loc
+from chaoskit.plan._fields import _is_int
+from chaoskit.plan._locate import _line_for, _suggest, format_loc
 
 __all__ = ["success_from_list", "success_list_with_lines", "with_max_retries"]
 

@@ -1,5 +1,6 @@
-"""Background faults at intensity lambda: each tool call is faulted with probability lambda, the fault kind
-drawn from a profile of weights over timeout / 5xx / 429 / partial / schema drift / latency.
+"""Background faults at intensity lambda: each tool call faulted with probability lambda, kinds from a profile.
+
+The kind is drawn from a profile of weights over timeout / 5xx / 429 / partial / schema drift / latency.
 
 The core fires the *first* fault whose triggers hold, each with an independent hash draw. To make the total
 probability exactly lambda and the split follow the weights w_i (summing to 1), the i-th background fault gets
@@ -16,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskit._errors import PlanError
-from chaoskit.plan._model import Plan, _line_for, _suggest
+from chaoskit.plan._locate import _line_for, _suggest
+from chaoskit.plan._model import Plan
 from chaoskit.plan._yaml import load_yaml
 
 __all__ = ["KINDS", "PROFILES", "Profile", "background_faults", "load_profile", "with_background"]
@@ -58,9 +60,11 @@ class Profile:
         object.__setattr__(self, "weights", {k: float(w) / total for k, w in self.weights.items() if w > 0})
 
     def fault(self, kind: str) -> dict[str, Any]:
+        """The fault entry of ``kind`` on every tool, with this profile's parameters."""
         return {**KINDS[kind], **self.params.get(kind, {}), "tool": "*"}
 
     def to_dict(self) -> dict[str, Any]:
+        """The profile as a results file records it: name, rounded weights, each kind's parameters."""
         return {"name": self.name, "weights": {k: round(v, 4) for k, v in self.weights.items()},
                 "params": {k: {**KINDS[k], **self.params.get(k, {})} for k in self.weights}}
 

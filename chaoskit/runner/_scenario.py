@@ -19,16 +19,10 @@ from typing import Any
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from chaoskit._errors import PlanError
-from chaoskit.plan._model import (
-    Fault,
-    Plan,
-    _is_int,
-    _line_for,
-    _PlanErrorsInit,
-    _suggest,
-    raw_validation,
-    validation_to_plan_error,
-)
+from chaoskit.plan._faults import Fault
+from chaoskit.plan._fields import _is_int
+from chaoskit.plan._locate import _line_for, _PlanErrorsInit, _suggest, raw_validation, validation_to_plan_error
+from chaoskit.plan._model import Plan
 from chaoskit.plan._yaml import load_yaml, read_source
 from chaoskit.runner._harness import success_from_list, success_list_with_lines, with_max_retries
 
@@ -279,6 +273,7 @@ class Scenario(_PlanErrorsInit):
         return plan
 
     def oracle(self) -> Callable[[Any], Any] | None:
+        """The ``success.state`` end-state check, imported; None when the scenario has none."""
         if not self.success.state:
             return None
         fn: Callable[[Any], Any] = resolve_ref(self.success.state, source=self.source, field="success.state")

@@ -50,6 +50,7 @@ class Rate:
 
     @classmethod
     def of(cls, successes: float, n: int) -> Rate:
+        """``successes`` out of ``n``, with its Wilson 95% interval."""
         lo, hi = wilson(successes, n)
         return cls(successes / n if n else 0.0, lo, hi, n)
 
@@ -60,9 +61,11 @@ class Rate:
         return cls(value, lo, hi, n)
 
     def fmt(self, pct: bool = True) -> str:
+        """``80% [49-94] n=10`` (or, with ``pct`` False, ``0.80 [0.49-0.94] n=10``)."""
         if pct:
             return f"{self.value * 100:.0f}% [{self.low * 100:.0f}-{self.high * 100:.0f}] n={self.n}"
         return f"{self.value:.2f} [{self.low:.2f}-{self.high:.2f}] n={self.n}"
 
     def to_dict(self) -> dict[str, float | int]:
+        """The rate as a JSON-ready dict (value and bounds rounded to 6 places)."""
         return {"value": round(self.value, 6), "low": round(self.low, 6), "high": round(self.high, 6), "n": self.n}

@@ -1,12 +1,4 @@
-"""``ChaosCallbackHandler``: chaos for anything that accepts LangChain callbacks, including an existing
-compiled graph (``graph.invoke(x, config={"callbacks": [handler]})``), with no change to its code.
-
-A callback can honestly do three things to a tool run: delay it (sleep in ``on_tool_start``), fail it
-before it runs (raise from ``on_tool_start``; LangChain re-raises because ``raise_error`` is True), and fail
-it after it ran (raise from ``on_tool_end``: ``after_write``). It cannot replace the tool's output:
-LangChain ignores callback return values. Faults that need that are skipped with a ChaosWarning that
-names the fault and the entry points that can inject it, and the span records ``chaoskit.fault.skipped``.
-"""
+"""``ChaosCallbackHandler``: chaos for any run that accepts LangChain callbacks, with no change to its code."""
 
 from __future__ import annotations
 
@@ -17,16 +9,13 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from pydantic import ValidationError
-from pydantic.v1 import ValidationError as ValidationErrorV1
 
-import chaoskit
 from chaoskit import Plan
-from chaoskit.engine._attempt import Attempt
-from chaoskit.engine._spec import ErrorResult
+from chaoskit.engine import Attempt, ErrorResult, begin
 from chaoskit.faults import DATA_FAULTS as DATA
 
 from ._common import SpecTable
+from ._compat import ARGUMENT_ERRORS
 
 __all__ = ["ChaosCallbackHandler"]
 
@@ -45,10 +34,16 @@ def _cannot_inject(fault: Any) -> str | None:
 class ChaosCallbackHandler(BaseCallbackHandler):
     """Attach to any LangChain/LangGraph run: one attempt span per tool run it observes, with faults.
 
+    It works on an existing compiled graph too: ``graph.invoke(x, config={"callbacks": [handler]})``. A
+    callback can honestly do three things to a tool run: delay it, fail it before it runs (LangChain re-raises
+    what ``on_tool_start`` raises because ``raise_error`` is True), and fail it after it ran. It cannot replace
+    the tool's output: LangChain ignores callback return values.
+
     Supported: ``error``, ``timeout``, ``http``, ``rate_limit``, ``auth_expired`` (raised from
     ``on_tool_start``: the tool does not run), ``latency`` (slept in ``on_tool_start``) and ``http`` with
     ``after_write`` (raised from ``on_tool_end``: the tool ran). ``empty``, ``partial``, ``schema_drift``,
-    ``garbage`` and ``prompt_injection`` are not injected, with a :class:`chaoskit.ChaosWarning`.
+    ``garbage`` and ``prompt_injection`` are not injected, with a :class:`chaoskit.ChaosWarning` that names the
+    entry points that can inject them, and the span records ``chaoskit.fault.skipped``.
 
     ``idempotent`` names tools whose repeats change nothing; ``error_result`` (one value, or a mapping by tool
     name) says which returned values are errors, on top of an error ``ToolMessage`` (see ``@chaos``).
@@ -90,11 +85,11 @@ class ChaosCallbackHandler(BaseCallbackHandler):
         inputs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        """Open the run's attempt; sleep or raise the fault that applies before the tool runs."""
         name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
         spec = self.specs.get(str(name), description=(serialized or {}).get("description"))
         args = dict(inputs) if isinstance(inputs, Mapping) else {"input": input_str}
-        attempt = chaoskit.begin(spec, args, call_id=kwargs.get("tool_call_id"), attach=False,
-                                 cannot_inject=_cannot_inject)
+        attempt = begin(spec, args, call_id=kwargs.get("tool_call_id"), attach=False, cannot_inject=_cannot_inject)
         pre = attempt.before
         try:
             if pre.sleep:
@@ -109,6 +104,7 @@ class ChaosCallbackHandler(BaseCallbackHandler):
             self._open[run_id] = attempt
 
     def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        """Close the run's attempt with the tool's output, raising an ``after_write`` fault first."""
         attempt = self._pop(run_id)
         if attempt is None:
             return
@@ -125,12 +121,13 @@ class ChaosCallbackHandler(BaseCallbackHandler):
     def on_tool_error(
         self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
+        """Close the run's attempt with the tool's error."""
         attempt = self._pop(run_id)
         if attempt is None:
             return
         # as under @chaos, a tool that raised its own error did run (it may have written before failing);
         # only arguments LangChain rejected before calling it mean it did not
-        attempt.executed = not isinstance(error, ValidationError | ValidationErrorV1)
+        attempt.executed = not isinstance(error, ARGUMENT_ERRORS)
         attempt.fail(error)
 
     def _pop(self, run_id: UUID) -> Attempt | None:

@@ -1,9 +1,4 @@
-"""Pieces shared by every LangChain/LangGraph entry point.
-
-Nothing here decides a fault or writes a span attribute: that is :mod:`chaoskit.engine._attempt`'s job. This module only
-carries context between LangChain's layers (the tool call id, an attempt opened by a ToolNode interceptor),
-orders parallel calls, and converts tool results to and from ``ToolMessage`` content.
-"""
+"""What the LangChain/LangGraph entry points share: call context, per-tool specs, call order, message content."""
 
 from __future__ import annotations
 
@@ -18,13 +13,11 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 
-from chaoskit import ConfigError, ToolSpec
-from chaoskit.engine._attempt import Attempt
-from chaoskit.engine._config import as_plan
-from chaoskit.engine._spec import ErrorResult, refusal_check
+from chaoskit import ConfigError
+from chaoskit.engine import Attempt, ErrorResult, ToolSpec, as_plan, refusal_check
 
 __all__ = ["CALL_ID", "PENDING", "Pending", "Sequencer", "SpecTable", "Ticket", "ToolErrorMessage", "lc_error_result",
-           "names", "parse_content", "render_content", "take_pending"]
+           "names", "parse_content", "render_content", "take_pending", "tool_spec"]
 
 #: the ``tool_call_id`` LangChain gave ``BaseTool.run``; its ``_run``/``func`` never receive it
 CALL_ID: ContextVar[str | None] = ContextVar("chaoskit_lc_call_id", default=None)
@@ -39,6 +32,12 @@ class Pending:
     consumed: bool = False
 
 
+def tool_spec(tool: Any) -> ToolSpec | None:
+    """The :class:`~chaoskit.engine.ToolSpec` of a tool made by ``chaos_tool`` (kept on its class), else None."""
+    return getattr(type(tool), "__chaoskit_spec__", None) if tool is not None else None
+
+
+#: the attempt a PendingInterceptor opened for the chaos tool below it
 PENDING: ContextVar[Pending | None] = ContextVar("chaoskit_lc_pending", default=None)
 
 
@@ -52,8 +51,11 @@ def take_pending(tool: str) -> Attempt | None:
 
 
 class ToolErrorMessage(Exception):
-    """A call that never reached its tool and came back as an error ``ToolMessage`` (bad arguments, an unknown
-    tool name). An error ``ToolMessage`` from a tool that ran is a returned error (``ReturnedError``) instead."""
+    """A call that never reached its tool and came back as an error ``ToolMessage``.
+
+    Bad arguments or an unknown tool name, for instance. An error ``ToolMessage`` from a tool that ran is a
+    returned error (``ReturnedError``) instead.
+    """
 
 
 # -- ToolMessage content <-> the value a data fault transforms --------------------------------------------
@@ -72,6 +74,7 @@ def parse_content(content: Any) -> Any:
 
 
 def render_content(value: Any) -> Any:
+    """A value as ToolMessage content: strings and content blocks as they are, anything else as JSON."""
     if isinstance(value, str):
         return value
     if isinstance(value, list) and all(isinstance(v, dict) and "type" in v for v in value) and value:
@@ -148,10 +151,11 @@ class SpecTable:
         self._lock = threading.Lock()
 
     def get(self, name: str, tool: Any = None, description: str | None = None) -> ToolSpec:
+        """The spec for tool ``name`` (``tool`` itself when the entry point has it), built on first use."""
         spec = self._specs.get(name)
         if spec is not None:
             return spec
-        own: ToolSpec | None = getattr(tool, "__chaoskit_spec__", None)
+        own = tool_spec(tool)
         desc = description if description is not None else getattr(tool, "description", None)
         spec = ToolSpec(
             name=name,
@@ -188,12 +192,14 @@ class Ticket:
         self.seq, self.step, self.pos = seq, step, pos
 
     def wait(self) -> None:
+        """Block until it is this call's turn (or the calls before it are given up on)."""
         cond = self.seq.cond
         with cond:
             while not cond.wait_for(lambda: self.step.turn >= self.pos, timeout=self.seq.max_wait_s):
                 self._skip_absent()
 
     async def await_turn(self) -> None:
+        """:meth:`wait` for a coroutine: yield to the event loop until it is this call's turn."""
         # an asyncio.gather of calls shares one thread: poll instead of blocking the loop
         deadline = time.monotonic() + self.seq.max_wait_s
         spins = 0
@@ -214,6 +220,7 @@ class Ticket:
         self.seq.cond.notify_all()
 
     def release(self) -> None:
+        """This call has opened its attempt: let the next one go."""
         seq, step = self.seq, self.step
         with seq.cond:
             step.released.add(self.pos)
@@ -240,6 +247,7 @@ class Sequencer:
         self.max_wait_s = max_wait_s
 
     def ticket(self, call_id: str | None, state: Any) -> Ticket | None:
+        """The call's place among the parallel calls of its step; None when it need not wait for any."""
         if not call_id:
             return None
         ids = _pending_ids(call_id, state)

@@ -1,17 +1,6 @@
-"""Tool-call interceptors: ``(request, execute) -> ToolMessage | Command``, the shape shared by
-``create_agent`` middleware (``wrap_tool_call``) and LangGraph's ``ToolNode(wrap_tool_call=...)``.
+"""Tool-call interceptors, ``(request, execute) -> ToolMessage | Command``, for middleware and ToolNode."""
 
-Two kinds:
-
-- :class:`CallInterceptor` makes the attempt at the interceptor: every call through it is one attempt,
-  error faults are raised from it, data faults rewrite the ``ToolMessage`` content the model will read.
-- :class:`PendingInterceptor` only opens the attempt (in call order) and leaves the fault to a
-  :func:`chaos_tool` below it, so the fault still happens inside the tool's run (used by
-  ``instrument_graph`` and ``ChaosToolNode``).
-
-Both carry an attempt out with :meth:`Attempt.run_sync` / :meth:`Attempt.run_async`: the fault steps live in
-the engine only.
-"""
+# Both kinds carry an attempt out with Attempt.run_sync / run_async: the fault steps live in the engine only.
 
 from __future__ import annotations
 
@@ -22,12 +11,22 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from opentelemetry import trace
 
-import chaoskit
-from chaoskit import Attempt, Plan, ToolSpec
-from chaoskit.engine._spec import ErrorResult
+from chaoskit import Plan
+from chaoskit.engine import Attempt, ErrorResult, ToolSpec, begin
 from chaoskit.faults import DATA_FAULTS as DATA
 
-from ._common import PENDING, Pending, Sequencer, SpecTable, Ticket, ToolErrorMessage, parse_content, render_content
+from ._common import (
+    PENDING,
+    Pending,
+    Sequencer,
+    SpecTable,
+    Ticket,
+    ToolErrorMessage,
+    parse_content,
+    render_content,
+    tool_spec,
+)
+from ._compat import model_arg_keys
 
 __all__ = ["CallInterceptor", "PendingInterceptor"]
 
@@ -47,14 +46,18 @@ def _begin(ticket: Ticket | None, spec: ToolSpec, args: dict[str, Any], call_id:
            attach: bool) -> Attempt:
     # the ticket orders only the counting (inside begin); releasing it at once lets the calls run in parallel
     try:
-        return chaoskit.begin(spec, args, call_id=call_id, attach=attach)
+        return begin(spec, args, call_id=call_id, attach=attach)
     finally:
         if ticket is not None:
             ticket.release()
 
 
 class CallInterceptor:
-    """One attempt per call through it; faults happen here, around ``execute``."""
+    """One attempt per call through it; faults happen here, around ``execute``.
+
+    Error faults are raised from the interceptor, data faults rewrite the ``ToolMessage`` content the model
+    will read. Used by ``ChaosMiddleware`` and ``chaoskit_langgraph.chaos_interceptor``.
+    """
 
     def __init__(
         self,
@@ -79,6 +82,7 @@ class CallInterceptor:
         return _Call(attempt, request)
 
     def __call__(self, request: Any, execute: Execute) -> Any:
+        """Run one tool call through an attempt (the sync ``wrap_tool_call``)."""
         ticket = self._ticket(request)
         if ticket is not None:
             ticket.wait()
@@ -87,6 +91,7 @@ class CallInterceptor:
         return call.result(value)
 
     async def acall(self, request: Any, execute: AExecute) -> Any:
+        """Run one tool call through an attempt (the async ``awrap_tool_call``)."""
         ticket = self._ticket(request)
         if ticket is not None:
             await ticket.await_turn()
@@ -150,6 +155,7 @@ def _text(content: Any) -> str:
 class PendingInterceptor:
     """Opens the attempt for a :func:`chaos_tool` below it, in call order, and keeps its span current.
 
+    The fault still happens inside the tool's run (used by ``instrument_graph`` and ``ChaosToolNode``).
     The tool's wrapper picks the attempt up and makes the fault inside ``BaseTool.run``. If the call never
     reaches the tool (bad arguments, an unknown tool name, an interceptor that answered itself), the
     attempt is closed here with what happened instead.
@@ -168,7 +174,8 @@ class PendingInterceptor:
         return Pending(_begin(ticket, spec, _keep(request.tool, args), call_id, attach=False), name)
 
     def __call__(self, request: Any, execute: Execute) -> Any:
-        spec = _spec_of(request.tool)
+        """Open the attempt of a chaos tool's call and let the tool carry it out (sync)."""
+        spec = tool_spec(request.tool)
         if spec is None:
             return execute(request)
         ticket = self._ticket(request)
@@ -180,7 +187,8 @@ class PendingInterceptor:
         return _close_unreached(pending, out)
 
     async def acall(self, request: Any, execute: AExecute) -> Any:
-        spec = _spec_of(request.tool)
+        """Open the attempt of a chaos tool's call and let the tool carry it out (async)."""
+        spec = tool_spec(request.tool)
         if spec is None:
             return await execute(request)
         ticket = self._ticket(request)
@@ -190,10 +198,6 @@ class PendingInterceptor:
         with _carrying(pending):
             out = await execute(request)
         return _close_unreached(pending, out)
-
-
-def _spec_of(tool: Any) -> ToolSpec | None:
-    return getattr(type(tool), "__chaoskit_spec__", None) if tool is not None else None
 
 
 @contextlib.contextmanager
@@ -212,9 +216,7 @@ def _carrying(pending: Pending) -> Iterator[None]:
 
 
 def _keep(tool: Any, args: dict[str, Any]) -> dict[str, Any]:
-    from ._tool import _model_arg_keys
-
-    keys = _model_arg_keys(tool)
+    keys = model_arg_keys(tool)
     return args if keys is None else {k: v for k, v in args.items() if k in keys}
 
 

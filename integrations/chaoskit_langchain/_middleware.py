@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware
-from langchain.agents.middleware.types import ToolCallRequest
+from langchain.agents.middleware import AgentMiddleware, ToolCallRequest
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
@@ -34,13 +34,17 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
     def wrap_tool_call(
         self,
         request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], ToolMessage | Command],  # type: ignore[type-arg]
-    ) -> ToolMessage | Command:  # type: ignore[type-arg]
-        return self(request, handler)  # type: ignore[no-any-return]
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Run one tool call through an attempt (``create_agent``'s sync hook)."""
+        out: ToolMessage | Command[Any] = self(request, handler)
+        return out
 
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],  # type: ignore[type-arg]
-    ) -> ToolMessage | Command:  # type: ignore[type-arg]
-        return await self.acall(request, handler)  # type: ignore[no-any-return]
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Run one tool call through an attempt (``create_agent``'s async hook)."""
+        out: ToolMessage | Command[Any] = await self.acall(request, handler)
+        return out

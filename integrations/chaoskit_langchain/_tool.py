@@ -1,9 +1,8 @@
-"""``chaos_tool``: a LangChain tool whose runs go through chaoskit's attempt engine.
+"""``chaos_tool``: a LangChain tool whose runs go through chaoskit's attempt engine."""
 
-The fault happens inside ``BaseTool.run``, where the real tool would fail: ``on_tool_start`` has fired,
-the tool's own ``handle_tool_error`` applies, ``on_tool_error`` reaches every callback and tracer, and a
-ToolNode sees an ordinary tool exception.
-"""
+# The fault happens inside BaseTool.run, where the real tool would fail: on_tool_start has fired, the tool's own
+# handle_tool_error applies, on_tool_error reaches every callback and tracer, and a ToolNode sees an ordinary
+# tool exception.
 
 from __future__ import annotations
 
@@ -14,12 +13,12 @@ from typing import Any, TypeVar
 import wrapt
 from langchain_core.tools import BaseTool, StructuredTool, Tool
 
-from chaoskit import ConfigError, Plan, ToolSpec, call_async, call_sync
-from chaoskit.adapters._decorator import _Binder, spec_of
-from chaoskit.engine._config import as_plan
-from chaoskit.engine._spec import ErrorResult
+from chaoskit import ConfigError, Plan
+from chaoskit.adapters import ArgBinder, spec_of
+from chaoskit.engine import ErrorResult, ToolSpec, as_plan, call_async, call_sync
 
-from ._common import CALL_ID, SpecTable, lc_error_result, take_pending
+from ._common import CALL_ID, SpecTable, lc_error_result, take_pending, tool_spec
+from ._compat import model_arg_keys, own_run_methods, retype
 
 __all__ = ["chaos_tool", "chaos_tools", "is_chaos_tool", "unwrap_tool"]
 
@@ -31,7 +30,7 @@ _RUNTIME_KEYS = frozenset({"callbacks", "run_manager", "config"})
 
 def is_chaos_tool(tool: Any) -> bool:
     """True when ``tool`` already routes its runs through chaoskit (made by :func:`chaos_tool`)."""
-    return getattr(type(tool), "__chaoskit_spec__", None) is not None
+    return tool_spec(tool) is not None
 
 
 def unwrap_tool(tool: T) -> T:
@@ -114,7 +113,7 @@ def chaos_tool(
         idempotent=idempotent,
         error_result=lc_error_result(error_result),
     )
-    model_keys = _model_arg_keys(tool)
+    model_keys = model_arg_keys(tool)
     if idempotency_arg is not None and model_keys is not None and idempotency_arg not in model_keys:
         raise ConfigError(
             f"chaos_tool(idempotency_arg={idempotency_arg!r}): tool {tool.name!r} has no such argument; "
@@ -144,28 +143,14 @@ def chaos_tool(
     else:
         # a hand-written subclass: wrap only the methods it defines, so BaseTool's default _arun (which
         # runs _run in an executor) stays the default and a call is never counted twice
-        if cls._run is not BaseTool._run:
-            ns["_run"] = _wrap(cls._run, spec, keep, static=False)
-        if cls._arun is not BaseTool._arun:
-            ns["_arun"] = _wrap(cls._arun, spec, keep, static=False)
+        run, arun = own_run_methods(cls)
+        if run is not None:
+            ns["_run"] = _wrap(run, spec, keep, static=False)
+        if arun is not None:
+            ns["_arun"] = _wrap(arun, spec, keep, static=False)
     # one class per wrapped tool: the spec lives on the class, so the pydantic instance keeps its fields only
-    new_cls = type(f"Chaos{cls.__name__}", (cls,), ns)
-    new = tool.model_copy(update=update)
-    object.__setattr__(new, "__class__", new_cls)
+    new: T = retype(tool, type(f"Chaos{cls.__name__}", (cls,), ns), update)
     return new
-
-
-def _model_arg_keys(tool: BaseTool) -> frozenset[str] | None:
-    """The argument names the model writes (injected and runtime parameters excluded)."""
-    try:
-        schema = tool.tool_call_schema
-        if isinstance(schema, dict):
-            props = schema.get("properties")
-            return frozenset(props) if isinstance(props, dict) else None
-        fields = getattr(schema, "model_fields", None) or getattr(schema, "__fields__", None)
-        return frozenset(fields) if fields is not None else None
-    except Exception:
-        return None
 
 
 def _run_with_call_id(cls: type[BaseTool]) -> Callable[..., Any]:
@@ -196,7 +181,7 @@ def _wrap(
     fn: Callable[..., Any], spec: ToolSpec, keep: Callable[[Mapping[str, Any]], dict[str, Any]], *, static: bool
 ) -> Any:
     # wrapt keeps signature and type hints: LangChain reads them to inject config/callbacks/run_manager
-    binder = _Binder(fn, static=static)
+    binder = ArgBinder(fn, static=static)
     if inspect.iscoroutinefunction(fn):
 
         @wrapt.decorator

@@ -6,20 +6,37 @@ from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, 
 from dataclasses import dataclass
 from typing import Any
 
+from chaoskit_langchain import chaos_tool, is_chaos_tool
 from chaoskit_langchain._common import SpecTable
 from chaoskit_langchain._intercept import CallInterceptor, PendingInterceptor
-from chaoskit_langchain._tool import chaos_tool, is_chaos_tool
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
-from langgraph.prebuilt.tool_node import _handle_tool_error
 
 from chaoskit import Plan, current_episode
-from chaoskit.engine._spec import ErrorResult
+from chaoskit.engine import ErrorResult, injected_fault
 
-Wrapper = Callable[[Any, Callable[[Any], Any]], Any]
-AWrapper = Callable[[Any, Callable[[Any], Awaitable[Any]]], Awaitable[Any]]
+from ._compat import (
+    AWrapper,
+    Wrapper,
+    error_content,
+    error_policy_name,
+    handles_errors,
+    interceptors,
+    set_interceptors,
+    tools_of,
+)
+
+__all__ = [
+    "ChaosInterceptor",
+    "ChaosToolNode",
+    "chaos_interceptor",
+    "find_tool_nodes",
+    "instrument_graph",
+    "is_instrumented",
+    "uninstrument_graph",
+]
 
 
 class ChaosInterceptor(CallInterceptor):
@@ -60,18 +77,13 @@ class _Saved:
 
 
 def _crash_reason(node: ToolNode, exc: BaseException) -> str:
-    injected = getattr(exc, "__chaoskit_fault__", None)
+    injected = injected_fault(exc)
     what = f"injected {injected} fault" if injected else "tool error"
     return (
         f"agent crashed on a tool error: {type(exc).__name__}: {exc} ({what}); ToolNode "
-        f"{node.name!r} re-raised it (handle_tool_errors={_flag_name(node)}), which ends the run. "
+        f"{node.name!r} re-raised it (handle_tool_errors={error_policy_name(node)}), which ends the run. "
         f"Set handle_tool_errors=True (or a handler) to hand tool errors to the model."
     )
-
-
-def _flag_name(node: ToolNode) -> str:
-    flag = node._handle_tool_errors
-    return getattr(flag, "__name__", None) or repr(flag)
 
 
 def _record_crash(node: ToolNode, exc: BaseException) -> None:
@@ -85,16 +97,15 @@ def _record_crash(node: ToolNode, exc: BaseException) -> None:
 def _handled(node: ToolNode, request: Any, exc: Exception, *, had_wrapper: bool) -> ToolMessage:
     """What the ToolNode would have done with ``exc``, so that adding our layer changes nothing.
 
-    Without a user interceptor, an exception reaching us already passed ``_execute_tool_*``'s own
-    ``handle_tool_errors`` filter and would end the run. With one, ``ToolNode._run_one`` applies
+    Without a user interceptor, an exception reaching us already passed the ToolNode's own
+    ``handle_tool_errors`` filter around the tool and would end the run. With one, the ToolNode applies
     ``handle_tool_errors`` to what the interceptor raised: do exactly that.
     """
-    flag = node._handle_tool_errors
-    if not had_wrapper or not flag:
+    if not had_wrapper or not handles_errors(node, exc):
         _record_crash(node, exc)
         raise exc
     try:
-        content = _handle_tool_error(exc, flag=flag)
+        content = error_content(node, exc)
     except Exception as again:
         _record_crash(node, again)
         raise
@@ -135,18 +146,17 @@ def _layers(node: ToolNode, saved: _Saved, pending: PendingInterceptor) -> tuple
 def _instrument_node(node: ToolNode, table: SpecTable) -> bool:
     if getattr(node, _STATE, None) is not None:
         return False  # already instrumented: never wrap twice
-    saved = _Saved(dict(node._tools_by_name), node._wrap_tool_call, node._awrap_tool_call)
+    tools = tools_of(node)
+    saved = _Saved(dict(tools), *interceptors(node))
     er = table.error_result
-    for name, tool in list(node._tools_by_name.items()):
+    for name, tool in list(tools.items()):
         if not is_chaos_tool(tool):
-            node._tools_by_name[name] = chaos_tool(
+            tools[name] = chaos_tool(
                 tool, table.plan, irreversible=name in table.irreversible,
                 idempotency_arg=table.idempotency_args.get(name), idempotent=name in table.idempotent,
                 error_result=er.get(name) if isinstance(er, Mapping) else er,
             )
-    wrap, awrap = _layers(node, saved, PendingInterceptor())
-    node._wrap_tool_call = wrap
-    node._awrap_tool_call = awrap
+    set_interceptors(node, *_layers(node, saved, PendingInterceptor()))
     object.__setattr__(node, _STATE, saved)
     return True
 
@@ -155,10 +165,10 @@ def _uninstrument_node(node: ToolNode) -> bool:
     saved: _Saved | None = getattr(node, _STATE, None)
     if saved is None:
         return False
-    node._tools_by_name.clear()
-    node._tools_by_name.update(saved.tools)
-    node._wrap_tool_call = saved.wrap
-    node._awrap_tool_call = saved.awrap
+    tools = tools_of(node)
+    tools.clear()
+    tools.update(saved.tools)
+    set_interceptors(node, saved.wrap, saved.awrap)
     object.__setattr__(node, _STATE, None)
     return True
 
@@ -236,6 +246,7 @@ def uninstrument_graph(graph: Any) -> Any:
 
 
 def is_instrumented(graph: Any) -> bool:
+    """Whether :func:`instrument_graph` instrumented a ToolNode of ``graph`` (and it was not undone)."""
     return any(getattr(n, _STATE, None) is not None for n in find_tool_nodes(graph))
 
 

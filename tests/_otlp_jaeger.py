@@ -1,5 +1,4 @@
-"""OTLP-JSON to Jaeger UI JSON, as Jaeger's query service converts it: for tests and for tools that only speak
-the UI format."""
+"""Test helper: OTLP-JSON to Jaeger UI JSON, as Jaeger's query service converts it, to feed the Jaeger reader."""
 
 from __future__ import annotations
 

@@ -1,0 +1,269 @@
+"""Check a chaoskit span's attributes for type and range, and turn a tool span's attributes into its record."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from chaoskit.grading._model import AttemptRecord, param_key, show
+from chaoskit.semconv import (
+    ARGS,
+    ARGS_HASH,
+    ATTEMPT,
+    EPISODE_ATTEMPTS,
+    EPISODE_ERROR,
+    EPISODE_ID,
+    EPISODE_OUTCOME,
+    EPISODE_OUTPUT,
+    EPISODE_SUCCESS,
+    ERROR_TYPE,
+    FAULT_AFTER_WRITE,
+    FAULT_ASKS_FOR,
+    FAULT_HTTP_STATUS,
+    FAULT_INDEX,
+    FAULT_INJECTED,
+    FAULT_PREFIX,
+    FAULT_RETRY_AFTER,
+    FAULT_SKIPPED,
+    FAULT_TEXT,
+    FAULT_TYPE,
+    FAULT_VALUE,
+    GEN_AI_AGENT_NAME,
+    GEN_AI_TOOL_CALL_ID,
+    GEN_AI_TOOL_CALL_RESULT,
+    GEN_AI_TOOL_NAME,
+    HTTP_RESPONSE_STATUS_CODE,
+    IDEMPOTENCY_KEY,
+    OP_EXECUTE_TOOL,
+    OP_INVOKE_AGENT,
+    OUTCOME,
+    OUTCOME_CANCELLED,
+    OUTCOME_ERROR,
+    OUTCOME_OK,
+    RETRY_AFTER,
+    SCENARIO,
+    TOOL_EXECUTED,
+    TOOL_IDEMPOTENT,
+    TOOL_IRREVERSIBLE,
+    TOOL_REFUSED,
+)
+
+__all__ = ["EPISODE", "OUTCOMES", "PREFIXES", "TOOL", "BadAttribute", "attempt_record", "checked"]
+
+#: the names of chaoskit's tool and episode spans start with these (``execute_tool search``)
+TOOL = OP_EXECUTE_TOOL
+EPISODE = OP_INVOKE_AGENT
+#: the cheap name filter every reader applies before decoding attributes
+PREFIXES = (TOOL, EPISODE)
+#: the values ``chaoskit.outcome`` may take
+OUTCOMES = (OUTCOME_OK, OUTCOME_ERROR, OUTCOME_CANCELLED)
+
+_BOOL_KEYS = frozenset({
+    TOOL_EXECUTED, FAULT_INJECTED, TOOL_IRREVERSIBLE, TOOL_IDEMPOTENT,
+    TOOL_REFUSED, FAULT_AFTER_WRITE, EPISODE_SUCCESS,
+})
+_STR_KEYS = frozenset({
+    GEN_AI_TOOL_NAME, GEN_AI_TOOL_CALL_ID, GEN_AI_TOOL_CALL_RESULT, ERROR_TYPE, OUTCOME,
+    ARGS, ARGS_HASH, IDEMPOTENCY_KEY, FAULT_TYPE,
+    FAULT_SKIPPED, FAULT_VALUE, FAULT_TEXT, EPISODE_OUTPUT,
+    EPISODE_OUTCOME, EPISODE_ERROR, SCENARIO, GEN_AI_AGENT_NAME,
+})
+#: whole numbers and the least value allowed
+_INT_KEYS = {FAULT_INDEX: 0, EPISODE_ATTEMPTS: 0, FAULT_HTTP_STATUS: 100,
+             HTTP_RESPONSE_STATUS_CODE: 0}
+_SECONDS_KEYS = frozenset({RETRY_AFTER, FAULT_RETRY_AFTER})
+_CHECKED = frozenset({ATTEMPT, EPISODE_ID, FAULT_ASKS_FOR, *_BOOL_KEYS, *_STR_KEYS,
+                      *_INT_KEYS, *_SECONDS_KEYS})
+#: ``chaoskit.fault.*`` attributes that describe the decision, not the fault's parameters
+_NOT_PARAMS = frozenset(map(param_key, (FAULT_TYPE, FAULT_INDEX, FAULT_VALUE, FAULT_INJECTED, FAULT_SKIPPED)))
+
+
+
+
+#: what every span of a kind carries: chaoskit writes these on every span, so a span without one was cut or edited
+_WRITTEN = "which chaoskit writes on every tool span"
+_REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
+    TOOL: (
+        (ATTEMPT, "the attempt number (a whole number >= 1), so its tool's attempts cannot be counted"),
+        (OUTCOME, f"ok, error or cancelled ({_WRITTEN}), so whether the call succeeded cannot be known"),
+        (TOOL_EXECUTED, f"true or false ({_WRITTEN}), so whether the real tool ran, and may have written, "
+                        "cannot be known"),
+        (TOOL_IRREVERSIBLE, f"true or false ({_WRITTEN}), so whether a repeat of it is a duplicate write "
+                            "cannot be known"),
+    ),
+    EPISODE: ((EPISODE_ID, "the episode id (a string), so its attempts cannot be grouped"),),
+}
+
+
+class BadAttribute(ValueError):
+    """A chaoskit attribute that grading cannot use; the message says which, and what is allowed."""
+
+
+def checked(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The attributes with chaoskit's own ones checked for type and range (digit strings and "true" /
+    "false" from backends that flatten tags to text are accepted and converted); :class:`BadAttribute` if not."""
+    for required, what in _REQUIRED[kind]:
+        if required not in attrs:
+            raise BadAttribute(f"a chaoskit {kind} span must carry {required}, {what}; it is missing")
+    if kind == TOOL and ARGS in attrs and ARGS_HASH not in attrs:
+        raise BadAttribute(f"a chaoskit {kind} span that records {ARGS} must carry {ARGS_HASH}, which chaoskit "
+                           "writes with them, so its repeats cannot be compared; it is missing")
+    out = dict(attrs)
+    for key in attrs.keys() & _CHECKED:
+        value = attrs[key]
+        problem: str | None = None
+        if key == ATTEMPT:
+            n = _whole(value)
+            if n is None or n < 1:
+                problem = "expected chaoskit.attempt to be a whole number >= 1"
+            else:
+                out[key] = n
+        elif key == EPISODE_ID:
+            if not isinstance(value, str) or not value:
+                problem = "expected chaoskit.episode.id to be a non-empty string"
+        elif key in _BOOL_KEYS:
+            b = _boolean(value)
+            if b is None:
+                problem = f"expected {key} to be true or false"
+            else:
+                out[key] = b
+        elif key in _STR_KEYS:
+            if not isinstance(value, str):
+                problem = f"expected {key} to be a string"
+            elif key == OUTCOME and value not in OUTCOMES:
+                problem = f"expected chaoskit.outcome to be one of {', '.join(OUTCOMES)}"
+        elif key in _INT_KEYS:
+            n = _whole(value)
+            if n is None or n < _INT_KEYS[key]:
+                problem = f"expected {key} to be a whole number >= {_INT_KEYS[key]}"
+            else:
+                out[key] = n
+        elif key in _SECONDS_KEYS:
+            x = _seconds(value)
+            if x is None:
+                problem = f"expected {key} to be a number of seconds >= 0"
+            else:
+                out[key] = x
+        elif key == FAULT_ASKS_FOR:
+            names = _as_list(value)
+            if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
+                problem = "expected chaoskit.fault.asks_for to be a list of tool names"
+            else:
+                out[key] = names
+        if problem is not None:
+            raise BadAttribute(f"{problem}, got {show(value)}")
+    return out
+
+
+
+def attempt_record(
+    trace_id: str, span_id: str, name: str, start_us: int, end_us: int, a: Mapping[str, Any],
+    error_message: str | None, share: Callable[[str, str], str],
+) -> AttemptRecord:
+    """The record of a tool span from its :func:`checked` attributes; ``share`` keeps one copy of repeated strings."""
+    tool = a.get(GEN_AI_TOOL_NAME)
+    if tool is None and name.startswith(TOOL + " "):
+        tool = name[len(TOOL) + 1:]
+    if not tool:
+        raise BadAttribute("no tool name: expected gen_ai.tool.name or a span name 'execute_tool <tool>'")
+    fault_type = a.get(FAULT_TYPE)
+    if fault_type is not None and a.get(FAULT_SKIPPED) == fault_type:
+        # decided, then skipped by the entry point after the span started (attributes cannot be removed)
+        fault_type = None
+    params: dict[str, Any] = {}
+    if fault_type is not None:
+        for k, v in a.items():
+            if k.startswith(FAULT_PREFIX):
+                short = k[len(FAULT_PREFIX):]
+                if short not in _NOT_PARAMS:
+                    params[short] = v
+    fault_index = a.get(FAULT_INDEX) if fault_type is not None else None
+    raw_value = a.get(FAULT_VALUE)
+    raw_args = a.get(ARGS)
+    outcome = a[OUTCOME]
+    error_type = a.get(ERROR_TYPE)
+    eid = a.get(EPISODE_ID)
+    return AttemptRecord(
+        tool=share(tool, tool),
+        attempt=a[ATTEMPT],
+        start_time=start_us / 1e6,
+        end_time=end_us / 1e6,
+        outcome=share(outcome, outcome),
+        error_type=share(error_type, error_type) if error_type is not None else None,
+        error_message=error_message if error_type is not None else None,
+        fault_type=share(fault_type, fault_type) if fault_type is not None else None,
+        fault_index=fault_index,
+        fault_params=params,
+        injected=a.get(FAULT_INJECTED) is True,
+        injected_value=_json_or_raw(raw_value) if raw_value is not None else None,
+        executed=a[TOOL_EXECUTED],
+        args_hash=a.get(ARGS_HASH),
+        args=_json_or_raw(raw_args) if raw_args is not None else None,
+        idempotency_key=a.get(IDEMPOTENCY_KEY),
+        irreversible=a[TOOL_IRREVERSIBLE],
+        call_id=a.get(GEN_AI_TOOL_CALL_ID),
+        span_id=span_id,
+        trace_id=trace_id,
+        episode_id=share(eid, eid) if eid is not None else None,
+        fault_skipped=a.get(FAULT_SKIPPED),
+        result=a.get(GEN_AI_TOOL_CALL_RESULT),
+        observed_status=a.get(HTTP_RESPONSE_STATUS_CODE),
+        observed_retry_after=a.get(RETRY_AFTER),
+        idempotent=a.get(TOOL_IDEMPOTENT) is True,
+        refused=a.get(TOOL_REFUSED) is True,
+    )
+
+
+def _whole(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str) and v.isascii() and v.isdigit() and len(v) < 20:
+        return int(v)
+    return None
+
+
+def _boolean(v: Any) -> bool | None:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.lower() in ("true", "false"):
+        return v.lower() == "true"
+    return None
+
+
+def _seconds(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, str):
+        try:
+            v = float(v)
+        except ValueError:
+            return None
+    if isinstance(v, int | float) and math.isfinite(v) and v >= 0:
+        return float(v)
+    return None
+
+
+def _json_or_raw(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        # capped attributes end in "…[+N chars]": keep the raw text rather than fail the read
+        return text
+
+
+def _as_list(value: Any) -> Any:
+    # Jaeger (and other backends) flatten array attributes to a JSON string
+    if isinstance(value, str) and value.startswith("["):
+        decoded = _json_or_raw(value)
+        return decoded if isinstance(decoded, list) else value
+    if isinstance(value, tuple):
+        return list(value)
+    return value

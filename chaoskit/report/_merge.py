@@ -1,0 +1,83 @@
+"""Merging the results files of one battery's shards into one result, summary and verdict."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from chaoskit._errors import ChaoskitError
+from chaoskit.runner._results import BatteryResult, EpisodeResult
+from chaoskit.runner._summary import summarize
+
+__all__ = ["merge_results"]
+
+#: config fields that must agree for results to come from one battery (its shards)
+_SAME_BATTERY = ("seed", "repeat", "k", "intensities", "perturbations", "profile", "agent", "paths", "episode_seed")
+
+
+def _brief(value: Any) -> str:
+    if isinstance(value, Mapping) and "name" in value:
+        return repr(value["name"])  # a profile: its name is enough to tell two apart
+    return repr(value)
+
+
+def _shard_of(config: Mapping[str, Any]) -> tuple[int, int] | None:
+    text = config.get("shard")
+    if not isinstance(text, str) or "/" not in text:
+        return None
+    i, _, n = text.partition("/")
+    return (int(i), int(n)) if i.isdigit() and n.isdigit() else None
+
+
+def merge_results(
+    datas: Sequence[Mapping[str, Any]], *, overrides: Mapping[str, Any] | None = None,
+    baseline: Mapping[str, Any] | None = None, sources: Sequence[str | os.PathLike[str]] | None = None,
+) -> BatteryResult:
+    """Combine shard results into one: episodes are concatenated (a repeated episode key is an error).
+
+    Results must come from one battery: the same seed, grid, k, profile, agent and scenario paths; sharded
+    results must be every shard of the same split (otherwise the verdict would not be the unsharded run's).
+    ``sources`` names the files in error messages."""
+    if not datas:
+        raise ChaoskitError("nothing to merge")
+    names = [str(x) for x in sources] if sources is not None else [f"results #{i + 1}" for i in range(len(datas))]
+    config = dict(datas[0]["config"])
+    for name, d in zip(names[1:], datas[1:], strict=False):
+        for key in _SAME_BATTERY:
+            if d["config"].get(key) != config.get(key):
+                raise ChaoskitError(f"{name}: cannot merge with {names[0]}: different {key} "
+                                    f"({_brief(d['config'].get(key))} here, {_brief(config.get(key))} there); "
+                                    "merge only the shards of one battery")
+    shards = [_shard_of(d["config"]) for d in datas]
+    if any(sh is not None for sh in shards):
+        if any(sh is None for sh in shards) or len({sh[1] for sh in shards if sh is not None}) != 1:
+            raise ChaoskitError("cannot merge: give the results of every shard of one --shard i/n split, and "
+                                "nothing else (got " + ", ".join(
+                                    f"{n}: {d['config'].get('shard') or 'unsharded'}" for n, d in zip(
+                                        names, datas, strict=False)) + ")")
+        given = [sh[0] for sh in shards if sh is not None]
+        total = next(sh[1] for sh in shards if sh is not None)
+        twice = sorted({i for i in given if given.count(i) > 1})
+        if twice:
+            raise ChaoskitError(f"cannot merge: shard(s) {', '.join(f'{i}/{total}' for i in twice)} given more "
+                                "than once")
+        missing = sorted(set(range(1, total + 1)) - {sh[0] for sh in shards if sh is not None})
+        if missing:
+            raise ChaoskitError(f"cannot merge: shard(s) {', '.join(f'{i}/{total}' for i in missing)} missing, so "
+                                "the verdict would not be the whole battery's")
+    config["shard"] = None
+    config.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    episodes: list[EpisodeResult] = []
+    seen: set[tuple[str, int, float, float]] = set()
+    for d in datas:
+        for raw in d["episodes"]:
+            e = EpisodeResult.from_dict(raw)
+            if e.key in seen:
+                raise ChaoskitError(f"episode {e.key} appears in more than one file (a shard given twice?)")
+            seen.add(e.key)
+            episodes.append(e)
+    scen_order = {n: i for i, n in enumerate(dict.fromkeys(e.scenario for e in episodes))}
+    episodes.sort(key=lambda e: (scen_order[e.scenario], e.repetition, e.intensity, e.epsilon))
+    summary, v = summarize(episodes, config, baseline=baseline)
+    return BatteryResult(config, episodes, summary, v, sum(float(d.get("elapsed_s", 0)) for d in datas))

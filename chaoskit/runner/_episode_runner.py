@@ -1,0 +1,297 @@
+"""Running one episode (in process, or as a command line), collecting its spans, and grading it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+import chaoskit.telemetry as telemetry
+from chaoskit._errors import ChaoskitError
+from chaoskit.engine._episode import Episode
+from chaoskit.grading._model import EpisodeRecord
+from chaoskit.grading._trace import Trace
+from chaoskit.plan._model import Plan
+from chaoskit.runner._agents import AgentError, CommandAgent, PythonAgent, resolve_agent
+from chaoskit.runner._grade import episode_passed, grade_or_refuse, run_oracle, task_criteria
+from chaoskit.runner._grid import EpisodePlan, RunConfig
+from chaoskit.runner._intensity import with_background
+from chaoskit.runner._results import EpisodeResult
+from chaoskit.runner._scenario import Scenario
+from chaoskit.runner._spans import SpanCollector, TraceSink
+from chaoskit.semconv import (
+    EPISODE_PREFIX,
+    EPISODE_SUCCESS,
+    RUN_KEY,
+    RUN_OUTCOME,
+    RUN_PREFIX,
+    SCENARIO,
+    SPAN_RUN_EPISODE,
+)
+
+__all__ = ["EpisodeRunner", "replay_command"]
+
+
+def replay_command(ep: EpisodePlan, agent: PythonAgent | CommandAgent, config: RunConfig) -> str:
+    """The command that runs exactly this episode again: same scenario file, agent, grid point, profile and
+    seed (and, for a command-line agent, the same timeout)."""
+    parts = ["chaoskit", "run", ep.scenario.source or ep.scenario.name]
+    if config.agent is not None:
+        parts += ["--agent", agent.ref]
+    parts += ["--intensity", f"{ep.intensity:g}", "--perturb", f"{ep.epsilon:g}"]
+    if ep.intensity > 0:
+        # a profile read from a file is named by that file: its name alone would not load it again
+        parts += ["--profile", config.profile.source or config.profile.name]
+    if isinstance(agent, CommandAgent) and ep.scenario.timeout is None and config.timeout != 60.0:
+        parts += ["--timeout", f"{config.timeout:g}"]
+    parts += ["--episode-seed", str(ep.seed)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _trace_of(spans: Sequence[ReadableSpan]) -> tuple[Trace | None, str | None]:
+    try:
+        return Trace.from_spans(spans), None
+    except ChaoskitError as exc:
+        return None, str(exc)
+
+
+class EpisodeRunner:
+    """Runs the episodes of one battery, each in its own ``chaoskit.episode``, and grades each one.
+
+    Safe to call from several threads (or tasks) at once: every episode has its own plan, spans and result."""
+
+    def __init__(self, scenarios: Sequence[Scenario], config: RunConfig, traces: TraceSink,
+                 collector: SpanCollector, given: PythonAgent | None = None) -> None:
+        self.config = config
+        self.traces = traces
+        self.collector = collector
+        #: scenarios naming a tool no wrapper knew after the factories ran: checked from their traces instead
+        self.unverified_tools: set[str] = set()
+        self.agents: dict[str, PythonAgent | CommandAgent] = {given.ref: given} if given is not None else {}
+        self.oracles: dict[str, Callable[[Any], Any] | None] = {}
+        for sc in scenarios:
+            ref = config.agent or sc.agent
+            if ref is None:
+                raise AgentError(f"{sc.source or sc.name}: no agent: give --agent or an 'agent:' key")
+            if ref not in self.agents:
+                self.agents[ref] = resolve_agent(ref)
+            self.oracles[sc.name] = sc.oracle()
+
+    def agent_for(self, sc: Scenario) -> PythonAgent | CommandAgent:
+        """The agent that runs ``sc``: ``--agent`` when given, else the scenario's own."""
+        return self.agents[self.config.agent or sc.agent or ""]
+
+    def is_async(self, ep: EpisodePlan) -> bool:
+        """Whether ``ep`` must run on an event loop (its agent is an async Python agent)."""
+        return bool(self.agent_for(ep.scenario).is_async)
+
+    def plan_for(self, ep: EpisodePlan) -> Plan:
+        """The scenario's fault plan at this episode's seed, with the background faults of its intensity."""
+        return with_background(ep.scenario.plan(seed=ep.seed), ep.intensity, self.config.profile, seed=ep.seed)
+
+    def _attrs(self, ep: EpisodePlan) -> dict[str, Any]:
+        attrs: dict[str, Any] = {
+            # the task the agent was given: checks read it as backing for the values the agent repeats
+            "task": ep.perturbation.text, "repetition": ep.repetition, "intensity": ep.intensity,
+            "perturbation": ep.epsilon, "seed": ep.seed, "profile": self.config.profile.name}
+        if ep.scenario.success.required_tools is not None:
+            attrs["required_tools"] = list(ep.scenario.success.required_tools)
+        return attrs
+
+    def _finish(self, ep: EpisodePlan, agent: PythonAgent | CommandAgent, *, spans: Sequence[ReadableSpan],
+                trace: Trace | None, criteria: list[dict[str, Any]], oracle: dict[str, Any] | None,
+                output: str | None, outcome: str, error: str | None, started: float,
+                trace_id: str | None, episode_id: str | None, read_error: str | None = None) -> EpisodeResult:
+        checks, score, summary = grade_or_refuse(ep.scenario, trace, criteria, read_error)
+        if self.oracles.get(ep.scenario.name) is not None and oracle is None and isinstance(agent, CommandAgent):
+            checks.append({"name": "end_state", "passed": False, "severity": "warn", "evidence": [],
+                           "message": "not checked: a command-line agent has no environment object to inspect"})
+        self.traces.write_spans(spans)
+        passed = episode_passed(checks)
+        return EpisodeResult(
+            scenario=ep.scenario.name, source=ep.scenario.source, repetition=ep.repetition, epsilon=ep.epsilon,
+            intensity=ep.intensity, seed=ep.seed, task=ep.perturbation.text, edits=list(ep.perturbation.edits),
+            agent=agent.ref, outcome=outcome, error=error, output=output,
+            duration_s=round(time.perf_counter() - started, 4), attempts=summary, checks=checks, score=score,
+            oracle=oracle, base_passed=passed, passed=passed, replay=replay_command(ep, agent, self.config),
+            trace_id=trace_id, episode_id=episode_id,
+        )
+
+    # -- in-process ----------------------------------------------------------------------------------------
+
+    def _run_body(self, ep: EpisodePlan, episode: Episode, made: tuple[Any, Any] | None,
+                  output: Any, exc: BaseException | None) -> dict[str, Any] | None:
+        """The end of an in-process episode, still inside it: record a crash (keeping an integration's more
+        detailed reason), run the end-state oracle, and put the task's success on the root span, so that the
+        exported trace grades as the runner grades it."""
+        if exc is not None:
+            if episode.outcome is None:
+                episode.crash(exc)
+        else:
+            episode.finish(output)
+        env = made[1] if made is not None else None
+        oracle = run_oracle(self.oracles.get(ep.scenario.name), env) if env is not None else None
+        text = None if episode.output is None else str(episode.output)
+        criteria = task_criteria(ep.scenario, output=text, outcome=episode.outcome or "completed", error=None,
+                                 oracle=oracle)
+        episode.set_attribute(EPISODE_SUCCESS, all(c["passed"] for c in criteria))
+        return oracle
+
+    def run_sync(self, ep: EpisodePlan) -> EpisodeResult:
+        """Run one episode of a sync Python agent or a command-line agent, and grade it."""
+        agent = self.agent_for(ep.scenario)
+        if isinstance(agent, CommandAgent):
+            return self.run_command(ep, agent)
+        started = time.perf_counter()
+        episode = Episode(ep.scenario.name, self.plan_for(ep), **self._attrs(ep))
+        made: tuple[Any, Any] | None = None
+        with episode:
+            output: Any = None
+            error: BaseException | None = None
+            try:
+                made = agent.make()
+                output = agent.invoke(made[0], ep.perturbation.text)
+            except Exception as exc:
+                error = exc
+            oracle = self._run_body(ep, episode, made, output, error)
+        return self._after_inprocess(ep, agent, episode, oracle, started)
+
+    async def run_async(self, ep: EpisodePlan) -> EpisodeResult:
+        """Run one episode of an async Python agent, and grade it."""
+        agent = self.agent_for(ep.scenario)
+        assert isinstance(agent, PythonAgent)
+        started = time.perf_counter()
+        episode = Episode(ep.scenario.name, self.plan_for(ep), **self._attrs(ep))
+        made: tuple[Any, Any] | None = None
+        async with episode:
+            output: Any = None
+            error: BaseException | None = None
+            try:
+                made = agent.make()
+                output = await agent.ainvoke(made[0], ep.perturbation.text)
+            except Exception as exc:
+                error = exc
+            oracle = self._run_body(ep, episode, made, output, error)
+        return self._after_inprocess(ep, agent, episode, oracle, started)
+
+    def _after_inprocess(self, ep: EpisodePlan, agent: PythonAgent, episode: Episode,
+                         oracle: dict[str, Any] | None, started: float) -> EpisodeResult:
+        spans = self.collector.pop(episode.id)
+        trace, read_error = _trace_of(spans)
+        err = None
+        if episode.error is not None:
+            err = f"{type(episode.error).__name__}: {episode.error}"
+            recorded = trace.episodes[0].error if trace is not None and trace.episodes else None
+            if recorded and not recorded.startswith("agent crashed: "):
+                err = recorded  # an integration's own reason (which node, which setting) says more
+        out = episode.output if episode.output is None else str(episode.output)
+        outcome = episode.outcome or "completed"
+        criteria = task_criteria(ep.scenario, output=out, outcome=outcome, error=err, oracle=oracle)
+        return self._finish(ep, agent, spans=spans, trace=trace, criteria=criteria, oracle=oracle, output=out,
+                            outcome=outcome, error=err, started=started, trace_id=episode.trace_id,
+                            episode_id=episode.id, read_error=read_error)
+
+    # -- command line ---------------------------------------------------------------------------------------
+
+    def run_command(self, ep: EpisodePlan, agent: CommandAgent) -> EpisodeResult:
+        """Run one episode of a command-line agent in a child process, and grade the spans it wrote."""
+        started = time.perf_counter()
+        plan = self.plan_for(ep)
+        key = f"run-{ep.index}-{os.getpid()}-{id(ep)}"
+        tracer = telemetry.get_tracer()
+        timeout = ep.scenario.timeout or self.config.timeout
+        with tempfile.TemporaryDirectory(prefix="chaoskit-ep-") as tmp:
+            plan_path = Path(tmp) / "plan.yaml"
+            plan_path.write_text(yaml.safe_dump(plan.to_dict(), sort_keys=False), encoding="utf-8")
+            traces_path = Path(tmp) / "spans.jsonl"
+            attrs = {f"{RUN_PREFIX}{k}": v for k, v in self._attrs(ep).items()
+                     if isinstance(v, bool | int | float | str)}
+            with tracer.start_as_current_span(f"{SPAN_RUN_EPISODE} {ep.scenario.name}", attributes={
+                    **attrs, RUN_KEY: key, SCENARIO: ep.scenario.name}) as span:
+                carrier: dict[str, str] = {}
+                TraceContextTextMapPropagator().inject(carrier)
+                env = dict(os.environ)
+                env.pop("CHAOSKIT_DISABLE", None)
+                env.update({
+                    "CHAOSKIT_PLAN": str(plan_path),
+                    "CHAOSKIT_TRACES_FILE": str(traces_path),
+                    "CHAOSKIT_SCENARIO": ep.scenario.name,
+                    "CHAOSKIT_EPISODE_SEED": str(ep.seed),
+                    "PYTHONPATH": os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p),
+                })
+                if "traceparent" in carrier:
+                    env["TRACEPARENT"] = carrier["traceparent"]
+                outcome, output, error = _spawn(agent.command(ep.perturbation.text), env, timeout)
+                span.set_attribute(RUN_OUTCOME, outcome)
+                trace_id = f"{span.get_span_context().trace_id:032x}"
+            lines = traces_path.read_text(encoding="utf-8").splitlines() if traces_path.exists() else []
+        own = self.collector.pop(key)
+        self.traces.write_lines(lines)
+        criteria = task_criteria(ep.scenario, output=output, outcome=outcome, error=error, oracle=None)
+        trace, read_error = self._command_trace(lines, ep, output, outcome, error, criteria)
+        episode_id = trace.episodes[0].id if trace is not None and trace.episodes else None
+        return self._finish(ep, agent, spans=own, trace=trace, criteria=criteria, oracle=None, output=output,
+                            outcome=outcome, error=error, started=started, trace_id=trace_id,
+                            episode_id=episode_id, read_error=read_error)
+
+    def _command_trace(self, lines: list[str], ep: EpisodePlan, output: str | None, outcome: str,
+                       error: str | None, criteria: list[dict[str, Any]]) -> tuple[Trace | None, str | None]:
+        objs = []
+        for ln in lines:
+            try:
+                objs.append(json.loads(ln))
+            except ValueError:
+                continue  # a line cut short by a killed process
+        try:
+            trace = Trace.from_otlp_json(objs) if objs else Trace([])
+        except ChaoskitError as exc:
+            return None, str(exc)
+        # the runner's view wins: the output is what the child printed, the outcome how it ended
+        attempts = tuple(a for e in trace.episodes for a in e.attempts)
+        base = trace.episodes[0] if trace.episodes else None
+        attributes = dict(base.attributes) if base else {}
+        attributes.update({f"{EPISODE_PREFIX}{k}": v for k, v in self._attrs(ep).items()})
+        attributes[EPISODE_SUCCESS] = all(c["passed"] for c in criteria)
+        rec = EpisodeRecord(
+            id=base.id if base else None, name=ep.scenario.name, output=output,
+            outcome=outcome if outcome != "completed" else (base.outcome if base and base.outcome else outcome),
+            error=error or (base.error if base else None), trace_id=base.trace_id if base else None,
+            span_id=base.span_id if base else None, start_time=base.start_time if base else None,
+            end_time=base.end_time if base else None, attributes=attributes,
+            attempts=tuple(sorted(attempts, key=lambda a: (a.start_time, a.attempt, a.span_id))),
+        )
+        return Trace([rec]), None
+
+
+def _spawn(argv: list[str], env: dict[str, str], timeout: float) -> tuple[str, str | None, str | None]:
+    """Run ``argv`` in its own process group: (outcome, output, error); a timeout kills the whole group."""
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env, text=True, start_new_session=True)
+    except OSError as exc:
+        return "crashed", None, f"cannot start {argv[0]!r}: {exc}"
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        stdout, stderr = proc.communicate()
+        return "timeout", (stdout or "").strip() or None, f"no answer within {timeout:g}s; process group killed"
+    output = (stdout or "").strip() or None
+    if proc.returncode != 0:
+        tail = [ln for ln in (stderr or "").strip().splitlines() if ln.strip()][-3:]
+        return "crashed", output, f"exit status {proc.returncode}" + (": " + " | ".join(tail) if tail else "")
+    return "completed", output, None

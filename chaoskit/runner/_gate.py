@@ -1,0 +1,110 @@
+"""The CI gate: its options, its rules (score floor, absolute rules, attempt regressions) and baselines."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from chaoskit._errors import ChaoskitError
+from chaoskit._version import __version__
+from chaoskit.runner._results import RESULTS_KIND, EpisodeResult, Summary, Verdict
+
+__all__ = ["BASELINE_KIND", "cell_key", "check_gate", "load_baseline", "make_baseline", "verdict"]
+
+#: the ``kind`` of a baseline file (``--baseline FILE --update-baseline``)
+BASELINE_KIND = "chaoskit-baseline"
+
+
+def check_gate(fail_under: float | None, attempt_tolerance: float | None) -> None:
+    """The gate options of ``chaoskit run`` and ``chaoskit merge``: a value that can never be met is a typo."""
+    if fail_under is not None and not 0.0 <= fail_under <= 100.0:
+        raise ChaoskitError(f"--fail-under must be a score from 0 to 100, got {fail_under:g}")
+    if attempt_tolerance is not None and not attempt_tolerance >= 0.0:
+        raise ChaoskitError(f"--attempt-tolerance must be a fraction >= 0 (0.1 allows a 10% rise), "
+                            f"got {attempt_tolerance:g}")
+
+
+def cell_key(eps: float, lam: float) -> str:
+    """How a baseline names a grid point: ``eps=0,lam=0.1``."""
+    return f"eps={eps:g},lam={lam:g}"
+
+
+def verdict(episodes: Sequence[EpisodeResult], summary: Summary, config: Mapping[str, Any],
+            baseline: Mapping[str, Any] | None) -> Verdict:
+    """The CI verdict of a graded battery: the ``--fail-under`` floor, a battery where nothing ran or nothing
+    went through chaoskit, a repeated irreversible write (absolute), attempt counts rising against ``baseline``."""
+    v = Verdict(ok=True)
+    fail_under = config.get("fail_under")
+    mean = summary.overall["mean_score"]
+    if fail_under is not None and mean < float(fail_under):
+        v.reasons.append(f"mean score {mean:.1f} is below --fail-under {float(fail_under):g}")
+    if episodes and not any(e.outcome == "completed" for e in episodes):
+        # nothing ran to the end: almost always a broken agent command or factory, not a result to pass
+        first = next((e.error for e in episodes if e.error), None)
+        v.reasons.append(
+            f"no episode completed: all {len(episodes)} ended as {', '.join(sorted({e.outcome for e in episodes}))}"
+            + (f" (first error: {first[:200]})" if first else "")
+        )
+    elif episodes and not any(e.attempts.get("total", 0) for e in episodes):
+        # every episode ran, yet no tool call went through chaoskit: no fault could fire, nothing was tested
+        v.reasons.append(
+            f"no tool attempt was recorded in any of the {len(episodes)} episodes: the agent's tools do not go "
+            "through chaoskit (wrap them with @chaos, chaoskit_langchain.chaos_tools or "
+            "chaoskit_langgraph.instrument_graph)"
+        )
+    for e in episodes:
+        # the no_duplicate_writes check is the one judge of a repeated write (no second count here)
+        dup = [c for c in e.checks if c["name"] == "no_duplicate_writes" and not c["passed"]]
+        if dup:
+            msg = dup[0]["message"]
+            short = msg if len(msg) <= 160 else msg[:157] + "..."
+            v.duplicate_writes.append(f"{e.scenario} rep {e.repetition} eps {e.epsilon:g} lam {e.intensity:g}: "
+                                      f"{short}  (replay: {e.replay})")
+    if v.duplicate_writes:
+        v.reasons.append(f"{len(v.duplicate_writes)} episode(s) repeated an irreversible write (absolute rule)")
+    if baseline:
+        tol = float(config.get("attempt_tolerance") or 0.0)
+        base_attempts: Mapping[str, Mapping[str, float]] = baseline.get("attempts", {})
+        for c in summary.cells:
+            old = base_attempts.get(c.scenario, {}).get(cell_key(c.epsilon, c.intensity))
+            if old is not None and c.mean_attempts > float(old) * (1 + tol) + 1e-9:
+                v.regressions.append(f"{c.scenario} ({cell_key(c.epsilon, c.intensity)}): mean attempts "
+                                     f"{c.mean_attempts:g}, baseline {float(old):g}")
+        if v.regressions:
+            v.reasons.append(f"attempt counts rose against the baseline in {len(v.regressions)} scenario cell(s)")
+    v.ok = not v.reasons
+    return v
+
+
+def make_baseline(summary: Summary) -> dict[str, Any]:
+    """A baseline from a green run: each cell's mean attempt count, and the mean score."""
+    attempts: dict[str, dict[str, float]] = {}
+    for c in summary.cells:
+        attempts.setdefault(c.scenario, {})[cell_key(c.epsilon, c.intensity)] = c.mean_attempts
+    return {"kind": BASELINE_KIND, "version": 1, "chaoskit": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "mean_score": summary.overall["mean_score"], "attempts": attempts}
+
+
+def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """A baseline file, or a results file (``--json`` output) to compare against; None when it does not exist."""
+    p = Path(path)
+    if not p.exists():
+        return None
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ChaoskitError(f"{p}: cannot read the baseline: {exc}") from None
+    if isinstance(data, dict) and data.get("kind") == RESULTS_KIND:
+        s = data.get("summary", {})
+        attempts: dict[str, dict[str, float]] = {}
+        for c in s.get("cells", []):
+            attempts.setdefault(c["scenario"], {})[cell_key(c["epsilon"], c["intensity"])] = c["mean_attempts"]
+        return {"kind": BASELINE_KIND, "attempts": attempts, "mean_score": s.get("overall", {}).get("mean_score")}
+    if not isinstance(data, dict) or data.get("kind") != BASELINE_KIND:
+        raise ChaoskitError(f"{p}: not a chaoskit baseline (expected \"kind\": \"{BASELINE_KIND}\")")
+    return data

@@ -1,0 +1,128 @@
+"""Grading one episode: the scenario's task criteria, then its checks and score through the one grading path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import chaoskit.engine._attrs as _attrs
+from chaoskit.grading._result import CheckResult
+from chaoskit.grading._score import score
+from chaoskit.grading._trace import Trace
+from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
+from chaoskit.runner._scenario import Scenario
+
+__all__ = ["episode_passed", "grade", "grade_or_refuse", "run_oracle", "task_criteria"]
+
+
+def _criterion(name: str, passed: bool, message: str) -> dict[str, Any]:
+    return {"name": name, "passed": passed, "severity": "pass" if passed else "fail", "message": message,
+            "evidence": []}
+
+
+def task_criteria(scenario: Scenario, *, output: str | None, outcome: str, error: str | None,
+                  oracle: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The scenario's own success criteria (how the run ended, its output, its end state): together they are
+    the ``success`` that the checks and the score are given. They judge the task, not the recovery."""
+    s = scenario.success
+    out: list[dict[str, Any]] = []
+    if outcome == "completed":
+        out.append(_criterion("outcome", True, "the agent finished"))
+    else:
+        verb = {"timeout": "timed out", "crashed": "crashed"}.get(outcome, f"ended as {outcome!r}")
+        # an integration's own reason ("agent crashed on a tool error: ...") already says what happened
+        detail = error if error and error.startswith("agent ") else (f"the agent {verb}: {error}" if error
+                                                                     else f"the agent {verb}")
+        out.append(_criterion("outcome", False, detail))
+    text = (output or "").lower()
+    for needle in s.output_contains:
+        ok = needle.lower() in text
+        out.append(_criterion("output_contains", ok, f"output {'contains' if ok else 'lacks'} {needle!r}"))
+    for needle in s.output_not_contains:
+        ok = needle.lower() not in text
+        out.append(_criterion("output_not_contains", ok,
+                              f"output {'does not contain' if ok else 'contains'} {needle!r}"))
+    if oracle is not None:
+        if oracle.get("error"):
+            msg = f"{s.state} raised {oracle['error']} while checking the end state"
+        elif oracle["ok"]:
+            msg = f"{s.state} verified the end state"
+        else:
+            msg = f"{s.state} rejected the end state"
+        out.append(_criterion("end_state", bool(oracle["ok"]), msg))
+    return out
+
+
+def _run_check(trace: Trace, name: str, params: dict[str, Any], required: list[str] | None,
+               success: bool) -> list[CheckResult]:
+    try:
+        if params:
+            # run_checks forwards only its shared parameters (n, required_tools, success); a scenario's own
+            # parameters (min_backoff, ...) must reach the check, or it would grade with other settings
+            return [REGISTRY[name](trace, **params)]
+        return run_checks(trace, [name], required_tools=required, success=success)
+    except Exception as exc:  # a check that breaks is a failed check, never a pass and never a runner crash
+        return [CheckResult(name, False, "fail", f"check raised {type(exc).__name__}: {exc}")]
+
+
+def grade(scenario: Scenario, trace: Trace, criteria: Sequence[dict[str, Any]]) -> tuple[
+        list[dict[str, Any]], float, dict[str, Any]]:
+    """Grade one episode's trace: the scenario's checks through :func:`chaoskit.grading.checks.run_checks`, the
+    score through :func:`chaoskit.score`, with ``criteria`` (from :func:`task_criteria`) as the task's success.
+    Returns (criteria and check results as dicts, score, attempt summary)."""
+    s = scenario.success
+    success = all(c["passed"] for c in criteria)
+    required = list(s.required_tools) if s.required_tools is not None else None
+    results: list[CheckResult] = []
+    limits = {n: v for n, v in (("max_attempts", s.max_attempts), ("min_attempts", s.min_attempts)) if v}
+    if limits:
+        results.extend(run_checks(trace, list(limits), **limits))
+    specs = s.check_specs()
+    if specs is None:
+        specs = [(n, {}) for n in DEFAULT_CHECKS]
+    if "no_duplicate_writes" not in {n for n, _ in specs}:
+        specs = [*specs, ("no_duplicate_writes", {})]  # the CI gate's absolute rule is always graded
+    for name, params in specs:
+        results.extend(_run_check(trace, name, params, required, success))
+    value = score(trace, success=success, checks=results, required_tools=required).value
+    by_tool: dict[str, int] = {}
+    for a in trace.attempts:
+        by_tool[a.tool] = by_tool.get(a.tool, 0) + 1
+    summary = {
+        "total": len(trace.attempts), "by_tool": by_tool,
+        "faults": sum(a.fault_type is not None for a in trace.attempts),
+        # 1 when no_duplicate_writes failed: that check is the only judge of a repeated write
+        "duplicate_writes": int(any(r.name == "no_duplicate_writes" and not r.passed for r in results)),
+    }
+    return [*criteria, *(r.to_dict() for r in results)], round(float(value), 2), summary
+
+
+def grade_or_refuse(scenario: Scenario, trace: Trace | None, criteria: list[dict[str, Any]],
+                    read_error: str | None) -> tuple[list[dict[str, Any]], float, dict[str, Any]]:
+    """:func:`grade`, or, for a trace that could not be read (``trace`` None), a failed ``trace`` criterion:
+    a trace that cannot be graded is reported as such, never as a pass."""
+    if trace is not None:
+        return grade(scenario, trace, criteria)
+    checks = [*criteria, {"name": "trace", "passed": False, "severity": "fail", "evidence": [],
+                          "message": f"the episode's trace cannot be graded: {read_error}"}]
+    return checks, 0.0, {"total": 0, "by_tool": {}, "faults": 0, "duplicate_writes": 0}
+
+
+def episode_passed(checks: Sequence[dict[str, Any]]) -> bool:
+    """An episode passes when every criterion and check passed (warnings do not count)."""
+    return all(c["passed"] for c in checks if c["severity"] in ("fail", "pass"))
+
+
+def run_oracle(oracle: Callable[[Any], Any] | None, env: Any) -> dict[str, Any] | None:
+    """An oracle returns a bool, or ``(ok, end_state)``; the end state is what perturbed runs must match."""
+    if oracle is None:
+        return None
+    try:
+        value = oracle(env)
+    except Exception as exc:
+        return {"ok": False, "state": None, "error": f"{type(exc).__name__}: {exc}"}
+    if isinstance(value, tuple) and len(value) == 2:
+        ok, state = bool(value[0]), value[1]
+    else:
+        ok, state = bool(value), bool(value)
+    return {"ok": ok, "state": _attrs.canonical_json(state), "error": None}

@@ -1,0 +1,121 @@
+"""The episode grid: run configuration, scenarios x repetitions x epsilon x lambda, seeds, and shards."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaoskit._errors import ChaoskitError
+from chaoskit.runner._gate import check_gate
+from chaoskit.runner._intensity import Profile, load_profile
+from chaoskit.runner._perturb import Perturbation, perturb
+from chaoskit.runner._scenario import Scenario
+
+__all__ = ["EpisodePlan", "RunConfig", "derive_seed", "plan_episodes"]
+
+
+@dataclass
+class RunConfig:
+    """Everything that decides which episodes run and how they are judged."""
+
+    seed: int = 0
+    repeat: int = 1
+    k: int | None = None
+    intensities: tuple[float, ...] = (0.0,)
+    perturbations: tuple[float, ...] = (0.0,)
+    profile: Profile = field(default_factory=lambda: load_profile("medium"))
+    theta: float = 0.9
+    workers: int = 1
+    timeout: float = 60.0
+    agent: str | None = None
+    shard: tuple[int, int] | None = None
+    episode_seed: int | None = None
+    fail_under: float | None = None
+    attempt_tolerance: float = 0.0
+    paths: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.repeat < 1:
+            raise ChaoskitError(f"--repeat must be >= 1, got {self.repeat}")
+        if self.k is not None and not 1 <= self.k <= self.repeat:
+            raise ChaoskitError(f"--k must be from 1 to --repeat ({self.repeat}), got {self.k}")
+        for name, values in (("intensity", self.intensities), ("perturb", self.perturbations)):
+            if not values:
+                raise ChaoskitError(f"--{name} needs at least one value")
+            for v in values:
+                if not 0.0 <= v <= 1.0:
+                    raise ChaoskitError(f"--{name} values must be from 0 to 1, got {v:g}")
+        if self.perturbations and any(e > 0 for e in self.perturbations) and 0.0 not in self.perturbations:
+            # the metamorphic relation compares each perturbed episode with the unperturbed one
+            self.perturbations = (0.0, *self.perturbations)
+        if self.workers < 1:
+            raise ChaoskitError(f"--workers must be >= 1, got {self.workers}")
+        if self.shard is not None:
+            i, n = self.shard
+            if not (n >= 1 and 1 <= i <= n):
+                raise ChaoskitError(f"--shard must be i/n with 1 <= i <= n, got {i}/{n}")
+        if not 0.0 < self.theta <= 1.0:
+            raise ChaoskitError(f"--theta must be in (0, 1], got {self.theta}")
+        if not self.timeout > 0:
+            raise ChaoskitError(f"--timeout must be a number of seconds > 0, got {self.timeout:g}")
+        check_gate(self.fail_under, self.attempt_tolerance)
+
+    @property
+    def k_eff(self) -> int:
+        """The k of pass^k: ``k``, or the number of repetitions when it is not given."""
+        return self.k or self.repeat
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as a results file records it (what ``chaoskit merge`` compares between shards)."""
+        return {
+            "seed": self.seed, "repeat": self.repeat, "k": self.k_eff, "intensities": list(self.intensities),
+            "perturbations": list(self.perturbations), "profile": self.profile.to_dict(), "theta": self.theta,
+            "workers": self.workers, "timeout": self.timeout, "agent": self.agent,
+            "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
+            "episode_seed": self.episode_seed, "fail_under": self.fail_under,
+            "attempt_tolerance": self.attempt_tolerance, "paths": list(self.paths),
+        }
+
+
+@dataclass(frozen=True)
+class EpisodePlan:
+    """One episode to run: which scenario, at which point of the grid, with which seed and task text."""
+
+    index: int
+    scenario: Scenario
+    repetition: int
+    epsilon: float
+    intensity: float
+    seed: int
+    perturbation: Perturbation
+
+
+def derive_seed(run_seed: int, scenario: str, repetition: int, salt: int = 0) -> int:
+    """The episode seed: fixed by (run seed, scenario name, repetition, the scenario's own ``seed``), the same
+    for every epsilon and lambda (common random numbers: a higher intensity moves the draws' thresholds, not
+    the draws)."""
+    text = f"{run_seed}\x1f{scenario}\x1f{repetition}" + (f"\x1f{salt}" if salt else "")
+    digest = hashlib.blake2b(text.encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big") & 0x7FFFFFFF
+
+
+def plan_episodes(scenarios: Sequence[Scenario], config: RunConfig) -> list[EpisodePlan]:
+    """The grid, in a fixed order, cut to this shard. Shards split whole (scenario, repetition) units, so every
+    epsilon of a unit (and so its metamorphic baseline) stays in one shard."""
+    out: list[EpisodePlan] = []
+    unit = 0
+    reps = [0] if config.episode_seed is not None else range(config.repeat)
+    for sc in scenarios:
+        for rep in reps:
+            u = unit
+            unit += 1
+            if config.shard is not None and u % config.shard[1] != config.shard[0] - 1:
+                continue
+            seed = (config.episode_seed if config.episode_seed is not None
+                    else derive_seed(config.seed, sc.name, rep, sc.seed))
+            for lam in config.intensities:
+                for eps in config.perturbations:
+                    out.append(EpisodePlan(len(out), sc, rep, eps, lam, seed, perturb(sc.task, eps, seed)))
+    return out

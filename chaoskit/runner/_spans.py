@@ -1,0 +1,107 @@
+"""Where a battery's spans go: bucketed per episode for grading, and written to ``--traces`` as OTLP-JSON Lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+import chaoskit.telemetry as telemetry
+from chaoskit._errors import ChaoskitError
+from chaoskit.semconv import EPISODE_ID, RUN_KEY
+
+__all__ = ["SpanCollector", "TraceSink", "current_traceparent"]
+
+
+class SpanCollector(SpanProcessor):
+    """Buckets finished spans by episode (``chaoskit.episode.id`` or the runner's ``chaoskit.run.key``)."""
+
+    def __init__(self, keep_other: bool) -> None:
+        self._lock = threading.Lock()
+        self.by_key: dict[str, list[ReadableSpan]] = {}
+        self.other: list[ReadableSpan] = []
+        self.keep_other = keep_other
+
+    def on_start(self, span: Any, parent_context: Context | None = None) -> None:
+        """Nothing to do when a span starts."""
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """File the span under its episode, or (with ``keep_other``) with the spans of no episode."""
+        attrs = span.attributes or {}
+        key = attrs.get(EPISODE_ID) or attrs.get(RUN_KEY)
+        with self._lock:
+            if isinstance(key, str):
+                self.by_key.setdefault(key, []).append(span)
+            elif self.keep_other:
+                self.other.append(span)
+
+    def pop(self, *keys: str | None) -> list[ReadableSpan]:
+        """Take the spans filed under ``keys`` (None keys are skipped)."""
+        out: list[ReadableSpan] = []
+        with self._lock:
+            for k in keys:
+                if k is not None:
+                    out.extend(self.by_key.pop(k, ()))
+        return out
+
+    def shutdown(self) -> None:
+        """Nothing to release."""
+        return None
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing is buffered."""
+        return True
+
+
+class TraceSink:
+    """``--traces out.jsonl``: one OTLP-JSON line per episode."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = Path(path) if path else None
+        self._lock = threading.Lock()
+        self._fh: IO[str] | None = None
+        if self.path is not None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = self.path.open("w", encoding="utf-8")
+            except OSError as exc:
+                raise ChaoskitError(f"--traces {self.path}: cannot write: {exc.strerror or exc}") from None
+
+    def write_spans(self, spans: Sequence[ReadableSpan]) -> None:
+        """Write ``spans`` as one OTLP-JSON line."""
+        if self._fh is None or not spans:
+            return
+        line = json.dumps(telemetry.to_otlp_json(spans), separators=(",", ":"))
+        with self._lock:
+            self._fh.write(line + "\n")
+
+    def write_lines(self, lines: Iterable[str]) -> None:
+        """Copy OTLP-JSON lines written by a command-line agent, skipping blank ones."""
+        if self._fh is None:
+            return
+        with self._lock:
+            for line in lines:
+                if line.strip():
+                    self._fh.write(line.rstrip("\n") + "\n")
+
+    def close(self) -> None:
+        """Close the file (once)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def current_traceparent() -> str | None:
+    """The W3C traceparent of the current span (what a command-line agent receives as ``TRACEPARENT``)."""
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier)
+    return carrier.get("traceparent") if otel_trace.get_current_span().get_span_context().is_valid else None

@@ -1,0 +1,128 @@
+"""A battery's aggregates: pass@1 and pass^k per cell and scenario, the reliability surface, the metamorphic check."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from chaoskit.runner._gate import verdict
+from chaoskit.runner._results import Cell, EpisodeResult, Summary, Verdict
+from chaoskit.runner._stats import Rate, pass_hat_k
+
+__all__ = ["METAMORPHIC", "apply_metamorphic", "metamorphic_check", "summarize"]
+
+#: the name of the check that compares a perturbed episode's end state with the unperturbed one's
+METAMORPHIC = "metamorphic_end_state"
+
+
+def metamorphic_check(e: EpisodeResult, ref: EpisodeResult | None) -> dict[str, Any] | None:
+    """The metamorphic relation for one perturbed episode against its unperturbed reference ``ref`` (same
+    scenario, repetition and intensity); None when it does not apply (no perturbation, no oracle state)."""
+    if e.epsilon == 0.0 or not e.oracle or ref is None or not ref.oracle:
+        return None
+    same = e.oracle.get("state") == ref.oracle.get("state")
+    msg = ("the perturbed task reached the same end state as the original" if same else
+           f"end state {e.oracle.get('state')} differs from the original task's {ref.oracle.get('state')}")
+    return {"name": METAMORPHIC, "passed": same, "severity": "pass" if same else "fail", "message": msg,
+            "evidence": []}
+
+
+def apply_metamorphic(episodes: Sequence[EpisodeResult]) -> None:
+    """A perturbed episode must reach the same verified end state as the unperturbed one of the same
+    scenario, repetition and intensity. Recomputed from scratch, so merging shards gives the same answer."""
+    base = {(e.scenario, e.repetition, e.intensity): e for e in episodes if e.epsilon == 0.0}
+    for e in episodes:
+        e.checks = [c for c in e.checks if c["name"] != METAMORPHIC]
+        e.passed = e.base_passed
+        chk = metamorphic_check(e, base.get((e.scenario, e.repetition, e.intensity)))
+        if chk is not None:
+            e.checks.append(chk)
+            e.passed = e.base_passed and chk["passed"]
+
+
+def _mean(xs: Iterable[float]) -> float:
+    xs = list(xs)
+    return round(sum(xs) / len(xs), 3) if xs else 0.0
+
+
+def summarize(
+    episodes: Sequence[EpisodeResult], config: Mapping[str, Any], *, baseline: Mapping[str, Any] | None = None,
+) -> tuple[Summary, Verdict]:
+    """Apply the metamorphic relation, aggregate the episodes, and judge them: (summary, CI verdict).
+
+    ``config`` is a run config's dict (``k``, ``repeat``, ``theta`` and the gate options are read)."""
+    apply_metamorphic(episodes)
+    k = int(config.get("k") or config.get("repeat") or 1)
+    theta = float(config.get("theta", 0.9))
+    groups: dict[tuple[str, float, float], list[EpisodeResult]] = {}
+    for e in episodes:
+        groups.setdefault((e.scenario, e.epsilon, e.intensity), []).append(e)
+    cells: list[Cell] = []
+    for (sc, eps, lam), eps_list in groups.items():
+        n = len(eps_list)
+        c = sum(e.passed for e in eps_list)
+        kk = min(k, n)
+        failed: dict[str, tuple[int, str]] = {}
+        for e in eps_list:
+            for chk in e.checks:
+                if not chk["passed"] and chk.get("severity", "fail") == "fail":
+                    count, msg = failed.get(chk["name"], (0, chk["message"]))
+                    failed[chk["name"]] = (count + 1, msg)
+        cells.append(Cell(
+            scenario=sc, epsilon=eps, intensity=lam, n=n, passes=c, pass1=Rate.of(c, n),
+            pass_k=Rate.estimate(pass_hat_k(c, n, kk), max(1, n // kk)),
+            mean_score=_mean(e.score for e in eps_list),
+            mean_attempts=_mean(e.attempts.get("total", 0) for e in eps_list),
+            failed_checks=failed, failing=[e for e in eps_list if not e.passed],
+        ))
+    n_all = len(episodes)
+    c_all = sum(e.passed for e in episodes)
+    groups_k = [c.pass_k.value for c in cells]
+    n_groups = sum(c.pass_k.n for c in cells)
+    overall = {
+        "episodes": n_all, "passes": c_all, "pass_at_1": Rate.of(c_all, n_all).to_dict(),
+        "pass_hat_k": Rate.estimate(_mean(groups_k) if groups_k else 0.0, max(1, n_groups)).to_dict(),
+        "mean_score": _mean(e.score for e in episodes),
+        "mean_attempts": _mean(e.attempts.get("total", 0) for e in episodes),
+        "outcomes": {o: sum(e.outcome == o for e in episodes) for o in sorted({e.outcome for e in episodes})},
+    }
+    scenarios: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(e.scenario for e in episodes):
+        mine = [e for e in episodes if e.scenario == name]
+        mc = [c for c in cells if c.scenario == name]
+        scenarios[name] = {
+            "episodes": len(mine), "pass_at_1": Rate.of(sum(e.passed for e in mine), len(mine)).to_dict(),
+            "pass_hat_k": Rate.estimate(_mean(c.pass_k.value for c in mc), sum(c.pass_k.n for c in mc)).to_dict(),
+            "mean_score": _mean(e.score for e in mine),
+            "mean_attempts": _mean(e.attempts.get("total", 0) for e in mine),
+        }
+    surface, breaks = _surface(cells, k, theta)
+    summary = Summary(k, theta, cells, overall, scenarios, surface, breaks)
+    return summary, verdict(episodes, summary, config, baseline)
+
+
+def _surface(cells: Sequence[Cell], k: int, theta: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """R(j, eps, lambda) for j = 1..k: mean over scenarios of pass^j, and where R_k first drops below theta."""
+    points: dict[tuple[float, float], list[Cell]] = {}
+    for c in cells:
+        points.setdefault((c.epsilon, c.intensity), []).append(c)
+    surface: list[dict[str, Any]] = []
+    rk: dict[tuple[float, float], float] = {}
+    for (eps, lam), cs in sorted(points.items()):
+        for j in range(1, k + 1):
+            vals = [pass_hat_k(c.passes, c.n, j) for c in cs if c.n >= j]
+            if not vals:
+                continue
+            groups = sum(c.n // j for c in cs if c.n >= j)
+            r = Rate.estimate(sum(vals) / len(vals), max(1, groups))
+            surface.append({"k": j, "epsilon": eps, "intensity": lam, **r.to_dict(),
+                            "episodes": sum(c.n for c in cs)})
+            if j == min(k, min(c.n for c in cs)):
+                rk[(eps, lam)] = r.value
+    epsilons = sorted({e for e, _ in rk})
+    lambdas = sorted({lam for _, lam in rk})
+    by_eps = {f"{e:g}": next((lam for lam in lambdas if (e, lam) in rk and rk[(e, lam)] < theta), None)
+              for e in epsilons}
+    by_lam = {f"{lam:g}": next((e for e in epsilons if (e, lam) in rk and rk[(e, lam)] < theta), None)
+              for lam in lambdas}
+    return surface, {"intensity_at_epsilon": by_eps, "epsilon_at_intensity": by_lam}

@@ -1,0 +1,103 @@
+"""The LangGraph releases this integration supports, and every use of LangGraph's internals."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from chaoskit_langchain._compat import Supported, check_installed
+
+if TYPE_CHECKING:
+    # no LangGraph import at run time before check_installed below has checked the installed release
+    from langchain_core.tools import BaseTool
+    from langgraph.prebuilt import ToolNode
+
+__all__ = [
+    "LANGGRAPH",
+    "LANGGRAPH_PREBUILT",
+    "SUPPORTED",
+    "AWrapper",
+    "Wrapper",
+    "error_content",
+    "error_policy_name",
+    "handles_errors",
+    "interceptors",
+    "set_interceptors",
+    "tools_of",
+]
+
+#: the releases ``chaoskit_langgraph`` is tested with (``ToolNode`` lives in langgraph-prebuilt); widen a range
+#: only after the tests pass against it
+LANGGRAPH: Final = Supported("langgraph", (1, 0), (2,))
+LANGGRAPH_PREBUILT: Final = Supported("langgraph-prebuilt", (1, 0), (2,))
+SUPPORTED: Final = (LANGGRAPH, LANGGRAPH_PREBUILT)
+
+#: ``ToolNode(wrap_tool_call=...)`` and ``ToolNode(awrap_tool_call=...)``: ``(request, execute) -> result``
+Wrapper = Callable[[Any, Callable[[Any], Any]], Any]
+AWrapper = Callable[[Any, Callable[[Any], Awaitable[Any]]], Awaitable[Any]]
+
+# ToolNode keeps its constructor's interceptors and error policy in these attributes, with no public accessor
+_WRAP, _AWRAP, _ERRORS = "_wrap_tool_call", "_awrap_tool_call", "_handle_tool_errors"
+
+
+def _require(node: ToolNode) -> None:
+    missing = [a for a in (_WRAP, _AWRAP, _ERRORS) if not hasattr(node, a)]
+    if missing:
+        raise RuntimeError(
+            f"chaoskit_langgraph supports {LANGGRAPH_PREBUILT}: this ToolNode has no {', '.join(missing)}, so the "
+            f"installed release is not one of them; install a supported one, or wrap the tools with "
+            f"chaoskit_langchain.chaos_tool instead"
+        )
+
+
+def tools_of(node: ToolNode) -> dict[str, BaseTool]:
+    """The node's tools by name: ToolNode's own (public) mapping, so replacing an entry changes the node."""
+    return node.tools_by_name
+
+
+def interceptors(node: ToolNode) -> tuple[Wrapper | None, AWrapper | None]:
+    """The ``wrap_tool_call`` and ``awrap_tool_call`` the node was built with (or last given)."""
+    _require(node)
+    wrap: Wrapper | None = getattr(node, _WRAP)
+    awrap: AWrapper | None = getattr(node, _AWRAP)
+    return wrap, awrap
+
+
+def set_interceptors(node: ToolNode, wrap: Wrapper | None, awrap: AWrapper | None) -> None:
+    """Make ``wrap`` / ``awrap`` the node's interceptors, as if given to its constructor."""
+    _require(node)
+    setattr(node, _WRAP, wrap)
+    setattr(node, _AWRAP, awrap)
+
+
+def handles_errors(node: ToolNode, exc: BaseException) -> bool:
+    """Whether the node turns ``exc``, raised by its interceptor, into an error ToolMessage (else it re-raises)."""
+    _require(node)
+    return bool(getattr(node, _ERRORS)) and not _invalid_resume(exc)
+
+
+def _invalid_resume(exc: BaseException) -> bool:
+    # a resume value that failed an interrupt's schema: ToolNode lets it through so the interrupt is asked again
+    try:
+        from langgraph.errors import is_invalid_resume
+    except ImportError:  # a langgraph before is_invalid_resume never marks such errors
+        return False
+    return is_invalid_resume(exc)
+
+
+def error_content(node: ToolNode, exc: Exception) -> str:
+    """The error ToolMessage content the node makes of ``exc`` (raises what its ``handle_tool_errors`` raises)."""
+    from langgraph.prebuilt.tool_node import _handle_tool_error
+
+    _require(node)
+    return _handle_tool_error(exc, flag=getattr(node, _ERRORS))
+
+
+def error_policy_name(node: ToolNode) -> str:
+    """The node's ``handle_tool_errors``, for a message: a handler's name, else its repr."""
+    _require(node)
+    flag = getattr(node, _ERRORS)
+    return getattr(flag, "__name__", None) or repr(flag)
+
+
+check_installed(SUPPORTED, integration="chaoskit_langgraph", extra="langgraph")
