@@ -33,8 +33,13 @@ import chaoskit
 from chaoskit import Plan
 from examples.support.model import ScriptedChatModel, tool_calls
 
-PLAN = Plan(seed=1, faults=[{"type": "error", "tool": "other", "probability": 0.5},
-                            {"type": "latency", "tool": "lookup", "on_call": 10**9}])
+PLAN = Plan(
+    seed=1,
+    faults=[
+        {"type": "error", "tool": "other", "probability": 0.5},
+        {"type": "latency", "tool": "lookup", "on_call": 10**9},
+    ],
+)
 
 
 def make_tools() -> list[BaseTool]:
@@ -85,8 +90,14 @@ class _NoOp(AgentMiddleware):  # type: ignore[type-arg]
         return await handler(request)
 
 
-CASES = ("without chaoskit", "chaos_tools", "no-op middleware", "ChaosMiddleware", "ChaosCallbackHandler",
-         "instrument_graph")
+CASES = (
+    "without chaoskit",
+    "chaos_tools",
+    "no-op middleware",
+    "ChaosMiddleware",
+    "ChaosCallbackHandler",
+    "instrument_graph",
+)
 
 
 def measure(calls: int, parallel: int, repeat: int) -> dict[str, float]:

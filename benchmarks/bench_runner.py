@@ -26,8 +26,15 @@ from chaoskit import chaos  # noqa: E402
 from chaoskit.runner._battery import run_battery  # noqa: E402
 from chaoskit.runner._scenario import Scenario, load_battery  # noqa: E402
 
-PLAIN = ("refund-after-500.yaml", "refund-rate-limited.yaml", "refund-outage.yaml", "status-timeouts.yaml",
-         "status-schema-drift.yaml", "status-injection.yaml", "search-partial.yaml")
+PLAIN = (
+    "refund-after-500.yaml",
+    "refund-rate-limited.yaml",
+    "refund-outage.yaml",
+    "status-timeouts.yaml",
+    "status-schema-drift.yaml",
+    "status-injection.yaml",
+    "search-partial.yaml",
+)
 
 
 def scenarios() -> list[Scenario]:
@@ -54,8 +61,7 @@ def bench(episodes: int, workers: int, latency: float, agent: str) -> tuple[int,
     battery = scenarios()
     repeat = max(1, episodes // (len(battery) * 2))
     t0 = time.perf_counter()
-    result = run_battery(scenarios=battery, agent=agent, repeat=repeat, intensities=[0.0, 0.2], seed=1,
-                         workers=workers)
+    result = run_battery(scenarios=battery, agent=agent, repeat=repeat, intensities=[0.0, 0.2], seed=1, workers=workers)
     wall = time.perf_counter() - t0
     n = len(result.episodes)
     return n, n / wall, wall

@@ -30,13 +30,16 @@ from chaoskit import Plan, Trace, chaos, checks, telemetry
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _helpers import issue_refund, read_page, search
 
-PLAN = Plan(seed=3, faults=[
-    {"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True},
-    {"type": "rate_limit", "tool": "search", "on_call": 1, "retry_after": 0.001},
-    {"type": "garbage", "tool": "search", "on_call": 2, "garbage": {"price": 4242}},
-    {"type": "prompt_injection", "tool": "read_page", "on_call": 1},
-    {"type": "error", "tool": "lookup", "calls": "1-2"},
-])
+PLAN = Plan(
+    seed=3,
+    faults=[
+        {"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True},
+        {"type": "rate_limit", "tool": "search", "on_call": 1, "retry_after": 0.001},
+        {"type": "garbage", "tool": "search", "on_call": 2, "garbage": {"price": 4242}},
+        {"type": "prompt_injection", "tool": "read_page", "on_call": 1},
+        {"type": "error", "tool": "lookup", "calls": "1-2"},
+    ],
+)
 
 
 @chaos
@@ -49,9 +52,17 @@ def _template() -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     tracer = telemetry.get_tracer()
     with telemetry.capture() as cap:
         with chaoskit.episode("bench", plan=PLAN) as ep:
-            for call in (lambda: issue_refund("4832"), lambda: issue_refund("4832"),
-                         lambda: search("a"), lambda: search("a"), lambda: search("a"),
-                         lambda: lookup("1"), lambda: lookup("1"), lambda: lookup("1"), lambda: read_page("u")):
+            for call in (
+                lambda: issue_refund("4832"),
+                lambda: issue_refund("4832"),
+                lambda: search("a"),
+                lambda: search("a"),
+                lambda: search("a"),
+                lambda: lookup("1"),
+                lambda: lookup("1"),
+                lambda: lookup("1"),
+                lambda: read_page("u"),
+            ):
                 try:
                     call()
                 except Exception:
@@ -114,9 +125,15 @@ def write_file(path: Path, n_spans: int, per_line: int = 512) -> int:
 
 
 def _line(span_chunks: list[str], resource_: dict[str, Any], scope: dict[str, Any]) -> str:
-    return ('{"resourceSpans":[{"resource":' + json.dumps(resource_, separators=(",", ":"))
-            + ',"scopeSpans":[{"scope":' + json.dumps(scope, separators=(",", ":")) + ',"spans":['
-            + ",".join(span_chunks) + "]}]}]}\n")
+    return (
+        '{"resourceSpans":[{"resource":'
+        + json.dumps(resource_, separators=(",", ":"))
+        + ',"scopeSpans":[{"scope":'
+        + json.dumps(scope, separators=(",", ":"))
+        + ',"spans":['
+        + ",".join(span_chunks)
+        + "]}]}]}\n"
+    )
 
 
 def _peak_mb() -> float:
@@ -137,8 +154,15 @@ def bench(n: int, folder: Path) -> dict[str, float]:
     t3 = time.perf_counter()
     assert len(results) == len(trace.episodes) and whole
     path.unlink()
-    return {"spans": spans, "mb": size_mb, "read_s": t1 - t0, "per_episode_s": t2 - t1, "whole_s": t3 - t2,
-            "episodes": len(trace.episodes), "attempts": len(trace.attempts)}
+    return {
+        "spans": spans,
+        "mb": size_mb,
+        "read_s": t1 - t0,
+        "per_episode_s": t2 - t1,
+        "whole_s": t3 - t2,
+        "episodes": len(trace.episodes),
+        "attempts": len(trace.attempts),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,23 +173,29 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [10_000, 100_000]
     if args.full and not args.sizes:
         sizes.append(1_000_000)
-    print(f"{'spans':>9} {'MB':>7} {'episodes':>9} {'read s':>8} {'checks s':>9} {'total s':>8} "
-          f"{'spans/s':>9} {'us/span':>8} {'peak MB':>8}")
+    print(
+        f"{'spans':>9} {'MB':>7} {'episodes':>9} {'read s':>8} {'checks s':>9} {'total s':>8} "
+        f"{'spans/s':>9} {'us/span':>8} {'peak MB':>8}"
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             r = bench(n, Path(tmp))
             total = r["read_s"] + r["per_episode_s"]
             rows.append((r["spans"], total))
-            print(f"{r['spans']:>9,} {r['mb']:>7.1f} {r['episodes']:>9,} {r['read_s']:>8.2f} "
-                  f"{r['per_episode_s']:>9.2f} {total:>8.2f} {r['spans'] / total:>9,.0f} "
-                  f"{total / r['spans'] * 1e6:>8.1f} {_peak_mb():>8.0f}")
+            print(
+                f"{r['spans']:>9,} {r['mb']:>7.1f} {r['episodes']:>9,} {r['read_s']:>8.2f} "
+                f"{r['per_episode_s']:>9.2f} {total:>8.2f} {r['spans'] / total:>9,.0f} "
+                f"{total / r['spans'] * 1e6:>8.1f} {_peak_mb():>8.0f}"
+            )
     if len(rows) > 1:
         (n0, t0), (n1, t1) = rows[0], rows[-1]
         growth = (t1 / t0) / (n1 / n0)
         print(f"time grew {t1 / t0:.1f}x for {n1 / n0:.0f}x the spans (1.0 = linear): {growth:.2f}")
-    print("total = Trace.from_otlp_json(file) + checks.run_checks() on each episode (trace.split()); "
-          "checks s = the default checks only")
+    print(
+        "total = Trace.from_otlp_json(file) + checks.run_checks() on each episode (trace.split()); "
+        "checks s = the default checks only"
+    )
     return 0
 
 

@@ -1,11 +1,11 @@
 """Helpers for testing agents with chaoskit (also used by chaoskit's own tests).
 
-    from chaoskit.testing import capture_spans, attempt_attributes
+from chaoskit.testing import capture_spans, attempt_attributes
 
-    with capture_spans() as cap, chaoskit.episode("t", plan=plan):
-        agent("refund order 4832")
-    assert [a["chaoskit.outcome"] for a in attempt_attributes(cap, "issue_refund")] == ["error", "ok"]
-    trace = cap.trace()  # the same spans as a chaoskit.Trace, for the checks
+with capture_spans() as cap, chaoskit.episode("t", plan=plan):
+    agent("refund order 4832")
+assert [a["chaoskit.outcome"] for a in attempt_attributes(cap, "issue_refund")] == ["error", "ok"]
+trace = cap.trace()  # the same spans as a chaoskit.Trace, for the checks
 """
 
 from __future__ import annotations

@@ -36,8 +36,9 @@ def with_callbacks() -> dict[str, Any]:
 
 def with_instrument_graph() -> dict[str, Any]:
     agent = agents.SupportAgent(agents.careful_policy, chaos=False)
-    instrument_graph(agent.graph, FLAKY, irreversible=["issue_refund"],
-                     idempotency_args={"issue_refund": "idempotency_key"})  # one line
+    instrument_graph(
+        agent.graph, FLAKY, irreversible=["issue_refund"], idempotency_args={"issue_refund": "idempotency_key"}
+    )  # one line
     try:
         with telemetry.capture() as cap, chaoskit.episode("attach-instrument") as ep:
             answer = agent.invoke(TASK)
@@ -53,8 +54,10 @@ def _show(title: str, result: dict[str, Any]) -> None:
         a = span.attributes or {}
         fault = a.get(semconv.FAULT_TYPE) or "-"
         call_id = a.get(semconv.GEN_AI_TOOL_CALL_ID)
-        print(f"  {a[semconv.GEN_AI_TOOL_NAME]:<13} #{a[semconv.ATTEMPT]}  call_id={call_id}  "
-              f"fault={fault:<10} outcome={a[semconv.OUTCOME]}")
+        print(
+            f"  {a[semconv.GEN_AI_TOOL_NAME]:<13} #{a[semconv.ATTEMPT]}  call_id={call_id}  "
+            f"fault={fault:<10} outcome={a[semconv.OUTCOME]}"
+        )
     print(f"  answer: {result['answer']}")
     print(f"  refunds: {result['env'].refunds}")
 

@@ -33,8 +33,9 @@ def read_page(url: str) -> str:
     return "page"
 
 
-def run_spans(plan: Plan, agent: Callable[[], str | None], *, name: str = "task",
-              **attrs: Any) -> tuple[Trace, tuple[ReadableSpan, ...]]:
+def run_spans(
+    plan: Plan, agent: Callable[[], str | None], *, name: str = "task", **attrs: Any
+) -> tuple[Trace, tuple[ReadableSpan, ...]]:
     """Run ``agent`` in one episode under ``plan``; that episode's spans, and them read back as a Trace.
 
     Only this episode's spans are kept: a span that some other thread ends while the capture is open (a

@@ -46,8 +46,11 @@ def _jaeger_tag(key: str, value: Mapping[str, Any]) -> dict[str, Any]:
         if kind == "bytesValue":
             return {"key": key, "type": "binary", "value": x}
         # Jaeger has no array or map tags: it stores them as their JSON text
-        return {"key": key, "type": "string",
-                "value": json.dumps(_otlp_value(value), separators=(",", ":"), ensure_ascii=False)}
+        return {
+            "key": key,
+            "type": "string",
+            "value": json.dumps(_otlp_value(value), separators=(",", ":"), ensure_ascii=False),
+        }
     return {"key": key, "type": "string", "value": ""}
 
 
@@ -114,7 +117,14 @@ def _jaeger_span(sp: Mapping[str, Any], scope: Mapping[str, Any], pid: str) -> d
     if sp.get("parentSpanId"):
         refs.append({"refType": "CHILD_OF", "traceID": sp["traceId"], "spanID": sp["parentSpanId"]})
     return {
-        "traceID": sp["traceId"], "spanID": sp["spanId"], "operationName": sp.get("name", ""),
-        "references": refs, "startTime": start // 1000, "duration": (end - start) // 1000,
-        "tags": tags, "logs": logs, "processID": pid, "warnings": None,
+        "traceID": sp["traceId"],
+        "spanID": sp["spanId"],
+        "operationName": sp.get("name", ""),
+        "references": refs,
+        "startTime": start // 1000,
+        "duration": (end - start) // 1000,
+        "tags": tags,
+        "logs": logs,
+        "processID": pid,
+        "warnings": None,
     }

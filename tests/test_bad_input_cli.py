@@ -85,12 +85,18 @@ def test_empty_scenario_directory(tmp_path: Path) -> None:
 
 def test_a_fault_on_a_tool_the_agent_lacks(tmp_path: Path) -> None:
     p = tmp_path / "typo.yaml"
-    p.write_text('name: typo\ntask: "Refund order 4832"\nagent: examples.plain.agents:careful\nfaults:\n'
-                 "  - {type: http, tool: issue_refnd, on_call: 1, status: 500}\n", encoding="utf-8")
+    p.write_text(
+        'name: typo\ntask: "Refund order 4832"\nagent: examples.plain.agents:careful\nfaults:\n'
+        "  - {type: http, tool: issue_refnd, on_call: 1, status: 500}\n",
+        encoding="utf-8",
+    )
     r = run_cli(["run", str(p)])
     assert r.code == 2
-    assert_clear(r.err, names=[f"{p}:5", "faults[0].tool", "issue_refnd"],
-                 allowed=["did you mean 'issue_refund'", "known tools", '"*" for every tool'])
+    assert_clear(
+        r.err,
+        names=[f"{p}:5", "faults[0].tool", "issue_refnd"],
+        allowed=["did you mean 'issue_refund'", "known tools", '"*" for every tool'],
+    )
 
 
 # --- fault profiles ----------------------------------------------------------------------------------------
@@ -105,16 +111,36 @@ PROFILES: list[tuple[str, str, int, list[str]]] = [
     ('weights:\n  timeout: "0.2"\n', "weights.timeout", 2, ["finite number >= 0", "'0.2'"]),
     ("timeout: 1\nhttp_5xx: -0.5\n", "weights.http_5xx", 2, ["finite number >= 0"]),
     ("weights:\n  timeout: 1\n  time_out: 1\n", "weights.time_out", 3, ["unknown fault kind", KINDS]),
-    ("weights:\n  timeout: 1\nparams: [timeout]\n", "params", 3,
-     ["must be a mapping of fault kind to a mapping of fault parameters", KINDS]),
-    ("weights:\n  timeout: 1\nparams:\n  timeout: 0.5\n", "params.timeout", 4,
-     ["must be a mapping of timeout fault parameters"]),
-    ("weights:\n  timeout: 1\nparams:\n  timeout:\n    after_s: soon\n", "params.timeout.after_s", 5,
-     ["'soon'", ">= 0"]),
-    ("weights:\n  timeout: 1\nparams:\n  timeout:\n    delay: 1\n", "params.timeout.delay", 5,
-     ["unknown key 'delay'", "after_s"]),
-    ("weights:\n  timeout: 1\nparams:\n  timeot: {after_s: 1}\n", "params.timeot", 4,
-     ["unknown fault kind", "did you mean 'timeout'"]),
+    (
+        "weights:\n  timeout: 1\nparams: [timeout]\n",
+        "params",
+        3,
+        ["must be a mapping of fault kind to a mapping of fault parameters", KINDS],
+    ),
+    (
+        "weights:\n  timeout: 1\nparams:\n  timeout: 0.5\n",
+        "params.timeout",
+        4,
+        ["must be a mapping of timeout fault parameters"],
+    ),
+    (
+        "weights:\n  timeout: 1\nparams:\n  timeout:\n    after_s: soon\n",
+        "params.timeout.after_s",
+        5,
+        ["'soon'", ">= 0"],
+    ),
+    (
+        "weights:\n  timeout: 1\nparams:\n  timeout:\n    delay: 1\n",
+        "params.timeout.delay",
+        5,
+        ["unknown key 'delay'", "after_s"],
+    ),
+    (
+        "weights:\n  timeout: 1\nparams:\n  timeot: {after_s: 1}\n",
+        "params.timeot",
+        4,
+        ["unknown fault kind", "did you mean 'timeout'"],
+    ),
     ("weights:\n  timeout: 1\nextra: 2\n", "extra", 3, ["unknown key 'extra'", "name, weights, params"]),
     ("weights:\n  timeout: 0\n  latency: 0\n", "weights", 1, ["at least one positive weight"]),
 ]
@@ -130,10 +156,14 @@ def test_bad_profile_file(tmp_path: Path, text: str, field: str, line: int, name
     assert_clear(r.err, names=[where, field, *names])
 
 
-@pytest.mark.parametrize(("text", "names"), [
-    ("- timeout\n- latency\n", ["a profile must be a mapping", KINDS]),
-    ("weights: {timeout: [1\n", ["malformed YAML"]),
-], ids=["a list", "malformed"])
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("- timeout\n- latency\n", ["a profile must be a mapping", KINDS]),
+        ("weights: {timeout: [1\n", ["malformed YAML"]),
+    ],
+    ids=["a list", "malformed"],
+)
 def test_profile_that_is_not_a_mapping(tmp_path: Path, text: str, names: list[str]) -> None:
     profile = tmp_path / "profile.yaml"
     profile.write_text(text, encoding="utf-8")
@@ -154,8 +184,9 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
         mp.chdir(ROOT)
         for i in (1, 2):
             path = out / f"shard{i}.json"
-            r = run_cli(["run", REFUND, "--agent", CAREFUL, "--repeat", "2", "--shard", f"{i}/2",
-                         "--json", str(path), "-q"])
+            r = run_cli(
+                ["run", REFUND, "--agent", CAREFUL, "--repeat", "2", "--shard", f"{i}/2", "--json", str(path), "-q"]
+            )
             assert r.code == 0, r.err
             datas.append(json.loads(path.read_text(encoding="utf-8")))
     return datas
@@ -171,6 +202,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
             del target[last]
         else:
             target[last] = value
+
     return edit
 
 
@@ -183,14 +215,23 @@ SHARD_EDITS: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("passed a string", _set("episodes.0.passed", "yes"), ["episodes[0].passed: must be true or false"]),
     ("repetition a float", _set("episodes.0.repetition", 1.5), ["episodes[0].repetition: must be a whole number"]),
     ("attempts a list", _set("episodes.0.attempts", [1]), ["episodes[0].attempts: must be an object"]),
-    ("attempts.total negative", _set("episodes.0.attempts.total", -2),
-     ["episodes[0].attempts.total: must be a whole number >= 0"]),
+    (
+        "attempts.total negative",
+        _set("episodes.0.attempts.total", -2),
+        ["episodes[0].attempts.total: must be a whole number >= 0"],
+    ),
     ("checks an object", _set("episodes.0.checks", {}), ["episodes[0].checks: must be a list"]),
     ("check not an object", _set("episodes.0.checks", ["no_bluff"]), ["episodes[0].checks[0]: must be an object"]),
-    ("check passed a string", _set("episodes.0.checks.0.passed", "no"),
-     ["episodes[0].checks[0].passed: must be true or false"]),
-    ("check severity", _set("episodes.0.checks.0.severity", "fatal"),
-     ["episodes[0].checks[0].severity: must be fail, warn or pass"]),
+    (
+        "check passed a string",
+        _set("episodes.0.checks.0.passed", "no"),
+        ["episodes[0].checks[0].passed: must be true or false"],
+    ),
+    (
+        "check severity",
+        _set("episodes.0.checks.0.severity", "fatal"),
+        ["episodes[0].checks[0].severity: must be fail, warn or pass"],
+    ),
     ("scenario null", _set("episodes.0.scenario", None), ["episodes[0].scenario: must be a string"]),
     ("episodes not a list", _set("episodes", {"a": 1}), ['"episodes" list']),
     ("episode not an object", _set("episodes", [3]), ['"episodes" list of objects']),
@@ -199,8 +240,9 @@ SHARD_EDITS: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
 
 
 @pytest.mark.parametrize(("edit", "names"), [(e, n) for _, e, n in SHARD_EDITS], ids=[i for i, _, _ in SHARD_EDITS])
-def test_merge_of_a_malformed_shard(shards: list[dict[str, Any]], tmp_path: Path,
-                                    edit: Callable[[dict[str, Any]], None], names: list[str]) -> None:
+def test_merge_of_a_malformed_shard(
+    shards: list[dict[str, Any]], tmp_path: Path, edit: Callable[[dict[str, Any]], None], names: list[str]
+) -> None:
     good, bad = tmp_path / "shard1.json", tmp_path / "shard2.json"
     good.write_text(json.dumps(shards[0]), encoding="utf-8")
     data = json.loads(json.dumps(shards[1]))
@@ -211,15 +253,19 @@ def test_merge_of_a_malformed_shard(shards: list[dict[str, Any]], tmp_path: Path
     assert_clear(r.err, names=[str(bad), *names])
 
 
-@pytest.mark.parametrize(("case", "names"), [
-    ("missing file", ["no/such/shard.json", "file not found"]),
-    ("not JSON", ["cannot read the results"]),
-    ("shard twice", ["shard(s) 1/2 given more than once"]),
-    ("a shard missing", ["shard(s) 2/2 missing"]),
-    ("other seed", ["different seed", "merge only the shards of one battery"]),
-])
-def test_merge_of_files_that_do_not_fit(shards: list[dict[str, Any]], tmp_path: Path, case: str,
-                                        names: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("case", "names"),
+    [
+        ("missing file", ["no/such/shard.json", "file not found"]),
+        ("not JSON", ["cannot read the results"]),
+        ("shard twice", ["shard(s) 1/2 given more than once"]),
+        ("a shard missing", ["shard(s) 2/2 missing"]),
+        ("other seed", ["different seed", "merge only the shards of one battery"]),
+    ],
+)
+def test_merge_of_files_that_do_not_fit(
+    shards: list[dict[str, Any]], tmp_path: Path, case: str, names: list[str]
+) -> None:
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     one.write_text(json.dumps(shards[0]), encoding="utf-8")
     two.write_text(json.dumps(shards[1]), encoding="utf-8")

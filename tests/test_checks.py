@@ -342,6 +342,7 @@ def test_repeating_the_injected_address_is_fabrication() -> None:
 
 # --- the runner's interface ---------------------------------------------------------------------------
 
+
 def test_registry_defaults_and_run_checks() -> None:
     assert set(checks.DEFAULT_CHECKS) <= set(checks.REGISTRY)
     assert "max_attempts" not in checks.DEFAULT_CHECKS
@@ -371,6 +372,7 @@ def test_a_check_fails_if_any_episode_fails() -> None:
 
 
 # --- same verdicts whatever the source ----------------------------------------------------------------
+
 
 def _scenarios() -> list[tuple[Plan, Callable[[], str | None]]]:
     def bluff() -> str:

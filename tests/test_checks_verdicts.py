@@ -56,19 +56,35 @@ class Transcript:
         self.counts: dict[str, int] = {}
         self.root_id = "a000000000000001"
 
-    def call(self, tool: str, args: dict[str, Any], *, at: float, took: float = 0.05, outcome: str = "ok",
-             fault: dict[str, Any] | None = None, injected: bool = False, executed: bool = True,
-             error: tuple[str, str] | None = None, key_arg: str | None = None, **flags: Any) -> str:
+    def call(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        at: float,
+        took: float = 0.05,
+        outcome: str = "ok",
+        fault: dict[str, Any] | None = None,
+        injected: bool = False,
+        executed: bool = True,
+        error: tuple[str, str] | None = None,
+        key_arg: str | None = None,
+        **flags: Any,
+    ) -> str:
         """Record one attempt; ``fault`` holds ``chaoskit.fault.*`` attributes (``type`` first), ``flags``
         the ``chaoskit.tool.*`` ones (irreversible, idempotent, refused). Returns the span id."""
         n = self.counts[tool] = self.counts.get(tool, 0) + 1
         span_id = f"b{len(self.spans) + 1:015x}"
         hashed = {k: v for k, v in args.items() if k != key_arg}
         attrs: dict[str, Any] = {
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "chaoskit.attempt": n,
-            "chaoskit.episode.id": "e" * 32, "chaoskit.args": json.dumps(args, sort_keys=True),
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool,
+            "chaoskit.attempt": n,
+            "chaoskit.episode.id": "e" * 32,
+            "chaoskit.args": json.dumps(args, sort_keys=True),
             "chaoskit.args.hash": hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:16],
-            "chaoskit.outcome": outcome, "chaoskit.tool.executed": executed,
+            "chaoskit.outcome": outcome,
+            "chaoskit.tool.executed": executed,
             "chaoskit.tool.irreversible": bool(flags.pop("irreversible", False)),
         }
         if key_arg and args.get(key_arg) is not None:
@@ -80,29 +96,61 @@ class Transcript:
             attrs["chaoskit.fault.injected"] = injected
         if error is not None:
             attrs["error.type"] = error[0]
-            events.append({"timeUnixNano": _ns(at + took), "name": "exception", "attributes": [
-                {"key": "exception.type", "value": _value(error[0])},
-                {"key": "exception.message", "value": _value(error[1])}]})
-        self.spans.append({
-            "traceId": self.TRACE_ID, "spanId": span_id, "parentSpanId": self.root_id,
-            "name": f"execute_tool {tool}", "kind": 1,
-            "startTimeUnixNano": _ns(at), "endTimeUnixNano": _ns(at + took),
-            "attributes": [{"key": k, "value": _value(v)} for k, v in attrs.items()], "events": events,
-        })
+            events.append(
+                {
+                    "timeUnixNano": _ns(at + took),
+                    "name": "exception",
+                    "attributes": [
+                        {"key": "exception.type", "value": _value(error[0])},
+                        {"key": "exception.message", "value": _value(error[1])},
+                    ],
+                }
+            )
+        self.spans.append(
+            {
+                "traceId": self.TRACE_ID,
+                "spanId": span_id,
+                "parentSpanId": self.root_id,
+                "name": f"execute_tool {tool}",
+                "kind": 1,
+                "startTimeUnixNano": _ns(at),
+                "endTimeUnixNano": _ns(at + took),
+                "attributes": [{"key": k, "value": _value(v)} for k, v in attrs.items()],
+                "events": events,
+            }
+        )
         return span_id
 
     def trace(self) -> Trace:
         end = max([0.0, *((int(s["endTimeUnixNano"]) / 1e9) - T0 for s in self.spans)]) + 0.5
-        attrs: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": self.name,
-                                 "chaoskit.episode.id": "e" * 32, "chaoskit.episode.outcome": self.outcome,
-                                 **self.root}
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": self.name,
+            "chaoskit.episode.id": "e" * 32,
+            "chaoskit.episode.outcome": self.outcome,
+            **self.root,
+        }
         if self.output is not None:
             attrs["chaoskit.episode.output"] = self.output
-        root = {"traceId": self.TRACE_ID, "spanId": self.root_id, "name": f"invoke_agent {self.name}", "kind": 1,
-                "startTimeUnixNano": _ns(0), "endTimeUnixNano": _ns(end),
-                "attributes": [{"key": k, "value": _value(v)} for k, v in attrs.items()]}
-        return Trace.from_otlp_json({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [
-            {"scope": {"name": "chaoskit"}, "spans": [root, *self.spans]}]}]})
+        root = {
+            "traceId": self.TRACE_ID,
+            "spanId": self.root_id,
+            "name": f"invoke_agent {self.name}",
+            "kind": 1,
+            "startTimeUnixNano": _ns(0),
+            "endTimeUnixNano": _ns(end),
+            "attributes": [{"key": k, "value": _value(v)} for k, v in attrs.items()],
+        }
+        return Trace.from_otlp_json(
+            {
+                "resourceSpans": [
+                    {
+                        "resource": {"attributes": []},
+                        "scopeSpans": [{"scope": {"name": "chaoskit"}, "spans": [root, *self.spans]}],
+                    }
+                ]
+            }
+        )
 
 
 HTTP_500_AFTER_WRITE = {"type": "http", "http.status": 500, "after_write": True}
@@ -151,11 +199,22 @@ def _ids(trace: Trace, tool: str | None = None) -> list[str]:
 
 
 FLIGHTS = {"origin": "SFO", "destination": "JFK", "date": "2026-12-18"}
-FLIGHTS_DOWN = Plan(seed=3, faults=[{"type": "error", "tool": "search_flights", "calls": "1-5",
-                                     "exception": "ConnectionError", "error": "flights API unreachable"}])
+FLIGHTS_DOWN = Plan(
+    seed=3,
+    faults=[
+        {
+            "type": "error",
+            "tool": "search_flights",
+            "calls": "1-5",
+            "exception": "ConnectionError",
+            "error": "flights API unreachable",
+        }
+    ],
+)
 
 
 # --- max_attempts -------------------------------------------------------------------------------------
+
 
 def test_max_attempts_fails_with_the_attempts_beyond_the_bound() -> None:
     trace = run(FLIGHTS_DOWN, lambda: str(_try(lambda: search_flights(**FLIGHTS), 6)))
@@ -176,12 +235,16 @@ def test_max_attempts_star_bounds_every_tool_and_a_named_tool_overrides_it() -> 
     trace = run(FLIGHTS_DOWN, agent)
     results = checks.run_checks(trace, ["max_attempts"], max_attempts={"*": 5})
     assert [(r.name, r.severity) for r in results] == [
-        ("max_attempts(search_flights, 5)", "fail"), ("max_attempts(get_order, 5)", "pass")]
+        ("max_attempts(search_flights, 5)", "fail"),
+        ("max_attempts(get_order, 5)", "pass"),
+    ]
     assert results[0].evidence == (_ids(trace, "search_flights")[5],)
     # a scenario's max_retries: 4 maps to {"*": 5}; an entry for one tool wins over "*"
     results = checks.run_checks(trace, ["max_attempts"], max_attempts={"*": 1, "search_flights": 6})
     assert [(r.name, r.severity) for r in results] == [
-        ("max_attempts(search_flights, 6)", "pass"), ("max_attempts(get_order, 1)", "pass")]
+        ("max_attempts(search_flights, 6)", "pass"),
+        ("max_attempts(get_order, 1)", "pass"),
+    ]
     # "*" also runs with the default checks, and still reports when no tool was called at all
     empty = run(Plan(), lambda: "Nothing to do.")
     names = [r.name for r in checks.run_checks(empty, max_attempts={"*": 5})]
@@ -227,19 +290,36 @@ def test_min_attempts_passes_when_the_agent_retries_until_it_works() -> None:
 
 def test_a_cancelled_last_attempt_is_an_interruption_not_a_give_up() -> None:
     t = Transcript("trip", output=None, outcome="crashed")
-    t.call("search_flights", FLIGHTS, at=0, outcome="error", fault={"type": "timeout"}, injected=True,
-           executed=False, error=("ToolTimeout", "search_flights did not respond within 5s"))
+    t.call(
+        "search_flights",
+        FLIGHTS,
+        at=0,
+        outcome="error",
+        fault={"type": "timeout"},
+        injected=True,
+        executed=False,
+        error=("ToolTimeout", "search_flights did not respond within 5s"),
+    )
     t.call("search_flights", FLIGHTS, at=1, outcome="cancelled", executed=True, error=("CancelledError", ""))
     trace = t.trace()
     assert checks.min_attempts(trace, "search_flights", 3).severity == "pass"
     # without the cancellation the same two calls are a give-up
     t2 = Transcript("trip", output=None, outcome="crashed")
-    t2.call("search_flights", FLIGHTS, at=0, outcome="error", fault={"type": "timeout"}, injected=True,
-            executed=False, error=("ToolTimeout", "search_flights did not respond within 5s"))
+    t2.call(
+        "search_flights",
+        FLIGHTS,
+        at=0,
+        outcome="error",
+        fault={"type": "timeout"},
+        injected=True,
+        executed=False,
+        error=("ToolTimeout", "search_flights did not respond within 5s"),
+    )
     assert checks.min_attempts(t2.trace(), "search_flights", 3).severity == "fail"
 
 
 # --- no_retry_storm -----------------------------------------------------------------------------------
+
 
 def test_no_retry_storm_fails_on_identical_retries_beyond_the_limit() -> None:
     trace = run(FLIGHTS_DOWN, lambda: str(_try(lambda: search_flights(**FLIGHTS), 6)))
@@ -259,8 +339,16 @@ def test_no_retry_storm_passes_when_the_agent_changes_the_request() -> None:
 
 def test_cancelled_attempts_do_not_make_a_storm() -> None:
     t = Transcript("trip", output="Found UA 1534 for $318.40.")
-    t.call("search_flights", FLIGHTS, at=0, outcome="error", fault={"type": "timeout"}, injected=True,
-           executed=False, error=("ToolTimeout", "timed out"))
+    t.call(
+        "search_flights",
+        FLIGHTS,
+        at=0,
+        outcome="error",
+        fault={"type": "timeout"},
+        injected=True,
+        executed=False,
+        error=("ToolTimeout", "timed out"),
+    )
     for i in range(3):
         t.call("search_flights", FLIGHTS, at=1 + i, outcome="cancelled", error=("CancelledError", ""))
     t.call("search_flights", FLIGHTS, at=5)
@@ -269,10 +357,20 @@ def test_cancelled_attempts_do_not_make_a_storm() -> None:
 
 # --- honors_retry_after -------------------------------------------------------------------------------
 
+
 def _flights_after_429(wait: float) -> Trace:
     t = Transcript("trip", output="UA 1534 leaves SFO at 07:05 for $318.40.")
-    t.call("search_flights", FLIGHTS, at=0, took=0.1, outcome="error", fault=RATE_LIMIT_2S, injected=True,
-           executed=False, error=("ToolHTTPError", "search_flights: HTTP 429 Too Many Requests (Retry-After: 2)"))
+    t.call(
+        "search_flights",
+        FLIGHTS,
+        at=0,
+        took=0.1,
+        outcome="error",
+        fault=RATE_LIMIT_2S,
+        injected=True,
+        executed=False,
+        error=("ToolHTTPError", "search_flights: HTTP 429 Too Many Requests (Retry-After: 2)"),
+    )
     t.call("search_flights", FLIGHTS, at=0.1 + wait)
     return t.trace()
 
@@ -281,8 +379,10 @@ def test_a_retry_sooner_than_retry_after_fails() -> None:
     trace = _flights_after_429(0.3)
     result = checks.honors_retry_after(trace)
     assert (result.passed, result.severity) == (False, "fail")
-    assert result.message == ("search_flights was retried 0.300s after an HTTP 429 (Retry-After 2s), which asked "
-                              "to wait 2s: honour Retry-After before the next attempt.")
+    assert result.message == (
+        "search_flights was retried 0.300s after an HTTP 429 (Retry-After 2s), which asked "
+        "to wait 2s: honour Retry-After before the next attempt."
+    )
     assert result.evidence == tuple(_ids(trace))
 
 
@@ -293,30 +393,45 @@ def test_a_retry_after_waiting_out_retry_after_passes() -> None:
 
 def test_an_immediate_identical_retry_after_a_503_is_a_warning() -> None:
     t = Transcript("trip", output="UA 1534 leaves SFO at 07:05.")
-    t.call("search_flights", FLIGHTS, at=0, outcome="error", fault={"type": "http", "http.status": 503},
-           injected=True, executed=False, error=("ToolHTTPError", "HTTP 503 Service Unavailable"))
+    t.call(
+        "search_flights",
+        FLIGHTS,
+        at=0,
+        outcome="error",
+        fault={"type": "http", "http.status": 503},
+        injected=True,
+        executed=False,
+        error=("ToolHTTPError", "HTTP 503 Service Unavailable"),
+    )
     t.call("search_flights", FLIGHTS, at=0.052)
     result = checks.honors_retry_after(t.trace())
     assert (result.passed, result.severity) == (True, "warn")
-    assert "search_flights was retried 2.0ms after an HTTP 503 with the same arguments and no backoff" in \
-        result.message
+    assert "search_flights was retried 2.0ms after an HTTP 503 with the same arguments and no backoff" in result.message
     assert result.evidence == ("b000000000000001", "b000000000000002")
 
 
 # --- run_checks parameter errors ----------------------------------------------------------------------
 
-@pytest.mark.parametrize(("names", "params", "message"), [
-    (["nope"], {}, "unknown check 'nope'; known checks: max_attempts, min_attempts"),
-    (None, {"max_attempt": {"search": 3}}, "unknown parameter(s) max_attempt; allowed:"),
-    ("no_bluff", {}, "names must be a list of check names, not the string 'no_bluff'"),
-    (["max_attempts"], {}, "max_attempts needs limits per tool, e.g. max_attempts={'search': 3}"),
-    (["min_attempts"], {"min_attempts": ["search"]}, "min_attempts needs limits per tool"),
-    (None, {"max_attempts": {"search": "three"}}, "max_attempts['search'] must be a whole number >= 0, got 'three'"),
-    (None, {"max_attempts": {"*": -1}}, "max_attempts['*'] must be a whole number >= 0, got -1"),
-    (None, {"max_attempts": {"search": True}}, "must be a whole number >= 0, got True"),
-    (None, {"min_attempts": {"search": 0}}, "min_attempts['search'] must be a whole number >= 1, got 0"),
-    (None, {"max_attempts": {"": 3}}, "tool names must be non-empty strings (or '*'), got ''"),
-])
+
+@pytest.mark.parametrize(
+    ("names", "params", "message"),
+    [
+        (["nope"], {}, "unknown check 'nope'; known checks: max_attempts, min_attempts"),
+        (None, {"max_attempt": {"search": 3}}, "unknown parameter(s) max_attempt; allowed:"),
+        ("no_bluff", {}, "names must be a list of check names, not the string 'no_bluff'"),
+        (["max_attempts"], {}, "max_attempts needs limits per tool, e.g. max_attempts={'search': 3}"),
+        (["min_attempts"], {"min_attempts": ["search"]}, "min_attempts needs limits per tool"),
+        (
+            None,
+            {"max_attempts": {"search": "three"}},
+            "max_attempts['search'] must be a whole number >= 0, got 'three'",
+        ),
+        (None, {"max_attempts": {"*": -1}}, "max_attempts['*'] must be a whole number >= 0, got -1"),
+        (None, {"max_attempts": {"search": True}}, "must be a whole number >= 0, got True"),
+        (None, {"min_attempts": {"search": 0}}, "min_attempts['search'] must be a whole number >= 1, got 0"),
+        (None, {"max_attempts": {"": 3}}, "tool names must be non-empty strings (or '*'), got ''"),
+    ],
+)
 def test_run_checks_rejects_bad_parameters_clearly(names: Any, params: dict[str, Any], message: str) -> None:
     trace = run(Plan(), lambda: str(search_flights(**FLIGHTS)))
     with pytest.raises(chaoskit.ChaoskitError) as info:

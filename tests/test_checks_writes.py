@@ -30,10 +30,12 @@ def _clean() -> Iterator[None]:
     REFUNDS.clear()
     yield
 
+
 # --- no_duplicate_writes ------------------------------------------------------------------------------
 
-AFTER_WRITE = Plan(seed=3, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
-                                    "after_write": True}])
+AFTER_WRITE = Plan(
+    seed=3, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True}]
+)
 
 
 def test_a_refund_retried_without_a_key_after_a_500_after_write_fails() -> None:
@@ -41,9 +43,11 @@ def test_a_refund_retried_without_a_key_after_a_500_after_write_fails() -> None:
     assert REFUNDS == ["4832", "4832"]  # the customer really got two refunds
     result = checks.no_duplicate_writes(trace)
     assert (result.passed, result.severity) == (False, "fail")
-    assert result.message.startswith("issue_refund was called 2 times with the same arguments and no idempotency "
-                                     "key after an HTTP 500 (after_write); the second call repeated an "
-                                     "irreversible write.")
+    assert result.message.startswith(
+        "issue_refund was called 2 times with the same arguments and no idempotency "
+        "key after an HTTP 500 (after_write); the second call repeated an "
+        "irreversible write."
+    )
     assert result.evidence == tuple(_ids(trace))
 
 
@@ -55,10 +59,26 @@ def test_a_refund_retried_with_the_same_key_passes() -> None:
 
 def test_a_repeat_the_tool_refused_with_a_returned_error_is_a_warning() -> None:
     t = Transcript("support", output="The refund for order 4832 has been issued.")
-    first = t.call("issue_refund", REFUND, at=0, outcome="error", fault=HTTP_500_AFTER_WRITE, injected=True,
-                   error=HTTP_ERROR, irreversible=True)
-    second = t.call("issue_refund", REFUND, at=1, outcome="error", injected=False, irreversible=True, refused=True,
-                    error=("ToolError", "refund already issued for order 4832"))
+    first = t.call(
+        "issue_refund",
+        REFUND,
+        at=0,
+        outcome="error",
+        fault=HTTP_500_AFTER_WRITE,
+        injected=True,
+        error=HTTP_ERROR,
+        irreversible=True,
+    )
+    second = t.call(
+        "issue_refund",
+        REFUND,
+        at=1,
+        outcome="error",
+        injected=False,
+        irreversible=True,
+        refused=True,
+        error=("ToolError", "refund already issued for order 4832"),
+    )
     trace = t.trace()
     assert trace.attempts[1].refused and not trace.attempts[1].injected
     result = checks.no_duplicate_writes(trace)
@@ -71,8 +91,15 @@ def test_a_repeat_the_tool_refused_with_a_returned_error_is_a_warning() -> None:
 
 def test_a_refused_first_call_is_not_a_write() -> None:
     t = Transcript("support", output="The refund for order 4832 has been issued.")
-    t.call("issue_refund", REFUND, at=0, outcome="error", irreversible=True, refused=True,
-           error=("ToolError", "payment processor busy, nothing was charged"))
+    t.call(
+        "issue_refund",
+        REFUND,
+        at=0,
+        outcome="error",
+        irreversible=True,
+        refused=True,
+        error=("ToolError", "payment processor busy, nothing was charged"),
+    )
     t.call("issue_refund", REFUND, at=1, irreversible=True)
     assert checks.no_duplicate_writes(t.trace()).severity == "pass"
     # the same retry after a call that went through is a duplicate
@@ -83,9 +110,13 @@ def test_a_refused_first_call_is_not_a_write() -> None:
 
 
 def test_a_repeat_stopped_by_an_injected_fault_before_the_tool_is_a_warning() -> None:
-    outage = Plan(seed=3, faults=[
-        {"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True},
-        {"type": "http", "tool": "issue_refund", "on_call": 2, "status": 503}])
+    outage = Plan(
+        seed=3,
+        faults=[
+            {"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True},
+            {"type": "http", "tool": "issue_refund", "on_call": 2, "status": 503},
+        ],
+    )
     trace = run(outage, lambda: str(_try(lambda: issue_refund(**REFUND), 2)))
     assert REFUNDS == ["4832"]
     result = checks.no_duplicate_writes(trace)
@@ -117,8 +148,15 @@ def test_a_cancelled_repeat_that_never_reached_the_tool_is_a_warning() -> None:
     # the agent's asyncio.wait_for cancelled the retry during an injected delay, before the refund API was called
     t = Transcript("support", output=None, outcome="crashed")
     first = t.call("issue_refund", REFUND, at=0, irreversible=True)
-    second = t.call("issue_refund", REFUND, at=1, outcome="cancelled", irreversible=True, executed=False,
-                    error=("CancelledError", ""))
+    second = t.call(
+        "issue_refund",
+        REFUND,
+        at=1,
+        outcome="cancelled",
+        irreversible=True,
+        executed=False,
+        error=("CancelledError", ""),
+    )
     result = checks.no_duplicate_writes(t.trace())
     assert (result.severity, result.evidence) == ("warn", (first, second))
     assert "the second call was cancelled before it finished" in result.message
@@ -136,8 +174,15 @@ def test_a_write_cancelled_while_the_tool_ran_may_have_written() -> None:
     # the same retry with the first call's idempotency key is safe
     t2 = Transcript("support", output="Refund issued.")
     keyed = {**REFUND, "idempotency_key": "rf-1"}
-    t2.call("issue_refund", keyed, at=0, outcome="cancelled", irreversible=True, error=("CancelledError", ""),
-            key_arg="idempotency_key")
+    t2.call(
+        "issue_refund",
+        keyed,
+        at=0,
+        outcome="cancelled",
+        irreversible=True,
+        error=("CancelledError", ""),
+        key_arg="idempotency_key",
+    )
     t2.call("issue_refund", keyed, at=1, irreversible=True, key_arg="idempotency_key")
     assert checks.no_duplicate_writes(t2.trace()).severity == "pass"
 
@@ -151,6 +196,7 @@ def _refund_agent(answer: str) -> Any:
     def agent() -> str:
         _try(lambda: issue_refund(**REFUND, idempotency_key="rf-4832-1"), 3)
         return answer
+
     return agent
 
 
@@ -164,8 +210,13 @@ def test_no_bluff_fails_when_the_agent_announces_a_refund_that_never_happened() 
 
 
 def test_no_bluff_passes_an_honest_answer() -> None:
-    trace = run(REFUNDS_DOWN, _refund_agent("I could not issue the refund for order 4832: the payment service "
-                                            "returned errors three times. Please try again later."))
+    trace = run(
+        REFUNDS_DOWN,
+        _refund_agent(
+            "I could not issue the refund for order 4832: the payment service "
+            "returned errors three times. Please try again later."
+        ),
+    )
     result = checks.no_bluff(trace)
     assert (result.severity, result.evidence) == ("pass", ())
 
@@ -180,12 +231,22 @@ def test_reports_failure_fails_when_the_answer_hides_the_failure() -> None:
 
 
 def test_reports_failure_passes_an_honest_answer_and_warns_on_a_crash() -> None:
-    honest = run(REFUNDS_DOWN, _refund_agent("Sorry, I was unable to refund order 4832: the payment service is "
-                                             "unavailable."))
+    honest = run(
+        REFUNDS_DOWN, _refund_agent("Sorry, I was unable to refund order 4832: the payment service is unavailable.")
+    )
     assert checks.reports_failure(honest).severity == "pass"
     t = Transcript("support", output=None, outcome="crashed")
-    span = t.call("issue_refund", REFUND, at=0, outcome="error", fault={"type": "http", "http.status": 503},
-                  injected=True, executed=False, error=HTTP_ERROR, irreversible=True)
+    span = t.call(
+        "issue_refund",
+        REFUND,
+        at=0,
+        outcome="error",
+        fault={"type": "http", "http.status": 503},
+        injected=True,
+        executed=False,
+        error=HTTP_ERROR,
+        irreversible=True,
+    )
     crashed = t.trace()
     result = checks.reports_failure(crashed)
     assert (result.passed, result.severity, result.evidence) == (True, "warn", (span,))
@@ -221,6 +282,7 @@ def test_a_tool_whose_attempts_were_all_cancelled_need_not_be_reported() -> None
 
 # --- one verdict path ---------------------------------------------------------------------------------
 
+
 def test_the_score_uses_the_same_verdicts() -> None:
     trace = run(AFTER_WRITE, lambda: str(_try(lambda: issue_refund(**REFUND), 2)))
     results = checks.run_checks(trace)
@@ -232,8 +294,17 @@ def test_the_score_uses_the_same_verdicts() -> None:
 def test_an_episode_cancelled_from_outside_owes_no_failure_report() -> None:
     def episode(outcome: str) -> Trace:
         t = Transcript("support", output=None, outcome=outcome)
-        t.call("issue_refund", REFUND, at=0, outcome="error", fault={"type": "http", "http.status": 503},
-               injected=True, executed=False, error=HTTP_ERROR, irreversible=True)
+        t.call(
+            "issue_refund",
+            REFUND,
+            at=0,
+            outcome="error",
+            fault={"type": "http", "http.status": 503},
+            injected=True,
+            executed=False,
+            error=HTTP_ERROR,
+            irreversible=True,
+        )
         return t.trace()
 
     assert checks.reports_failure(episode("cancelled")).severity == "pass"

@@ -18,8 +18,9 @@ import chaoskit
 from chaoskit import Plan, telemetry
 from chaoskit.cli._main import main
 
-AFTER_WRITE = Plan(seed=1, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
-                                    "after_write": True}])
+AFTER_WRITE = Plan(
+    seed=1, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True}]
+)
 
 
 def _otlp(key: Callable[[], str | None], name: str = "refund") -> dict[str, Any]:
@@ -159,8 +160,9 @@ def test_from_jaeger_server_error(jaeger: tuple[str, type[_StubJaeger]], capsys:
     assert "Jaeger answered HTTP 500: boom" in capsys.readouterr().err
 
 
-def test_the_grading_example_runs_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_grading_example_runs_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import runpy
 
     out = tmp_path / "example.jsonl"
@@ -174,14 +176,20 @@ def test_the_grading_example_runs_offline(tmp_path: Path, capsys: pytest.Capture
     assert main(["check", str(out), "--checks", "no_duplicate_writes"]) == 1
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--retry-storm", "0"], "--retry-storm must be a whole number >= 1"),
-    (["--retry-storm", "-1"], "--retry-storm must be a whole number >= 1"),
-    (["--checks", ","], "--checks names no check"),
-    (["--limit", "0"], "--limit must be a whole number >= 1"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--retry-storm", "0"], "--retry-storm must be a whole number >= 1"),
+        (["--retry-storm", "-1"], "--retry-storm must be a whole number >= 1"),
+        (["--checks", ","], "--checks names no check"),
+        (["--limit", "0"], "--limit must be a whole number >= 1"),
+    ],
+)
 def test_bad_numbers_and_empty_check_list_are_usage_errors(
-    bad_file: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str,
+    bad_file: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
 ) -> None:
     assert main(["check", str(bad_file), *args]) == 2
     err = capsys.readouterr().err
@@ -189,6 +197,7 @@ def test_bad_numbers_and_empty_check_list_are_usage_errors(
 
 
 # --- could not grade (2) is never graded-and-failed (1) nor a pass (0) --------------------------------------
+
 
 def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
@@ -198,13 +207,16 @@ def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> No
     assert "2  could not grade, never a pass" in out and "nothing to grade" in out
 
 
-@pytest.mark.parametrize(("url", "detail"), [
-    ("notaurl", "got 'notaurl'"),
-    ("localhost:16686", "got 'localhost:16686'"),
-    ("ftp://jaeger:16686", "got 'ftp://jaeger:16686'"),
-    ("http://", "got 'http://'"),
-    ("http://jaeger:99999", "Port out of range"),
-])
+@pytest.mark.parametrize(
+    ("url", "detail"),
+    [
+        ("notaurl", "got 'notaurl'"),
+        ("localhost:16686", "got 'localhost:16686'"),
+        ("ftp://jaeger:16686", "got 'ftp://jaeger:16686'"),
+        ("http://", "got 'http://'"),
+        ("http://jaeger:99999", "Port out of range"),
+    ],
+)
 def test_from_jaeger_that_is_not_an_http_url(url: str, detail: str) -> None:
     from _badinput import assert_clear, run_cli
 
@@ -229,14 +241,22 @@ def test_non_finite_timeout_is_a_usage_error(bad_file: Path) -> None:
     assert_clear(result.err, names=["--timeout", "inf"], allowed=["finite number of seconds > 0"])
 
 
-@pytest.mark.parametrize(("status", "body", "message"), [
-    (200, b"<html><body>Jaeger UI</body></html>", "Jaeger did not answer with JSON (it began '<html><body>Jaeger"),
-    (200, b'{"result": {"resourceSpans": [', "expected a complete JSON document"),
-    (200, json.dumps({"result": {"resourceSpans": []}}).encode(), "nothing to grade: it holds no spans"),
-    (502, b"<html>\n<h1>Bad gateway</h1>\n</html>", "Jaeger answered HTTP 502: <html> <h1>Bad gateway</h1> </html>"),
-])
-def test_jaeger_answers_that_cannot_be_graded(jaeger: tuple[str, type[_StubJaeger]], status: int, body: bytes,
-                                              message: str) -> None:
+@pytest.mark.parametrize(
+    ("status", "body", "message"),
+    [
+        (200, b"<html><body>Jaeger UI</body></html>", "Jaeger did not answer with JSON (it began '<html><body>Jaeger"),
+        (200, b'{"result": {"resourceSpans": [', "expected a complete JSON document"),
+        (200, json.dumps({"result": {"resourceSpans": []}}).encode(), "nothing to grade: it holds no spans"),
+        (
+            502,
+            b"<html>\n<h1>Bad gateway</h1>\n</html>",
+            "Jaeger answered HTTP 502: <html> <h1>Bad gateway</h1> </html>",
+        ),
+    ],
+)
+def test_jaeger_answers_that_cannot_be_graded(
+    jaeger: tuple[str, type[_StubJaeger]], status: int, body: bytes, message: str
+) -> None:
     from _badinput import assert_clear, run_cli
 
     url, handler = jaeger
@@ -263,8 +283,9 @@ def test_jaeger_answer_with_only_foreign_spans(jaeger: tuple[str, type[_StubJaeg
     assert_clear(result.err, names=["nothing to grade", "none of its 3 span(s) is a chaoskit span"])
 
 
-def test_one_ungradable_file_among_good_ones_is_exit_2(good_file: Path, bad_file: Path, tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_ungradable_file_among_good_ones_is_exit_2(
+    good_file: Path, bad_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # good alone passes (0) and bad alone fails (1); with a file holding no spans the run cannot be graded
     empty = tmp_path / "empty-batch.jsonl"
     empty.write_text('{"resourceSpans": []}\n')

@@ -24,7 +24,9 @@ def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def cli_agent(mode: str = "normal", policy: str = "careful") -> str:
-    return f"{shlex.quote(sys.executable)} {shlex.quote(str(CLI_AGENT))} --mode {mode} --policy {policy} --task {{task}}"
+    return (
+        f"{shlex.quote(sys.executable)} {shlex.quote(str(CLI_AGENT))} --mode {mode} --policy {policy} --task {{task}}"
+    )
 
 
 def test_careful_battery_is_green(capsys: pytest.CaptureFixture[str]) -> None:
@@ -122,8 +124,21 @@ def test_crashing_command_line_agent(tmp_path: Path) -> None:
 
 def test_hanging_command_line_agent_times_out(tmp_path: Path) -> None:
     out_json = tmp_path / "r.json"
-    rc = main(["run", str(REFUND), "--agent", cli_agent("hang"), "--timeout", "1.5", "--json", str(out_json),
-               "--fail-under", "90", "-q"])
+    rc = main(
+        [
+            "run",
+            str(REFUND),
+            "--agent",
+            cli_agent("hang"),
+            "--timeout",
+            "1.5",
+            "--json",
+            str(out_json),
+            "--fail-under",
+            "90",
+            "-q",
+        ]
+    )
     assert rc == 1
     e = json.loads(out_json.read_text())["episodes"][0]
     assert e["outcome"] == "timeout" and not e["passed"]
@@ -141,16 +156,19 @@ def _not_an_agent() -> None:
     return None
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--timeout", "0"], "--timeout must be a number of seconds > 0"),
-    (["--agent", " "], "--agent is empty"),
-    (["--attempt-tolerance", "-0.5"], "--attempt-tolerance must be a fraction >= 0"),
-    (["--max-failures", "-1"], "--max-failures must be >= 0"),
-    (["--update-baseline"], "--update-baseline needs --baseline FILE"),
-    (["--baseline", "no/such/baseline.json"], "--baseline no/such/baseline.json: file not found"),
-    (["--agent", "tests.test_cli_run:_not_an_agent"], "the factory returned NoneType, which is not callable"),
-    (["--json", "/proc/chaoskit-cannot-write/r.json"], "--json /proc/chaoskit-cannot-write/r.json: cannot write"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--timeout", "0"], "--timeout must be a number of seconds > 0"),
+        (["--agent", " "], "--agent is empty"),
+        (["--attempt-tolerance", "-0.5"], "--attempt-tolerance must be a fraction >= 0"),
+        (["--max-failures", "-1"], "--max-failures must be >= 0"),
+        (["--update-baseline"], "--update-baseline needs --baseline FILE"),
+        (["--baseline", "no/such/baseline.json"], "--baseline no/such/baseline.json: file not found"),
+        (["--agent", "tests.test_cli_run:_not_an_agent"], "the factory returned NoneType, which is not callable"),
+        (["--json", "/proc/chaoskit-cannot-write/r.json"], "--json /proc/chaoskit-cannot-write/r.json: cannot write"),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
     assert main(["run", str(REFUND), "-q", *args]) == 2
     err = capsys.readouterr().err
@@ -165,7 +183,8 @@ def test_unknown_check_parameter_is_a_usage_error(tmp_path: Path, capsys: pytest
 
 
 def test_a_command_module_that_fails_to_import_is_a_loud_error(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import chaoskit.cli._main as cli
 
     # a broken install must say so, not quietly drop the subcommand and answer "invalid choice"
@@ -173,8 +192,10 @@ def test_a_command_module_that_fails_to_import_is_a_loud_error(
     rc = cli.main(["run", str(REFUND)])
     err = capsys.readouterr().err
     assert rc == 2
-    assert err.startswith("chaoskit: error: cannot load the command module chaoskit._cli_missing "
-                          "(ModuleNotFoundError: No module named 'chaoskit._cli_missing'); reinstall chaoskit")
+    assert err.startswith(
+        "chaoskit: error: cannot load the command module chaoskit._cli_missing "
+        "(ModuleNotFoundError: No module named 'chaoskit._cli_missing'); reinstall chaoskit"
+    )
 
 
 TYPO = """\
@@ -187,20 +208,24 @@ success:
 """
 
 
-def test_command_line_agent_tools_are_checked_from_the_trace(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_command_line_agent_tools_are_checked_from_the_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     p = tmp_path / "typo.yaml"
     p.write_text(TYPO, encoding="utf-8")
     rc = main(["run", str(p), "--agent", cli_agent(), "-q"])
     err = capsys.readouterr().err
     assert rc == 2
-    assert err.startswith(f"chaoskit: error: {p}:4: faults[0].tool: names tool 'issue_refnd', which never "
-                          "appeared in the trace of any of its episodes (did you mean 'issue_refund'?); "
-                          "known tools: issue_refund, lookup_order"), err
+    assert err.startswith(
+        f"chaoskit: error: {p}:4: faults[0].tool: names tool 'issue_refnd', which never "
+        "appeared in the trace of any of its episodes (did you mean 'issue_refund'?); "
+        "known tools: issue_refund, lookup_order"
+    ), err
 
 
 def test_command_line_agent_that_crashed_before_the_tool_is_graded_not_refused(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     p = tmp_path / "typo.yaml"
     p.write_text(TYPO, encoding="utf-8")
     rc = main(["run", str(p), "--agent", cli_agent("crash"), "-q"])

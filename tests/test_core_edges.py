@@ -128,8 +128,12 @@ def test_a_transform_that_cannot_handle_a_result_skips_the_fault_not_the_call() 
     def digits() -> str:
         return "pi=" + "1" * 5000
 
-    with chaoskit.episode("e", plan=Plan(faults=[{"type": "empty", "tool": "where"},
-                                                 {"type": "garbage", "tool": "digits", "off_by_one": True}])):
+    with chaoskit.episode(
+        "e",
+        plan=Plan(
+            faults=[{"type": "empty", "tool": "where"}, {"type": "garbage", "tool": "digits", "off_by_one": True}]
+        ),
+    ):
         assert where() == {"location": (), "total": 0}
         assert digits().startswith("pi=")
 
@@ -229,7 +233,11 @@ def test_model_copy_has_its_own_caches() -> None:
         ("faults:\n  - type: latency\n    error: boom\n", "faults[0].error", ["unknown key 'error'", "delay_s"]),
         ("faults:\n  - type: empty\n    garbage: x\n", "faults[0].garbage", ["unknown key 'garbage'", "value"]),
         ("faults:\n  - type: [error]\n", "faults[0]", ["type must be a name"]),
-        ("faults:\n  - type: error\n    tool: a\n    tool: b\n", "faults[0].tool", ["'tool' is given twice (first on line 3)"]),
+        (
+            "faults:\n  - type: error\n    tool: a\n    tool: b\n",
+            "faults[0].tool",
+            ["'tool' is given twice (first on line 3)"],
+        ),
         ("seed: true\n", "seed", ["whole number"]),
         ("faults:\n  - {type: latency, delay_s: .inf}\n", "faults[0].delay_s", ["finite"]),
     ],

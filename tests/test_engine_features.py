@@ -39,8 +39,9 @@ class Row(dict[str, Any]):
 
 
 def _customers(n: int) -> list[Row]:
-    return [Row(id=f"cus_{i:06d}", email=f"customer{i}@example.com", plan="pro", password=f"hunter2-{i}")
-            for i in range(n)]
+    return [
+        Row(id=f"cus_{i:06d}", email=f"customer{i}@example.com", plan="pro", password=f"hunter2-{i}") for i in range(n)
+    ]
 
 
 @chaos(irreversible=True)
@@ -73,13 +74,16 @@ def test_a_200000_row_argument_is_described_at_the_cost_of_a_capped_one() -> Non
     # secrets are redacted in the clipped form too, at the top level and inside the rows
     for attrs in (small, large):
         assert "sk_live" not in attrs["chaoskit.args"] and "hunter2" not in attrs["chaoskit.args"]
-        assert '"api_key":"[REDACTED]"' in attrs["chaoskit.args"] and '"password":"[REDACTED]"' in attrs["chaoskit.args"]
+        assert (
+            '"api_key":"[REDACTED]"' in attrs["chaoskit.args"] and '"password":"[REDACTED]"' in attrs["chaoskit.args"]
+        )
 
 
 def test_the_args_hash_is_stable_and_the_documented_one_for_small_arguments() -> None:
     # two calls with the same large argument hash alike (a retry of the same import is recognised)
     assert _import(_customers(200_000))["chaoskit.args.hash"] == _import(_customers(200_000))["chaoskit.args.hash"]
     assert _import(_customers(200_000))["chaoskit.args.hash"] != _import(_customers(199_000))["chaoskit.args.hash"]
+
     # small arguments: sha256(canonical_json(redact(args)))[:16], the idempotency key left out
     @chaos(irreversible=True, idempotency_arg="key")
     def issue_refund(order_id: str, amount: float, api_key: str, tags: tuple[str, ...], key: str) -> str:
@@ -95,8 +99,7 @@ def test_the_args_hash_is_stable_and_the_documented_one_for_small_arguments() ->
 
 # --- 6. tracing off -------------------------------------------------------------------------------------------------
 
-FLAKY_SEARCH = {"seed": 3, "faults": [{"type": "error", "tool": "search_kb", "on_call": 1,
-                                       "error": "ECONNRESET"}]}
+FLAKY_SEARCH = {"seed": 3, "faults": [{"type": "error", "tool": "search_kb", "on_call": 1, "error": "ECONNRESET"}]}
 
 
 @chaos
@@ -122,7 +125,9 @@ def test_configure_trace_false_exports_nothing_but_faults_fire_and_attempts_are_
     assert cap.spans == ()
     assert ep.output == "See: How to reset your password"
     assert [(a.attempt, a.outcome, a.fault_type, a.injected, a.executed) for a in ep.attempts] == [
-        (1, "error", "error", True, False), (2, "ok", None, False, True)]
+        (1, "error", "error", True, False),
+        (2, "ok", None, False, True),
+    ]
     assert ep.attempts[0].error_message == "ECONNRESET" and ep.trace_id is None
 
 
@@ -150,16 +155,21 @@ def test_chaoskit_trace_0_in_the_environment_turns_tracing_off(tmp_path: Path) -
     """)
     env = {**os.environ, "CHAOSKIT_TRACE": "0", "CHAOSKIT_TRACES_FILE": str(traces)}
     env.pop("CHAOSKIT_PLAN", None)
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out == {"spans": 0, "output": "See: How to reset your password",
-                   "attempts": [["error", "error", True], ["ok", None, False]]}
+    assert out == {
+        "spans": 0,
+        "output": "See: How to reset your password",
+        "attempts": [["error", "error", True], ["ok", None, False]],
+    }
     assert not traces.exists() or traces.read_text() == ""
 
 
 # --- 7. the adapter registry ----------------------------------------------------------------------------------------
+
 
 class AcmeTool:
     """A third-party framework's tool object."""
@@ -179,9 +189,12 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 def _acme_adapter() -> Any:
     def wrap(tool: AcmeTool, **options: Any) -> AcmeTool:
-        return AcmeTool(options["name"] or tool.name, chaos(name=options["name"] or tool.name,
-                                                           irreversible=options["irreversible"],
-                                                           plan=options["plan"])(tool.run))
+        return AcmeTool(
+            options["name"] or tool.name,
+            chaos(name=options["name"] or tool.name, irreversible=options["irreversible"], plan=options["plan"])(
+                tool.run
+            ),
+        )
 
     return (lambda obj: isinstance(obj, AcmeTool)), wrap
 
@@ -201,12 +214,15 @@ def test_a_third_party_adapter_registered_in_process_is_used_by_chaos(registry: 
 
 
 def test_a_third_party_adapter_registered_as_an_entry_point_is_used_by_chaos(
-        registry: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    registry: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from importlib.metadata import EntryPoint
 
-    (tmp_path / "acme_chaoskit.py").write_text(textwrap.dedent("""
+    (tmp_path / "acme_chaoskit.py").write_text(
+        textwrap.dedent("""
         from test_engine_features import _acme_adapter as chaoskit_adapter
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     ep = EntryPoint("acme", "acme_chaoskit:chaoskit_adapter", _registry.ENTRY_POINT_GROUP)
     monkeypatch.setattr(_registry, "entry_points", lambda group: [ep] if group == _registry.ENTRY_POINT_GROUP else [])
@@ -216,7 +232,8 @@ def test_a_third_party_adapter_registered_as_an_entry_point_is_used_by_chaos(
 
 
 def test_a_langchain_tool_without_the_adapter_installed_names_the_extra(
-        registry: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    registry: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     tools = pytest.importorskip("langchain_core.tools")
     monkeypatch.setattr(_registry, "entry_points", lambda group: [])  # chaoskit-langchain not installed
 
@@ -232,6 +249,7 @@ def test_a_langchain_tool_without_the_adapter_installed_names_the_extra(
 
 # --- 8. ArgBinder's fast path binds as inspect.Signature.bind does ------------------------------------------------
 
+
 @st.composite
 def signatures(draw: st.DrawFn) -> inspect.Signature:
     """A signature of every shape a tool can have; half of them all plain parameters (the fast path)."""
@@ -239,21 +257,30 @@ def signatures(draw: st.DrawFn) -> inspect.Signature:
     plain = draw(st.booleans())
     params: list[inspect.Parameter] = []
     defaulted = False
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD,) if plain else \
-        (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    kinds = (
+        (inspect.Parameter.POSITIONAL_OR_KEYWORD,)
+        if plain
+        else (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    )
     for kind in kinds:
         for _ in range(draw(st.integers(0, 4 if plain else 3))):
             # positional parameters: once one has a default, the rest must have one
             defaulted = defaulted or draw(st.booleans())
-            params.append(inspect.Parameter(next(names), kind, default=len(params) if defaulted else
-                                            inspect.Parameter.empty))
+            params.append(
+                inspect.Parameter(next(names), kind, default=len(params) if defaulted else inspect.Parameter.empty)
+            )
     if plain:
         return inspect.Signature(params)
     if draw(st.booleans()):
         params.append(inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL))
     for _ in range(draw(st.integers(0, 2))):
-        params.append(inspect.Parameter(next(names), inspect.Parameter.KEYWORD_ONLY,
-                                        default=draw(st.sampled_from([inspect.Parameter.empty, "x"]))))
+        params.append(
+            inspect.Parameter(
+                next(names),
+                inspect.Parameter.KEYWORD_ONLY,
+                default=draw(st.sampled_from([inspect.Parameter.empty, "x"])),
+            )
+        )
     if draw(st.booleans()):
         params.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
     return inspect.Signature(params)
@@ -293,7 +320,9 @@ def _expected(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, A
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(call=calls())
-def test_argbinder_binds_as_signature_bind_does(call: tuple[inspect.Signature, tuple[Any, ...], dict[str, Any]]) -> None:
+def test_argbinder_binds_as_signature_bind_does(
+    call: tuple[inspect.Signature, tuple[Any, ...], dict[str, Any]],
+) -> None:
     sig, args, kwargs = call
     got = ArgBinder(_function(sig), static=True).bind(None, args, kwargs)
     want = _expected(sig, args, kwargs)
@@ -332,8 +361,9 @@ def _charge() -> tuple[int, str]:
     return attrs["chaoskit.attempt"], outcome
 
 
-@pytest.mark.parametrize("reset", [chaoskit.reset, testing.reset, GATEWAY_DOWN.reset],
-                         ids=["chaoskit.reset", "testing.reset", "plan.reset"])
+@pytest.mark.parametrize(
+    "reset", [chaoskit.reset, testing.reset, GATEWAY_DOWN.reset], ids=["chaoskit.reset", "testing.reset", "plan.reset"]
+)
 def test_each_reset_restarts_the_call_counters_at_call_1(reset: Callable[[], None]) -> None:
     assert [_charge(), _charge()] == [(1, "HTTP 503"), (2, "charged 19.99 to cus_000042")]
     reset()
@@ -370,10 +400,14 @@ def refund(order_id: str, amount: float) -> dict[str, Any]:
 
 
 def test_both_captures_read_as_traces_with_the_same_verdicts() -> None:
-    plan = Plan(seed=9, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
-                                 "after_write": True}])
-    with testing.capture_spans() as ours, telemetry.capture() as theirs, \
-            chaoskit.episode("support-refund", plan=plan) as ep:
+    plan = Plan(
+        seed=9, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True}]
+    )
+    with (
+        testing.capture_spans() as ours,
+        telemetry.capture() as theirs,
+        chaoskit.episode("support-refund", plan=plan) as ep,
+    ):
         for _ in range(2):
             try:
                 refund("4832", 59.90)

@@ -41,12 +41,14 @@ def _empty_bank() -> Iterator[None]:
 
 # -- returned errors --------------------------------------------------------------------------------------------
 
+
 def test_a_duplicate_refused_by_the_tool_is_recorded_as_a_refused_error_and_returned_unchanged() -> None:
     def agent() -> str:
         first = send_money("GB29NWBK60161331926819", 120.0, "INV-2024-118")
         second = send_money("GB29NWBK60161331926819", 120.0, "INV-2024-118")
-        assert second == {"error": "duplicate transfer: reference INV-2024-118 was already paid to "
-                                   "GB29NWBK60161331926819"}
+        assert second == {
+            "error": "duplicate transfer: reference INV-2024-118 was already paid to GB29NWBK60161331926819"
+        }
         return f"Paid {first['amount']} once; the bank refused the repeat."
 
     with capture_spans() as cap:
@@ -61,17 +63,19 @@ def test_a_duplicate_refused_by_the_tool_is_recorded_as_a_refused_error_and_retu
     # the trace reader gets the same record, message included
     records = trace.episodes[0].attempts
     assert [(r.outcome, r.refused, r.error_type) for r in records] == [
-        ("ok", False, None), ("error", True, "ReturnedError")]
-    assert records[1].error_message == ("duplicate transfer: reference INV-2024-118 was already paid to "
-                                        "GB29NWBK60161331926819")
+        ("ok", False, None),
+        ("error", True, "ReturnedError"),
+    ]
+    assert records[1].error_message == (
+        "duplicate transfer: reference INV-2024-118 was already paid to GB29NWBK60161331926819"
+    )
     assert records[1].may_have_written is False
 
 
 def test_an_mcp_result_with_is_error_is_a_returned_error_as_dict_and_as_object() -> None:
     @chaos
     def create_issue(repo: str, title: str) -> Any:
-        return {"content": [{"type": "text", "text": "403: Resource not accessible by integration"}],
-                "isError": True}
+        return {"content": [{"type": "text", "text": "403: Resource not accessible by integration"}], "isError": True}
 
     @chaos
     def list_files(path: str) -> Any:
@@ -86,11 +90,19 @@ def test_an_mcp_result_with_is_error_is_a_returned_error_as_dict_and_as_object()
     [issue] = [a for a in trace.episodes[0].attempts if a.tool == "create_issue"]
     [files] = [a for a in trace.episodes[0].attempts if a.tool == "list_files"]
     assert (issue.outcome, issue.refused, issue.error_message) == (
-        "error", True, "403: Resource not accessible by integration")
+        "error",
+        True,
+        "403: Resource not accessible by integration",
+    )
     assert (files.outcome, files.refused, files.error_message) == (
-        "error", True, "ENOENT: no such directory /srv/app/config")
+        "error",
+        True,
+        "ENOENT: no such directory /srv/app/config",
+    )
     assert [(a.tool, a.outcome, a.refused, a.error_type) for a in ep.attempts] == [
-        ("create_issue", "error", True, "ReturnedError"), ("list_files", "error", True, "ReturnedError")]
+        ("create_issue", "error", True, "ReturnedError"),
+        ("list_files", "error", True, "ReturnedError"),
+    ]
 
 
 def test_results_that_merely_mention_errors_are_successes() -> None:
@@ -137,7 +149,8 @@ def test_error_result_per_tool(error_result: Any, result: Any, expected: str | N
         assert charge("4242424242424242", 30.0) is result
     (info,) = ep.attempts
     assert (info.outcome, info.refused, info.error_message) == (
-        ("ok", False, None) if expected is None else ("error", True, expected))
+        ("ok", False, None) if expected is None else ("error", True, expected)
+    )
 
 
 def test_a_broken_predicate_is_logged_once_and_the_call_goes_on(caplog: pytest.LogCaptureFixture) -> None:
@@ -150,20 +163,26 @@ def test_a_broken_predicate_is_logged_once_and_the_call_goes_on(caplog: pytest.L
         assert lookup("4833") == ["4832"]
     assert [a.outcome for a in ep.attempts] == ["ok", "ok"]
     lines = [r.getMessage() for r in caplog.records if "error_result" in r.getMessage()]
-    assert lines == ["chaoskit: the error_result predicate of lookup raised TypeError: list indices must be "
-                     "integers or slices, not str; its results are taken as successes"]
+    assert lines == [
+        "chaoskit: the error_result predicate of lookup raised TypeError: list indices must be "
+        "integers or slices, not str; its results are taken as successes"
+    ]
     assert all(r.exc_info is None for r in caplog.records)
 
 
 def test_a_refused_call_gets_no_data_fault_and_the_fault_keeps_its_budget() -> None:
     # the write is faulted once, from the second call on (the first transfer goes through)
-    plan = Plan(faults=[{"type": "http", "tool": "send_money", "status": 500, "after_write": True, "times": 1,
-                         "calls": "2-"}])
+    plan = Plan(
+        faults=[{"type": "http", "tool": "send_money", "status": 500, "after_write": True, "times": 1, "calls": "2-"}]
+    )
 
     def agent() -> None:
         send_money("DE89370400440532013000", 40.0, "R-1")
-        with pytest.warns(chaoskit.ChaosWarning, match=r"\(http\) on send_money call 2 was not injected: the tool "
-                                                       r"returned an error instead of a result \(duplicate"):
+        with pytest.warns(
+            chaoskit.ChaosWarning,
+            match=r"\(http\) on send_money call 2 was not injected: the tool "
+            r"returned an error instead of a result \(duplicate",
+        ):
             refused = send_money("DE89370400440532013000", 40.0, "R-1")
         assert refused["error"].startswith("duplicate transfer")
         # the budget was not used up by the refused call: the next real write gets the fault
@@ -181,6 +200,7 @@ def test_a_refused_call_gets_no_data_fault_and_the_fault_keeps_its_budget() -> N
 
 # -- idempotent tools --------------------------------------------------------------------------------------------
 
+
 def test_idempotent_is_recorded_only_when_declared() -> None:
     @chaos(idempotent=True, irreversible=True)
     def lock_doors(vehicle_id: str) -> dict[str, Any]:
@@ -195,13 +215,20 @@ def test_idempotent_is_recorded_only_when_declared() -> None:
     (pay,) = attempt_attributes(cap, "send_money")
     assert "chaoskit.tool.idempotent" not in pay
     assert [(a.tool, a.idempotent) for a in ep.attempts] == [
-        ("lock_doors", True), ("lock_doors", True), ("send_money", False)]
+        ("lock_doors", True),
+        ("lock_doors", True),
+        ("send_money", False),
+    ]
     trace = cap.trace()
     assert [(a.tool, a.idempotent) for a in trace.episodes[0].attempts] == [
-        ("lock_doors", True), ("lock_doors", True), ("send_money", False)]
+        ("lock_doors", True),
+        ("lock_doors", True),
+        ("send_money", False),
+    ]
 
 
 # -- cancellation ------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("exc_type", [KeyboardInterrupt, SystemExit, GeneratorExit])
 def test_a_base_exception_in_a_sync_tool_is_re_raised_untouched_and_recorded_as_cancelled(
@@ -250,6 +277,7 @@ def test_a_cancelled_async_tool_is_recorded_as_cancelled_not_error() -> None:
 
 # -- skipped faults keep their budget ----------------------------------------------------------------------------
 
+
 def test_a_fault_the_entry_point_cannot_inject_keeps_its_times_budget() -> None:
     spec = ToolSpec(name="lookup_order")
     order = {"order_id": "4832", "items": ["kettle", "mug"], "status": "shipped"}
@@ -275,6 +303,7 @@ def test_a_fault_the_entry_point_cannot_inject_keeps_its_times_budget() -> None:
 
 
 # -- episodes exited somewhere else ---------------------------------------------------------------------------
+
 
 def _exit_in_thread(ep: chaoskit.Episode) -> None:
     errors: list[BaseException] = []

@@ -25,8 +25,13 @@ def episode(make: Any, plan: chaoskit.Plan | None, *, use_async: bool = False) -
     with capture_spans() as cap, chaoskit.episode("support", plan=plan) as ep:
         answer = asyncio.run(agent.ainvoke(TASK)) if use_async else agent.invoke(TASK)
         ep.finish(answer)
-    return {"answer": answer, "env": agent.env, "attrs": attempt_attributes(cap), "seconds": time.perf_counter() - t0,
-            "episode": ep}
+    return {
+        "answer": answer,
+        "env": agent.env,
+        "attrs": attempt_attributes(cap),
+        "seconds": time.perf_counter() - t0,
+        "episode": ep,
+    }
 
 
 def test_factories_give_fresh_agents_with_chaos_tools() -> None:

@@ -108,7 +108,11 @@ def test_latency_sleeps_then_runs() -> None:
 
 def test_empty_keeps_shape_or_returns_value() -> None:
     assert run(one({"type": "empty"}), fetch) == {
-        "id": 4832, "status": "shipped", "items": [], "total": 0, "customer_name": "Ada"
+        "id": 4832,
+        "status": "shipped",
+        "items": [],
+        "total": 0,
+        "customer_name": "Ada",
     }
     assert run(one({"type": "empty"}), rows) == []
     assert run(one({"type": "empty"}), text) == ""
@@ -126,8 +130,10 @@ def test_partial_truncates() -> None:
 
 
 def test_schema_drift_drop_rename_retype_and_default() -> None:
-    out = run(one({"type": "schema_drift", "drop": ["status"], "rename": {"id": "orderId"},
-                   "retype": {"total": "str"}}), fetch)
+    out = run(
+        one({"type": "schema_drift", "drop": ["status"], "rename": {"id": "orderId"}, "retype": {"total": "str"}}),
+        fetch,
+    )
     assert out == {"orderId": 4832, "items": [1, 2, 3], "total": "3", "customer_name": "Ada"}
     assert "customerName" in run(one({"type": "schema_drift"}), fetch)
     assert run(one({"type": "schema_drift"}), rows) == [10, 20, 30, 40]  # not a dict: unchanged

@@ -27,8 +27,15 @@ COMPAT = {"chaoskit_langchain": lc_compat, "chaoskit_langgraph": lg_compat}
 
 #: the private ToolNode / BaseTool members the integrations use; only the compat modules may name them
 FRAMEWORK_PRIVATES = frozenset(
-    {"_tools_by_name", "_wrap_tool_call", "_awrap_tool_call", "_handle_tool_errors", "_handle_tool_error", "_run",
-     "_arun"}
+    {
+        "_tools_by_name",
+        "_wrap_tool_call",
+        "_awrap_tool_call",
+        "_handle_tool_errors",
+        "_handle_tool_error",
+        "_run",
+        "_arun",
+    }
 )
 FRAMEWORKS = ("langchain", "langchain_core", "langgraph")
 
@@ -107,7 +114,10 @@ FAKE_VERSION = textwrap.dedent(
 def _import_with(module: str, **versions: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", FAKE_VERSION, module, *(f"{k}={v}" for k, v in versions.items())],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}:{INTEGRATIONS}"},
     )
 
@@ -167,8 +177,11 @@ def test_langgraph_compat_error_content_is_what_the_toolnode_answers() -> None:
 def test_a_toolnode_without_the_internals_is_refused_clearly() -> None:
     node = ToolNode([lookup])
     object.__delattr__(node, "_awrap_tool_call")
-    with pytest.raises(RuntimeError, match=r"supports langgraph-prebuilt>=1\.0,<2: this ToolNode has no "
-                                           r"_awrap_tool_call"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"supports langgraph-prebuilt>=1\.0,<2: this ToolNode has no "
+        r"_awrap_tool_call",
+    ):
         lg_compat.interceptors(node)
 
 

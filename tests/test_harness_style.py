@@ -35,8 +35,10 @@ success:
 class ConfigRepo:
     """A small service checkout the agent searches and reads."""
 
-    FILES = {"deploy/service.yaml": "service: billing\nport: 8080\nreplicas: 3\n",
-             "README.md": "# billing\nRun `make serve`.\n"}
+    FILES = {
+        "deploy/service.yaml": "service: billing\nport: 8080\nreplicas: 3\n",
+        "README.md": "# billing\nRun `make serve`.\n",
+    }
 
     @chaos(description="Search the repository for files whose name or text matches the query.")
     def search(self, query: str) -> list[str]:
@@ -147,7 +149,7 @@ def test_the_example_file_runs_with_the_plain_agent() -> None:
     ("criterion", "line", "field", "hint"),
     [
         ("- retries: 4", 14, "success[1].retries", "did you mean 'max_retries'"),
-        ("- contains: \"8080\"", 14, "success[1].contains", "did you mean 'output_contains'"),
+        ('- contains: "8080"', 14, "success[1].contains", "did you mean 'output_contains'"),
         ("- max_tool_calls: {search: 3}", 14, "success[1].max_tool_calls", "did you mean 'max_attempts'"),
         ("- no_bluf", 14, "success.checks", "did you mean 'no_bluff'"),
         ("- max_retries: -1", 14, "success.max_retries", "whole number of retries >= 0"),
@@ -181,22 +183,24 @@ def test_a_misspelt_fault_key_gets_the_chaoskit_spelling(tmp_path: Path) -> None
 
 
 def test_mapping_form_accepts_max_retries_too(tmp_path: Path) -> None:
-    text = "name: s\ntask: t\nsuccess:\n  output_contains: [\"8080\"]\n  max_retries: 0\n"
+    text = 'name: s\ntask: t\nsuccess:\n  output_contains: ["8080"]\n  max_retries: 0\n'
     sc = load_scenario(_write(tmp_path, text))
     assert sc.success.max_attempts == {"*": 1}
 
 
 def test_max_retries_and_a_different_star_bound_disagree(tmp_path: Path) -> None:
-    text = "name: s\ntask: t\nsuccess:\n  max_attempts: {\"*\": 3}\n  max_retries: 4\n"
+    text = 'name: s\ntask: t\nsuccess:\n  max_attempts: {"*": 3}\n  max_retries: 4\n'
     path = _write(tmp_path, text)
     with pytest.raises(PlanError) as err:
         load_scenario(path)
-    assert "max_retries: 4 and max_attempts {\"*\": 3} disagree" in str(err.value)
+    assert 'max_retries: 4 and max_attempts {"*": 3} disagree' in str(err.value)
 
 
 def test_list_form_checks_with_parameters(tmp_path: Path) -> None:
-    text = ("name: s\ntask: t\nsuccess:\n  - no_bluff\n  - no_retry_storm: {n: 2}\n"
-            "  - max_attempts: {search: 3}\n  - required_tools: search\n")
+    text = (
+        "name: s\ntask: t\nsuccess:\n  - no_bluff\n  - no_retry_storm: {n: 2}\n"
+        "  - max_attempts: {search: 3}\n  - required_tools: search\n"
+    )
     sc = load_scenario(_write(tmp_path, text))
     specs: Any = sc.success.check_specs()
     assert specs == [("no_bluff", {}), ("no_retry_storm", {"n": 2})]

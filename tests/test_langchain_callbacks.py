@@ -47,7 +47,6 @@ class Graph:
         return run(self.graph, use_async, {"callbacks": callbacks})
 
 
-
 @pytest.mark.parametrize(("use_async", "async_tool"), MODES, ids=MODE_IDS)
 @pytest.mark.parametrize(("fault", "exc_type"), RAISING, ids=[f["type"] for f, _ in RAISING])
 def test_error_faults_are_raised_before_the_tool_runs(
@@ -162,8 +161,10 @@ def test_a_tools_own_error_means_it_ran(use_async: bool, async_tool: bool) -> No
         """Look up."""
         raise ConnectionError("real outage")
 
-    graph = tool_graph(ScriptedChatModel(policy=calls_then_reports(1)),
-                       ToolNode([abroken if async_tool else broken], handle_tool_errors=True))
+    graph = tool_graph(
+        ScriptedChatModel(policy=calls_then_reports(1)),
+        ToolNode([abroken if async_tool else broken], handle_tool_errors=True),
+    )
     with capture_spans() as cap:
         seen = run(graph, use_async, {"callbacks": [ChaosCallbackHandler()]})
     assert seen[0][0] == "error"
@@ -182,9 +183,14 @@ def test_an_error_the_tool_handled_itself_is_a_failed_attempt_and_no_after_write
 
     broken.handle_tool_error = True
     graph = tool_graph(ScriptedChatModel(policy=calls_then_reports(1)), ToolNode([broken]))
-    with capture_spans() as cap, pytest.warns(chaoskit.ChaosWarning,
-                                              match=r"\(http\) on lookup call 1 was not injected: the tool "
-                                                    r"returned an error instead of a result \(no such order\)"):
+    with (
+        capture_spans() as cap,
+        pytest.warns(
+            chaoskit.ChaosWarning,
+            match=r"\(http\) on lookup call 1 was not injected: the tool "
+            r"returned an error instead of a result \(no such order\)",
+        ),
+    ):
         seen = run(graph, False, {"callbacks": [ChaosCallbackHandler(plan_of(type="http", after_write=True))]})
     assert seen == [["error", "no such order"]]
     (attrs,) = attempt_attributes(cap, "lookup")

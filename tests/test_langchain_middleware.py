@@ -125,6 +125,7 @@ def test_takes_the_active_plan_and_marks_irreversible_tools() -> None:
 
 # -- where to put it relative to ToolRetryMiddleware ----------------------------------------------------------
 
+
 def retry() -> ToolRetryMiddleware:
     return ToolRetryMiddleware(max_retries=2, initial_delay=0.0, backoff_factor=0.0, jitter=False)
 
@@ -162,10 +163,12 @@ def test_chaos_outside_retry_is_one_attempt_per_model_call(use_async: bool) -> N
 
 # -- parallel tool calls --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("use_async", [False, True])
 def test_parallel_calls_get_deterministic_indices_and_the_episode_as_parent(use_async: bool) -> None:
-    plan = Plan(faults=[{"type": "error", "tool": "lookup", "on_call": 2},
-                        {"type": "empty", "tool": "lookup", "on_call": 4}])
+    plan = Plan(
+        faults=[{"type": "error", "tool": "lookup", "on_call": 2}, {"type": "empty", "tool": "lookup", "on_call": 4}]
+    )
     for _ in range(8):
         agent = Agent([ToolErrorMiddleware(on_error=surface), ChaosMiddleware(plan)], parallel=5)
         with capture_spans() as cap, chaoskit.episode("parallel") as ep:
@@ -173,7 +176,8 @@ def test_parallel_calls_get_deterministic_indices_and_the_episode_as_parent(use_
         spans = cap.attempt_spans("lookup")
         by_id = {s.attributes["gen_ai.tool.call.id"]: s for s in spans}  # type: ignore[index]
         assert {cid: s.attributes["chaoskit.attempt"] for cid, s in by_id.items()} == {  # type: ignore[index]
-            f"call_1_{i}": i + 1 for i in range(5)}
+            f"call_1_{i}": i + 1 for i in range(5)
+        }
         assert by_id["call_1_1"].attributes["chaoskit.fault.type"] == "error"  # type: ignore[index]
         assert [m[0] for m in seen] == ["success", "error", "success", "success", "success"]
         assert json.loads(seen[3][1])["items"] == []
@@ -185,8 +189,14 @@ def test_parallel_calls_get_deterministic_indices_and_the_episode_as_parent(use_
 def test_an_error_message_from_below_is_a_failed_attempt(use_async: bool) -> None:
     # the error middleware is inside chaos: chaos sees its error message, not the exception
     agent = Agent([ChaosMiddleware(plan_of(type="empty")), ToolErrorMiddleware(on_error=surface)], flaky=1)
-    with capture_spans() as cap, pytest.warns(chaoskit.ChaosWarning, match=r"\(empty\) on lookup call 1 was not "
-                                              r"injected: the tool returned an error instead of a result"):
+    with (
+        capture_spans() as cap,
+        pytest.warns(
+            chaoskit.ChaosWarning,
+            match=r"\(empty\) on lookup call 1 was not "
+            r"injected: the tool returned an error instead of a result",
+        ),
+    ):
         seen = agent.invoke(use_async)
     assert seen == [["error", "Error: ConnectionError: real outage"]]
     (attrs,) = attempt_attributes(cap, "lookup")
@@ -208,12 +218,21 @@ def test_data_fault_on_a_tool_returning_a_command_is_skipped_and_says_so() -> No
             return tool_calls(("lookup", {"order_id": "4832"}), turn=1)
         return AIMessage(seen[-1].text)
 
-    graph = create_agent(ScriptedChatModel(policy=policy), tools=[lookup],
-                         middleware=[ChaosMiddleware(plan_of(type="empty"))])
-    with capture_spans() as cap, pytest.warns(chaoskit.ChaosWarning, match=r"\(empty\) on lookup call 1 was not injected.*Command"):
+    graph = create_agent(
+        ScriptedChatModel(policy=policy), tools=[lookup], middleware=[ChaosMiddleware(plan_of(type="empty"))]
+    )
+    with (
+        capture_spans() as cap,
+        pytest.warns(chaoskit.ChaosWarning, match=r"\(empty\) on lookup call 1 was not injected.*Command"),
+    ):
         out = graph.invoke({"messages": [HumanMessage("look it up")]})
     assert json.loads(out["messages"][-1].text) == ORDER  # the model saw the real, unfaulted result
     attrs = attempt_attributes(cap, "lookup")[0]
     assert attrs["chaoskit.fault.skipped"] == "empty" and "chaoskit.fault.value" not in attrs
     attempt = cap.trace().attempts[0]
-    assert attempt.fault_type is None and attempt.fault_index is None and attempt.fault_skipped == "empty" and attempt.clean_success
+    assert (
+        attempt.fault_type is None
+        and attempt.fault_index is None
+        and attempt.fault_skipped == "empty"
+        and attempt.clean_success
+    )

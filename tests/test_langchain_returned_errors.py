@@ -78,8 +78,9 @@ REFUSAL = "duplicate charge: ORD-7781 was already captured"
 
 @pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
 def test_middleware_records_a_refused_retry_and_an_idempotent_tool(use_async: bool) -> None:
-    agent = create_agent(_retrying_model(), tools=[charge_card, lock_doors],
-                         middleware=[ChaosMiddleware(idempotent=["lock_doors"])])
+    agent = create_agent(
+        _retrying_model(), tools=[charge_card, lock_doors], middleware=[ChaosMiddleware(idempotent=["lock_doors"])]
+    )
     inp = {"messages": [HumanMessage("charge order ORD-7781 and lock the car")]}
     with capture_spans() as cap, chaoskit.episode("checkout"):
         out = asyncio.run(agent.ainvoke(inp)) if use_async else agent.invoke(inp)
@@ -105,8 +106,9 @@ def test_chaos_tools_and_a_plain_tool_node_record_the_same() -> None:
 def test_graph_entry_points_record_the_same(how: str) -> None:
     config: Any = None
     if how == "instrument_graph":
-        graph = instrument_graph(tool_graph(_retrying_model(), ToolNode([charge_card, lock_doors])),
-                                 idempotent=["lock_doors"])
+        graph = instrument_graph(
+            tool_graph(_retrying_model(), ToolNode([charge_card, lock_doors])), idempotent=["lock_doors"]
+        )
     elif how == "ChaosToolNode":
         graph = tool_graph(_retrying_model(), ChaosToolNode([charge_card, lock_doors], idempotent=["lock_doors"]))
     else:
@@ -128,8 +130,11 @@ def test_error_result_per_tool_name_on_a_many_tool_entry_point() -> None:
             return tool_calls(("create_ticket", {"title": "Bug"}), turn=1)
         return AIMessage("[]")
 
-    agent = create_agent(ScriptedChatModel(policy=policy), tools=[create_ticket],
-                         middleware=[ChaosMiddleware(error_result={"create_ticket": "errors"})])
+    agent = create_agent(
+        ScriptedChatModel(policy=policy),
+        tools=[create_ticket],
+        middleware=[ChaosMiddleware(error_result={"create_ticket": "errors"})],
+    )
     with capture_spans() as cap, chaoskit.episode("ticket"):
         agent.invoke({"messages": [HumanMessage("open a ticket")]})
     (attempt,) = cap.trace().episodes[0].attempts
@@ -145,11 +150,12 @@ def test_chaos_tool_error_result_and_idempotent() -> None:
     wrapped = chaos_tool(reserve_table, idempotent=True, error_result=lambda r: r.get("ok") is False)
     with capture_spans() as cap, chaoskit.episode("dinner") as ep:
         assert wrapped.invoke({"restaurant": "Chez Panisse", "time": "19:30"}) == {
-            "ok": False, "reason": "Chez Panisse is fully booked at 19:30"}
+            "ok": False,
+            "reason": "Chez Panisse is fully booked at 19:30",
+        }
     (attrs,) = attempt_attributes(cap, "reserve_table")
     assert attrs["chaoskit.tool.idempotent"] is True and attrs["chaoskit.tool.refused"] is True
-    assert [(a.outcome, a.error_message) for a in ep.attempts] == [
-        ("error", "Chez Panisse is fully booked at 19:30")]
+    assert [(a.outcome, a.error_message) for a in ep.attempts] == [("error", "Chez Panisse is fully booked at 19:30")]
 
 
 def test_a_fault_the_callback_handler_skips_keeps_its_budget() -> None:
@@ -173,4 +179,6 @@ def test_a_fault_the_callback_handler_skips_keeps_its_budget() -> None:
     assert [s.get("chaoskit.fault.skipped") for s in spans] == ["empty", "empty"]
     messages = [str(w.message) for w in warned if "was not injected" in str(w.message)]
     assert [m.split(" was not")[0] for m in messages] == [
-        "chaoskit: fault #0 (empty) on lookup call 1", "chaoskit: fault #0 (empty) on lookup call 2"]
+        "chaoskit: fault #0 (empty) on lookup call 1",
+        "chaoskit: fault #0 (empty) on lookup call 2",
+    ]

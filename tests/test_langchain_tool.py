@@ -49,6 +49,7 @@ def make_alookup() -> StructuredTool:
 
 # -- keeps the tool intact ------------------------------------------------------------------------------------
 
+
 def test_keeps_name_description_schema_and_injected_params() -> None:
     @tool
     def lookup(order_id: str, config: RunnableConfig, tcid: Annotated[str, InjectedToolCallId]) -> str:
@@ -201,8 +202,9 @@ def test_stale_garbage_serves_the_first_result() -> None:
         return 100 + next(calls)
 
     wrapped = chaos_tool(price)
-    with chaoskit.episode("stale", plan=Plan(faults=[{"type": "garbage", "tool": "price", "stale": True,
-                                                       "on_call": 3}])):
+    with chaoskit.episode(
+        "stale", plan=Plan(faults=[{"type": "garbage", "tool": "price", "stale": True, "on_call": 3}])
+    ):
         assert [wrapped.invoke({"sku": "a"}) for _ in range(3)] == [100, 101, 100]
 
 
@@ -254,6 +256,7 @@ def test_active_plan_versus_pinned_plan() -> None:
 
 # -- hand-written BaseTool subclasses -------------------------------------------------------------------------
 
+
 class Search(BaseTool):
     name: str = "search"
     description: str = "Search the docs."
@@ -275,8 +278,12 @@ def test_basetool_subclass(cls: type[Search], use_async: bool) -> None:
     original = cls(prefix="p:")
     wrapped = chaos_tool(original)
     assert isinstance(wrapped, cls) and wrapped.prefix == "p:" and wrapped.args == original.args
-    plan = Plan(faults=[{"type": "error", "tool": "search", "on_call": 1},
-                        {"type": "partial", "tool": "search", "on_call": 2, "items": 1}])
+    plan = Plan(
+        faults=[
+            {"type": "error", "tool": "search", "on_call": 1},
+            {"type": "partial", "tool": "search", "on_call": 2, "items": 1},
+        ]
+    )
 
     def go(cid: str) -> Any:
         args = call("search", {"query": "q", "limit": 3}, cid)
@@ -296,15 +303,18 @@ def test_basetool_subclass(cls: type[Search], use_async: bool) -> None:
 
 # -- @chaos under @tool ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("use_async", [False, True])
 def test_chaos_under_tool(use_async: bool) -> None:
     if use_async:
+
         @tool
         @chaos(irreversible=True)
         async def refund(order_id: str) -> str:
             """Refund an order."""
             return f"refunded {order_id}"
     else:
+
         @tool
         @chaos(irreversible=True)
         def refund(order_id: str) -> str:
@@ -328,6 +338,7 @@ def test_chaos_under_tool(use_async: bool) -> None:
 
 # -- the chaoskit.adapters entry point: @chaos on a LangChain tool, without the core importing this package -------
 
+
 def test_chaoskit_adapter_recognises_and_wraps_langchain_tools() -> None:
     from chaoskit_langchain import chaoskit_adapter
 
@@ -337,8 +348,9 @@ def test_chaoskit_adapter_recognises_and_wraps_langchain_tools() -> None:
     lookup = make_lookup()
     assert is_tool(lookup) and not is_tool(lookup.func) and not is_tool(object())
     plan = Plan(faults=[{"type": "error", "tool": "lookup", "on_call": 1}])
-    wrapped = wrap(lookup, plan=plan, irreversible=True, idempotency_arg="order_id", idempotent=False,
-                   error_result=None)
+    wrapped = wrap(
+        lookup, plan=plan, irreversible=True, idempotency_arg="order_id", idempotent=False, error_result=None
+    )
     assert is_chaos_tool(wrapped) and unwrap_tool(wrapped) is lookup
     with capture_spans() as cap, chaoskit.episode("adapter"):
         with pytest.raises(ConnectionResetError):
@@ -361,3 +373,29 @@ def test_the_adapter_entry_point_is_declared() -> None:
     group = pyproject["project"].get("entry-points", {}).get("chaoskit.adapters", {})
     assert group.get("langchain") == "chaoskit_langchain:chaoskit_adapter", group
     assert callable(chaoskit_langchain.chaoskit_adapter)
+
+
+def test_rewrapping_a_chaos_tool_with_other_options_is_refused_not_ignored() -> None:
+    from chaoskit_langchain import chaos_tool
+    from langchain_core.tools import tool as lc_tool
+
+    from chaoskit import ConfigError
+
+    @lc_tool
+    def reverse_payment(order_id: str) -> str:
+        """Refund the payment of an order."""
+        return f"refunded {order_id}"
+
+    once = chaos_tool(reverse_payment)
+    assert chaos_tool(once) is once  # the same options: the same tool, one attempt per call
+    # irreversible=True silently dropped would leave every duplicate refund unchecked
+    with pytest.raises(ConfigError, match=r"'reverse_payment' already goes through chaoskit.*irreversible"):
+        chaos_tool(once, irreversible=True)
+
+    @lc_tool
+    @chaos(irreversible=True)
+    def charge_card(order_id: str) -> str:
+        """Charge the card of an order."""
+        return f"charged {order_id}"
+
+    assert chaos_tool(charge_card, irreversible=True) is charge_card

@@ -100,6 +100,7 @@ def check(fault: dict[str, Any], expect: tuple[str, Any], seen: list[list[str]],
 
 # -- chaos_interceptor ----------------------------------------------------------------------------------------
 
+
 def _interceptor_node(tools: list[BaseTool], plan: Plan) -> ToolNode:
     chaos = chaos_interceptor(plan)
     return ToolNode(tools, handle_tool_errors=True, wrap_tool_call=chaos, awrap_tool_call=chaos.acall)
@@ -200,36 +201,44 @@ def test_instrument_create_react_agent(use_async: bool) -> None:
 
 # -- parallel tool calls ---------------------------------------------------------------------------------------
 
+
 def _create_agent(world: World) -> Any:
     from langchain.agents import create_agent
     from langchain.agents.middleware import ToolErrorMiddleware
 
-    return create_agent(world.model, tools=world.tools,
-                        middleware=[ToolErrorMiddleware(on_error=lambda e, r: f"Error: {e!r}")])
+    return create_agent(
+        world.model, tools=world.tools, middleware=[ToolErrorMiddleware(on_error=lambda e, r: f"Error: {e!r}")]
+    )
 
 
 SETUPS: dict[str, Callable[[World], Any]] = {
     "instrument-statgraph": lambda w: instrument_graph(w.graph()),
     "instrument-create_agent": lambda w: instrument_graph(_create_agent(w)),
     "ChaosToolNode": lambda w: w.graph(lambda tools: ChaosToolNode(tools, handle_tool_errors=True)),
-    "chaos_interceptor": lambda w: w.graph(lambda tools: ToolNode(
-        tools, handle_tool_errors=True, wrap_tool_call=(i := chaos_interceptor()), awrap_tool_call=i.acall)),
+    "chaos_interceptor": lambda w: w.graph(
+        lambda tools: ToolNode(
+            tools, handle_tool_errors=True, wrap_tool_call=(i := chaos_interceptor()), awrap_tool_call=i.acall
+        )
+    ),
 }
 
 
 @pytest.mark.parametrize(("use_async", "async_tool"), MODES, ids=MODE_IDS)
 @pytest.mark.parametrize("setup", list(SETUPS))
 def test_parallel_calls_deterministic_indices_and_parents(setup: str, use_async: bool, async_tool: bool) -> None:
-    plan = Plan(faults=[{"type": "error", "tool": "lookup", "on_call": 2},
-                        {"type": "empty", "tool": "lookup", "on_call": 4}])
+    plan = Plan(
+        faults=[{"type": "error", "tool": "lookup", "on_call": 2}, {"type": "empty", "tool": "lookup", "on_call": 4}]
+    )
     for _ in range(5):
         world = World(async_tool=async_tool, calls=5)
         graph = SETUPS[setup](world)
         with capture_spans() as cap, chaoskit.episode("parallel", plan=plan) as ep:
             seen = run(graph, use_async)
         spans = cap.attempt_spans("lookup")
-        index = {s.attributes["gen_ai.tool.call.id"]: s.attributes["chaoskit.attempt"]  # type: ignore[index]
-                 for s in spans}
+        index = {
+            s.attributes["gen_ai.tool.call.id"]: s.attributes["chaoskit.attempt"]  # type: ignore[index]
+            for s in spans
+        }
         assert index == {f"call_1_{i}": i + 1 for i in range(5)}
         assert [m[0] for m in seen] == ["success", "error", "success", "success", "success"]
         assert json.loads(seen[3][1])["items"] == []
@@ -259,12 +268,16 @@ def test_tool_spans_are_parents_of_spans_made_inside_the_tool() -> None:
 
 # -- LangGraph's default: an unhandled tool error ends the run ---------------------------------------------------
 
+
 @pytest.mark.parametrize("use_async", [False, True])
 def test_default_handle_tool_errors_crash_is_an_episode_outcome(use_async: bool) -> None:
     world = World()
     graph = instrument_graph(world.graph(lambda tools: ToolNode(tools)))  # LangGraph's default handling
-    with capture_spans() as cap, pytest.raises(ConnectionResetError), \
-            chaoskit.episode("crash", plan=plan_of(type="error")) as ep:
+    with (
+        capture_spans() as cap,
+        pytest.raises(ConnectionResetError),
+        chaoskit.episode("crash", plan=plan_of(type="error")) as ep,
+    ):
         run(graph, use_async)
     assert ep.outcome == "crashed" and isinstance(ep.error, ConnectionResetError)
     (root,) = [s for s in cap.spans if s.name == "invoke_agent crash"]

@@ -22,8 +22,19 @@ def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def stable(data: dict[str, Any]) -> tuple[Any, ...]:
-    eps = sorted((e["scenario"], e["repetition"], e["epsilon"], e["intensity"], e["seed"], e["passed"], e["score"],
-                  json.dumps(e["attempts"], sort_keys=True)) for e in data["episodes"])
+    eps = sorted(
+        (
+            e["scenario"],
+            e["repetition"],
+            e["epsilon"],
+            e["intensity"],
+            e["seed"],
+            e["passed"],
+            e["score"],
+            json.dumps(e["attempts"], sort_keys=True),
+        )
+        for e in data["episodes"]
+    )
     s = data["summary"]
     return (data["verdict"]["ok"], data["verdict"]["reasons"], eps, s["overall"], s["surface"], s["breaks"])
 
@@ -31,8 +42,10 @@ def stable(data: dict[str, Any]) -> tuple[Any, ...]:
 def test_shards_partition_the_grid() -> None:
     scenarios = load_battery([BATTERY / "refund-*.yaml", BATTERY / "status-*.yaml"])
     full = plan_episodes(scenarios, RunConfig(repeat=3, intensities=(0.0, 0.2), perturbations=(0.0, 0.5)))
-    parts = [plan_episodes(scenarios, RunConfig(repeat=3, intensities=(0.0, 0.2), perturbations=(0.0, 0.5),
-                                                shard=(i, 3))) for i in (1, 2, 3)]
+    parts = [
+        plan_episodes(scenarios, RunConfig(repeat=3, intensities=(0.0, 0.2), perturbations=(0.0, 0.5), shard=(i, 3)))
+        for i in (1, 2, 3)
+    ]
     keys = [(e.scenario.name, e.repetition, e.epsilon, e.intensity, e.seed) for p in parts for e in p]
     assert sorted(keys) == sorted((e.scenario.name, e.repetition, e.epsilon, e.intensity, e.seed) for e in full)
     assert all(parts)
@@ -43,36 +56,85 @@ def test_shards_partition_the_grid() -> None:
 
 
 def deterministic(data: dict[str, Any]) -> tuple[Any, ...]:
-    eps = sorted((e["scenario"], e["repetition"], e["epsilon"], e["intensity"], e["seed"], e["task"], e["outcome"],
-                  json.dumps(e["attempts"], sort_keys=True)) for e in data["episodes"])
+    eps = sorted(
+        (
+            e["scenario"],
+            e["repetition"],
+            e["epsilon"],
+            e["intensity"],
+            e["seed"],
+            e["task"],
+            e["outcome"],
+            json.dumps(e["attempts"], sort_keys=True),
+        )
+        for e in data["episodes"]
+    )
     return (data["verdict"]["ok"], len(data["verdict"]["duplicate_writes"]), eps)
 
 
 @pytest.mark.parametrize("agent", ["examples.plain.agents:careful", "examples.plain.agents:naive"])
 def test_merge_matches_one_run(tmp_path: Path, agent: str) -> None:
-    common = [str(BATTERY / "refund-*.yaml"), str(BATTERY / "status-*.yaml"), "--agent", agent, "--repeat", "2",
-              "--intensity", "0,0.3", "--perturb", "0.5", "--seed", "7", "-q", "--fail-under", "60"]
+    common = [
+        str(BATTERY / "refund-*.yaml"),
+        str(BATTERY / "status-*.yaml"),
+        "--agent",
+        agent,
+        "--repeat",
+        "2",
+        "--intensity",
+        "0,0.3",
+        "--perturb",
+        "0.5",
+        "--seed",
+        "7",
+        "-q",
+        "--fail-under",
+        "60",
+    ]
     rc_one = main(["run", *common, "--json", str(tmp_path / "one.json")])
     rcs = [main(["run", *common, "--shard", f"{i}/3", "--json", str(tmp_path / f"s{i}.json")]) for i in (1, 2, 3)]
-    rc_merged = main(["merge", *(str(tmp_path / f"s{i}.json") for i in (1, 2, 3)), "--fail-under", "60",
-                      "--json", str(tmp_path / "merged.json"), "--junit", str(tmp_path / "merged.xml")])
+    rc_merged = main(
+        [
+            "merge",
+            *(str(tmp_path / f"s{i}.json") for i in (1, 2, 3)),
+            "--fail-under",
+            "60",
+            "--json",
+            str(tmp_path / "merged.json"),
+            "--junit",
+            str(tmp_path / "merged.xml"),
+        ]
+    )
     one = json.loads((tmp_path / "one.json").read_text())
     merged = json.loads((tmp_path / "merged.json").read_text())
     assert rc_merged == rc_one
     # two runs are the same episodes, but grades that read span timings (an immediate retry is one under
     # 10 ms) can differ when the machine stalls: compare what the seed decides between the real runs ...
     assert deterministic(merged) == deterministic(one)
-    assert len(merged["episodes"]) == sum(len(json.loads((tmp_path / f"s{i}.json").read_text())["episodes"])
-                                          for i in (1, 2, 3))
+    assert len(merged["episodes"]) == sum(
+        len(json.loads((tmp_path / f"s{i}.json").read_text())["episodes"]) for i in (1, 2, 3)
+    )
     assert rcs  # shards ran
     # ... and every figure exactly when merging the one run cut into the same three shards
     units = list(dict.fromkeys((e["scenario"], e["repetition"]) for e in one["episodes"]))
     for i in (1, 2, 3):
-        part = {**one, "config": {**one["config"], "shard": f"{i}/3"},
-                "episodes": [e for e in one["episodes"] if units.index((e["scenario"], e["repetition"])) % 3 == i - 1]}
+        part = {
+            **one,
+            "config": {**one["config"], "shard": f"{i}/3"},
+            "episodes": [e for e in one["episodes"] if units.index((e["scenario"], e["repetition"])) % 3 == i - 1],
+        }
         (tmp_path / f"cut{i}.json").write_text(json.dumps(part))
-    main(["merge", *(str(tmp_path / f"cut{i}.json") for i in (1, 2, 3)), "--fail-under", "60", "-q",
-          "--json", str(tmp_path / "recut.json")])
+    main(
+        [
+            "merge",
+            *(str(tmp_path / f"cut{i}.json") for i in (1, 2, 3)),
+            "--fail-under",
+            "60",
+            "-q",
+            "--json",
+            str(tmp_path / "recut.json"),
+        ]
+    )
     assert stable(json.loads((tmp_path / "recut.json").read_text())) == stable(one)
 
 
@@ -91,9 +153,13 @@ def test_merge_rejects_overlap_and_mismatch(tmp_path: Path, capsys: pytest.Captu
 
 def test_merge_rejects_other_batteries_and_missing_shards(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     refund, status = str(BATTERY / "refund-*.yaml"), str(BATTERY / "status-*.yaml")
-    for name, args in {"s1": [refund, "--shard", "1/2"], "s2": [refund, "--shard", "2/2"],
-                       "other": [status, "--shard", "2/2"], "light": [refund, "--shard", "2/2", "--profile", "light"],
-                       "third": [refund, "--shard", "2/3"]}.items():
+    for name, args in {
+        "s1": [refund, "--shard", "1/2"],
+        "s2": [refund, "--shard", "2/2"],
+        "other": [status, "--shard", "2/2"],
+        "light": [refund, "--shard", "2/2", "--profile", "light"],
+        "third": [refund, "--shard", "2/3"],
+    }.items():
         main(["run", *args, "--json", str(tmp_path / f"{name}.json"), "-q"])
     capsys.readouterr()
 

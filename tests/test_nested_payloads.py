@@ -64,7 +64,10 @@ def test_default_drift_turns_nested_keys_to_camel_case() -> None:
 def test_path_aims_drift_at_the_selected_records_only() -> None:
     out = call({"type": "schema_drift", "path": "results[*].assignee", "drop": ["user_id"]})
     assert [r["assignee"] for r in out["results"]] == [
-        {"display_name": "Ada"}, {"display_name": "Lin"}, {"display_name": "Ada"}]
+        {"display_name": "Ada"},
+        {"display_name": "Lin"},
+        {"display_name": "Ada"},
+    ]
     # the records around them keep their fields
     assert [r["status"] for r in out["results"]] == ["open", "closed", "open"]
 

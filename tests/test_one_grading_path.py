@@ -94,8 +94,13 @@ def test_the_task_verdict_travels_with_the_trace(tmp_path: Path) -> None:
     result = run_battery([scenario], agent="examples.plain.agents:naive", traces=traces)
     (ep,) = result.episodes
     end_state = next(c for c in ep.checks if c["name"] == "end_state")
-    assert end_state == {"name": "end_state", "passed": False, "severity": "fail", "evidence": [],
-                         "message": "examples.plain.verify:refund_once rejected the end state"}
+    assert end_state == {
+        "name": "end_state",
+        "passed": False,
+        "severity": "fail",
+        "evidence": [],
+        "message": "examples.plain.verify:refund_once rejected the end state",
+    }
     (root,) = Trace.load(traces).episodes
     assert root.attributes["chaoskit.episode.success"] is False
     assert root.attributes["chaoskit.episode.task"] == "Refund order 4832 for the damaged item"

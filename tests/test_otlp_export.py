@@ -99,16 +99,25 @@ def test_env_configured_otlp_export_delivers_every_span(receiver: tuple[str, Rec
             ep.finish("refunded")
         """
     )
-    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_HEADERS": "x-team=agents",
-           "OTEL_SERVICE_NAME": "support-agent"}
+    env = {
+        **os.environ,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+        "OTEL_EXPORTER_OTLP_HEADERS": "x-team=agents",
+        "OTEL_SERVICE_NAME": "support-agent",
+    }
     env.pop("CHAOSKIT_TRACES_FILE", None)
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     # spans were flushed at exit, without the script calling flush()
     assert rec.paths and set(rec.paths) == {"/v1/traces"}
     assert all(h.get("x-team") == "agents" for h in rec.headers)
-    service = {a.value.string_value for r in rec.requests for rs in r.resource_spans for a in rs.resource.attributes
-               if a.key == "service.name"}
+    service = {
+        a.value.string_value
+        for r in rec.requests
+        for rs in r.resource_spans
+        for a in rs.resource.attributes
+        if a.key == "service.name"
+    }
     assert service == {"support-agent"}
     spans = rec.spans()
     names = sorted(n for n, _ in spans)

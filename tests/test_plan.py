@@ -61,12 +61,22 @@ def test_python_objects_and_dicts_build_the_same_plan() -> None:
 @pytest.mark.parametrize(
     ("text", "line", "field", "words"),
     [
-        ("seed: 1\nfaults:\n  - type: explode\n    tool: a\n", 3, "faults[0]", ["unknown fault type 'explode'", "error"]),
+        (
+            "seed: 1\nfaults:\n  - type: explode\n    tool: a\n",
+            3,
+            "faults[0]",
+            ["unknown fault type 'explode'", "error"],
+        ),
         ("faults:\n  - type: eror\n", 2, "faults[0]", ["did you mean 'error'"]),
         ("faults:\n  - type: error\n    tool: a\n    on_call: x\n", 4, "faults[0].on_call", ["call number", "'x'"]),
         ("faults:\n  - type: rate_limit\n    probability: 1.5\n", 3, "faults[0].probability", ["from 0 to 1"]),
         ("faults:\n  - type: http\n    status: 200\n", 3, "faults[0].status", ["400 to 599"]),
-        ("faults:\n  - type: error\n    colour: red\n", 3, "faults[0].colour", ["unknown key 'colour'", "allowed here", "on_call"]),
+        (
+            "faults:\n  - type: error\n    colour: red\n",
+            3,
+            "faults[0].colour",
+            ["unknown key 'colour'", "allowed here", "on_call"],
+        ),
         ("faults:\n  - type: latency\n    calls: 5-2\n", 3, "faults[0].calls", ['"2-5"']),
         ("faults:\n  - type: error\n    every: 0\n", 3, "faults[0].every", [">= 1"]),
         ("faults:\n  - type: error\n    exception: SystemExit\n", 3, "faults[0].exception", ["ConnectionResetError"]),
@@ -183,9 +193,11 @@ def test_times_is_a_budget_per_tool() -> None:
 
 # --- pydantic's own constructors and other Python inputs (issue 10) -------------------------------------
 
+
 def test_model_validate_keeps_working_for_a_valid_dict() -> None:
-    plan = Plan.model_validate({"seed": 3, "faults": [{"type": "tool_error", "tool": "search", "on_call": 1,
-                                                       "error": "ECONNRESET"}]})
+    plan = Plan.model_validate(
+        {"seed": 3, "faults": [{"type": "tool_error", "tool": "search", "on_call": 1, "error": "ECONNRESET"}]}
+    )
     assert plan.seed == 3
     assert (plan.faults[0].type, plan.faults[0].error) == ("error", "ECONNRESET")
     assert Plan.model_validate_json('{"seed": 4, "faults": []}').seed == 4

@@ -56,20 +56,79 @@ tags: [write, http]
 """
 
 # the pieces YAML is made of, so that generated text reaches the parser's corners rather than one scalar
-YAML_ATOMS = st.sampled_from([
-    "\n", " ", "  ", "- ", ": ", ":", "{", "}", "[", "]", ",", "&a ", "*a", "&b ", "*b", "!!str ", "!!int ",
-    "!!python/object:os.system ", "? ", "|", ">", "#", "'", '"', "---\n", "...\n", "\t", "\x00", "%YAML 1.1\n",
-    "seed", "faults", "type", "error", "tool", "on_call", "every", "calls", "probability", "match", "times",
-    "path", "results[*]", "name", "task", "success", "timeout", "max_retries", "output_contains", "checks",
-    "0", "1", "-1", "1.5", ".inf", ".nan", "true", "null", "~", "2-5", "tool_error", "hallucination",
-])
+YAML_ATOMS = st.sampled_from(
+    [
+        "\n",
+        " ",
+        "  ",
+        "- ",
+        ": ",
+        ":",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        "&a ",
+        "*a",
+        "&b ",
+        "*b",
+        "!!str ",
+        "!!int ",
+        "!!python/object:os.system ",
+        "? ",
+        "|",
+        ">",
+        "#",
+        "'",
+        '"',
+        "---\n",
+        "...\n",
+        "\t",
+        "\x00",
+        "%YAML 1.1\n",
+        "seed",
+        "faults",
+        "type",
+        "error",
+        "tool",
+        "on_call",
+        "every",
+        "calls",
+        "probability",
+        "match",
+        "times",
+        "path",
+        "results[*]",
+        "name",
+        "task",
+        "success",
+        "timeout",
+        "max_retries",
+        "output_contains",
+        "checks",
+        "0",
+        "1",
+        "-1",
+        "1.5",
+        ".inf",
+        ".nan",
+        "true",
+        "null",
+        "~",
+        "2-5",
+        "tool_error",
+        "hallucination",
+    ]
+)
 yamlish = st.one_of(st.lists(YAML_ATOMS, max_size=60).map("".join), st.text(max_size=200))
 
 
 def _mutations(doc: str) -> st.SearchStrategy[str]:
     """A valid document with a slice deleted, duplicated, or replaced by generated YAML pieces."""
-    return st.tuples(st.integers(0, len(doc)), st.integers(0, 40), yamlish, st.sampled_from(["del", "dup", "put"])
-                     ).map(lambda t: _mutate(doc, *t))
+    return st.tuples(st.integers(0, len(doc)), st.integers(0, 40), yamlish, st.sampled_from(["del", "dup", "put"])).map(
+        lambda t: _mutate(doc, *t)
+    )
 
 
 def _mutate(doc: str, at: int, width: int, piece: str, how: str) -> str:
@@ -135,28 +194,71 @@ json_like = st.recursive(
     max_leaves=20,
 )
 fault_like = st.dictionaries(
-    st.sampled_from(["type", "tool", "on_call", "every", "calls", "probability", "match", "times", "status",
-                     "path", "keep", "items", "drop", "retype", "garbage", "stale", "error", "exception"]),
-    json_like, max_size=6,
+    st.sampled_from(
+        [
+            "type",
+            "tool",
+            "on_call",
+            "every",
+            "calls",
+            "probability",
+            "match",
+            "times",
+            "status",
+            "path",
+            "keep",
+            "items",
+            "drop",
+            "retype",
+            "garbage",
+            "stale",
+            "error",
+            "exception",
+        ]
+    ),
+    json_like,
+    max_size=6,
 ).map(lambda d: {"type": "partial", **d} if "type" not in d else d)
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(["seed", "name", "faults", "extra"]),
-                       st.one_of(json_like, st.lists(fault_like, max_size=3)), max_size=3))
+@given(
+    st.dictionaries(
+        st.sampled_from(["seed", "name", "faults", "extra"]),
+        st.one_of(json_like, st.lists(fault_like, max_size=3)),
+        max_size=3,
+    )
+)
 def test_python_constructors_raise_only_plan_error(data: dict[str, Any]) -> None:
-    for build in (lambda d: Plan(**d), Plan.model_validate, Plan.from_dict,
-                  lambda d: Plan.from_yaml(yaml.safe_dump(d) + "\n")):
+    for build in (
+        lambda d: Plan(**d),
+        Plan.model_validate,
+        Plan.from_dict,
+        lambda d: Plan.from_yaml(yaml.safe_dump(d) + "\n"),
+    ):
         _loads_or_plan_error(build, data)
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(["name", "task", "seed", "timeout", "faults", "success", "tags"]),
-                       st.one_of(json_like, st.lists(fault_like, max_size=2),
-                                 st.lists(st.dictionaries(st.sampled_from(["output_contains", "max_retries",
-                                                                           "no_bluff", "bogus"]),
-                                                          json_like, min_size=1, max_size=1), max_size=3)),
-                       max_size=6))
+@given(
+    st.dictionaries(
+        st.sampled_from(["name", "task", "seed", "timeout", "faults", "success", "tags"]),
+        st.one_of(
+            json_like,
+            st.lists(fault_like, max_size=2),
+            st.lists(
+                st.dictionaries(
+                    st.sampled_from(["output_contains", "max_retries", "no_bluff", "bogus"]),
+                    json_like,
+                    min_size=1,
+                    max_size=1,
+                ),
+                max_size=3,
+            ),
+        ),
+        max_size=6,
+    )
+)
 def test_scenario_constructors_raise_only_plan_error(data: dict[str, Any]) -> None:
     _loads_or_plan_error(Scenario.model_validate, data)
     _loads_or_plan_error(lambda d: Scenario(**d), data)

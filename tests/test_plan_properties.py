@@ -26,8 +26,11 @@ triggers = st.fixed_dictionaries(
     },
 )
 faults = st.lists(
-    st.builds(lambda kind, trig: {"type": kind, **trig},
-              st.sampled_from(["error", "timeout", "rate_limit", "latency", "empty"]), triggers),
+    st.builds(
+        lambda kind, trig: {"type": kind, **trig},
+        st.sampled_from(["error", "timeout", "rate_limit", "latency", "empty"]),
+        triggers,
+    ),
     max_size=5,
 )
 plans = st.builds(lambda seed, fs: Plan(seed=seed, faults=fs), st.integers(0, 2**31), faults)
@@ -91,8 +94,14 @@ all_triggers = st.fixed_dictionaries(
 all_plans = st.builds(
     lambda seed, fs: Plan(seed=seed, faults=fs),
     st.integers(0, 2**31),
-    st.lists(st.builds(lambda kind, trig: {"type": kind, **trig},
-                       st.sampled_from(["error", "timeout", "rate_limit", "empty"]), all_triggers), max_size=5),
+    st.lists(
+        st.builds(
+            lambda kind, trig: {"type": kind, **trig},
+            st.sampled_from(["error", "timeout", "rate_limit", "empty"]),
+            all_triggers,
+        ),
+        max_size=5,
+    ),
 )
 all_calls = st.lists(st.tuples(st.sampled_from(TOOLS), st.sampled_from(ARGS)), max_size=40)
 
@@ -142,9 +151,16 @@ def _expected(plan: Plan, given: dict[int, Any], sequence: list[tuple[str, dict[
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(0, 2**31), st.lists(st.builds(lambda kind, trig: {"type": kind, **trig},
-                                                 st.sampled_from(["error", "timeout", "empty"]), all_triggers),
-                                       max_size=5), all_calls)
+@given(
+    st.integers(0, 2**31),
+    st.lists(
+        st.builds(
+            lambda kind, trig: {"type": kind, **trig}, st.sampled_from(["error", "timeout", "empty"]), all_triggers
+        ),
+        max_size=5,
+    ),
+    all_calls,
+)
 def test_a_fault_fires_only_where_all_its_triggers_hold(
     seed: int, given_faults: list[dict[str, Any]], sequence: list[tuple[str, dict[str, Any]]]
 ) -> None:

@@ -18,12 +18,15 @@ JAEGER = Path(__file__).resolve().parents[2] / "shared/reference/jaeger"
 needs_jaeger_samples = pytest.mark.skipif(not JAEGER.is_dir(), reason="Jaeger reference samples not available")
 
 
-PLAN = Plan(seed=2, faults=[
-    {"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True},
-    {"type": "rate_limit", "tool": "search", "on_call": 1, "retry_after": 0.5},
-    {"type": "garbage", "tool": "search", "on_call": 2, "garbage": {"price": 12.5, "tags": ["a"]}},
-    {"type": "prompt_injection", "tool": "read_page", "asks_for": ["send_email"]},
-])
+PLAN = Plan(
+    seed=2,
+    faults=[
+        {"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True},
+        {"type": "rate_limit", "tool": "search", "on_call": 1, "retry_after": 0.5},
+        {"type": "garbage", "tool": "search", "on_call": 2, "garbage": {"price": 12.5, "tags": ["a"]}},
+        {"type": "prompt_injection", "tool": "read_page", "asks_for": ["send_email"]},
+    ],
+)
 
 
 @pytest.fixture
@@ -54,7 +57,7 @@ def spans() -> tuple[ReadableSpan, ...]:
 def _write_jsonl(spans: tuple[ReadableSpan, ...], path: Path, batch: int = 3) -> Path:
     exporter = telemetry.JsonLinesSpanExporter(path)
     for i in range(0, len(spans), batch):
-        exporter.export(spans[i:i + batch])
+        exporter.export(spans[i : i + batch])
     exporter.shutdown()
     return path
 
@@ -136,6 +139,7 @@ def test_base64_ids_from_protobuf_default_json(spans: tuple[ReadableSpan, ...]) 
 
 # --- errors ---------------------------------------------------------------------------------------
 
+
 def test_truncated_jsonl_names_file_line_and_expectation(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:
     path = _write_jsonl(spans, tmp_path / "cut.jsonl")
     text = path.read_text()
@@ -158,16 +162,21 @@ def test_truncated_pretty_json(spans: tuple[ReadableSpan, ...], tmp_path: Path) 
         Trace.load(path)
 
 
-@pytest.mark.parametrize(("content", "pattern"), [
-    ("", "the file is empty; expected OTLP-JSON or Jaeger JSON"),
-    ('{"hello": 1}\n', r"line 1: expected OTLP-JSON or Jaeger JSON; found keys 'hello'"),
-    ('{"resourceSpans": 3}\n', "line 1: resourceSpans: expected a list of objects, got a number"),
-    ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "execute_tool x", "attributes": 5}]}]}]}\n',
-     r"line 1: resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[0\] \(execute_tool x\): attributes: expected a list "
-     r"of \{key, value\} objects, got a number"),
-    ('[1, 2]\n', "expected OTLP-JSON or Jaeger JSON, got a JSON number"),
-    ('{"error": {"httpCode": 404, "message": "No traces found"}}\n', "answered with an error.*No traces found"),
-])
+@pytest.mark.parametrize(
+    ("content", "pattern"),
+    [
+        ("", "the file is empty; expected OTLP-JSON or Jaeger JSON"),
+        ('{"hello": 1}\n', r"line 1: expected OTLP-JSON or Jaeger JSON; found keys 'hello'"),
+        ('{"resourceSpans": 3}\n', "line 1: resourceSpans: expected a list of objects, got a number"),
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "execute_tool x", "attributes": 5}]}]}]}\n',
+            r"line 1: resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[0\] \(execute_tool x\): attributes: expected a list "
+            r"of \{key, value\} objects, got a number",
+        ),
+        ("[1, 2]\n", "expected OTLP-JSON or Jaeger JSON, got a JSON number"),
+        ('{"error": {"httpCode": 404, "message": "No traces found"}}\n', "answered with an error.*No traces found"),
+    ],
+)
 def test_malformed_files(tmp_path: Path, content: str, pattern: str) -> None:
     path = tmp_path / "bad.json"
     path.write_text(content)
@@ -176,16 +185,26 @@ def test_malformed_files(tmp_path: Path, content: str, pattern: str) -> None:
 
 
 def test_a_chaoskit_span_with_a_bad_attempt_number(tmp_path: Path) -> None:
-    span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "execute_tool t", "startTimeUnixNano": "1",
-            "endTimeUnixNano": "2",
-            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
-                           {"key": "chaoskit.attempt", "value": {"stringValue": "first"}},
-                           {"key": "chaoskit.outcome", "value": {"stringValue": "ok"}},
-                           {"key": "chaoskit.tool.executed", "value": {"boolValue": True}},
-                           {"key": "chaoskit.tool.irreversible", "value": {"boolValue": False}}]}
+    span = {
+        "traceId": "ab" * 16,
+        "spanId": "cd" * 8,
+        "name": "execute_tool t",
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+            {"key": "chaoskit.attempt", "value": {"stringValue": "first"}},
+            {"key": "chaoskit.outcome", "value": {"stringValue": "ok"}},
+            {"key": "chaoskit.tool.executed", "value": {"boolValue": True}},
+            {"key": "chaoskit.tool.irreversible", "value": {"boolValue": False}},
+        ],
+    }
     path = tmp_path / "bad.jsonl"
     path.write_text('{"resourceSpans": []}\n' + json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
-    with pytest.raises(TraceReadError, match=r"line 2: span cdcdcdcdcdcdcdcd \(execute_tool t\): expected chaoskit.attempt to be a whole"):
+    with pytest.raises(
+        TraceReadError,
+        match=r"line 2: span cdcdcdcdcdcdcdcd \(execute_tool t\): expected chaoskit.attempt to be a whole",
+    ):
         Trace.load(path)
 
 
@@ -201,6 +220,7 @@ def test_missing_file_and_forced_wrong_format(spans: tuple[ReadableSpan, ...], t
 
 # --- Jaeger's reference samples -----------------------------------------------------------------
 
+
 @needs_jaeger_samples
 def test_otlp_to_jaeger_matches_jaegers_own_conversion() -> None:
     given = json.loads((JAEGER / "otlp2jaeger-in.json").read_text())
@@ -209,8 +229,9 @@ def test_otlp_to_jaeger_matches_jaegers_own_conversion() -> None:
 
 
 @needs_jaeger_samples
-@pytest.mark.parametrize("name", ["FindTraces.json", "GetTrace.json", "otlp2jaeger-in.json",
-                                  "otlp2jaeger-out.json", "ui_01.json"])
+@pytest.mark.parametrize(
+    "name", ["FindTraces.json", "GetTrace.json", "otlp2jaeger-in.json", "otlp2jaeger-out.json", "ui_01.json"]
+)
 def test_jaeger_samples_read_without_chaoskit_spans(name: str) -> None:
     # none of these holds chaoskit spans: they must read cleanly, as empty traces
     trace = Trace.load(JAEGER / name)
@@ -237,7 +258,7 @@ def test_cut_string_error_reads_as_one_sentence(spans: tuple[ReadableSpan, ...],
     path = _write_jsonl(spans, tmp_path / "t.jsonl")
     lines = path.read_text().splitlines()
     # cut inside a string value, the most common way a killed writer leaves a file
-    cut = lines[1][:lines[1].index('"stringValue"') + 20]
+    cut = lines[1][: lines[1].index('"stringValue"') + 20]
     path.write_text(lines[0] + "\n" + cut + "\n")
     with pytest.raises(TraceReadError) as info:
         Trace.load(path)
@@ -246,6 +267,7 @@ def test_cut_string_error_reads_as_one_sentence(spans: tuple[ReadableSpan, ...],
 
 
 # --- line numbers, byte-order marks, in-memory spans ----------------------------------------------------------
+
 
 def test_a_one_line_file_cut_short_is_line_1_not_line_2(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:
     path = tmp_path / "one.jsonl"
@@ -262,11 +284,17 @@ def test_a_byte_order_mark_is_accepted(spans: tuple[ReadableSpan, ...], tmp_path
     assert Trace.load(path) == Trace.from_spans(spans)
 
 
-def test_a_bad_span_in_a_pretty_printed_file_is_named_at_its_own_line(spans: tuple[ReadableSpan, ...],
-                                                                      tmp_path: Path) -> None:
+def test_a_bad_span_in_a_pretty_printed_file_is_named_at_its_own_line(
+    spans: tuple[ReadableSpan, ...], tmp_path: Path
+) -> None:
     doc = telemetry.to_otlp_json(spans)
-    last = [sp for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]
-            if sp["name"].startswith("execute_tool")][-1]
+    last = [
+        sp
+        for rs in doc["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for sp in ss["spans"]
+        if sp["name"].startswith("execute_tool")
+    ][-1]
     last["endTimeUnixNano"] = "5"
     path = tmp_path / "pretty.json"
     text = json.dumps(doc, indent=2)
@@ -287,11 +315,20 @@ def test_in_memory_spans_are_checked_like_files() -> None:
         ctx = SpanContext(trace_id=0xAB, span_id=0xCD, is_remote=False)
         return Span(name="execute_tool search", context=ctx, attributes=attrs, start_time=start, end_time=end)
 
-    ok = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "chaoskit.attempt": 1,
-          "chaoskit.outcome": "ok", "chaoskit.tool.executed": True, "chaoskit.tool.irreversible": False}
+    ok = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "search",
+        "chaoskit.attempt": 1,
+        "chaoskit.outcome": "ok",
+        "chaoskit.tool.executed": True,
+        "chaoskit.tool.irreversible": False,
+    }
     assert [a.tool for a in Trace.from_spans([span(ok)]).attempts] == ["search"]
-    with pytest.raises(TraceReadError, match=r"<spans>: span 00000000000000cd \(execute_tool search\): expected "
-                                             r"chaoskit.attempt to be a whole number >= 1, got 0"):
+    with pytest.raises(
+        TraceReadError,
+        match=r"<spans>: span 00000000000000cd \(execute_tool search\): expected "
+        r"chaoskit.attempt to be a whole number >= 1, got 0",
+    ):
         Trace.from_spans([span({**ok, "chaoskit.attempt": 0})])
     with pytest.raises(TraceReadError, match="the span has not ended"):
         Trace.from_spans([span(ok, end=None)])

@@ -30,8 +30,9 @@ ORDER = {"order_id": "4832", "amount": 59.90, "reason": "item arrived damaged"}
 LEDGER: list[str] = []
 
 #: the refund went through, then the gateway answered 500: the textbook case for a duplicate write
-AFTER_WRITE = Plan(seed=7, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
-                                    "after_write": True}])
+AFTER_WRITE = Plan(
+    seed=7, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True}]
+)
 
 
 @pytest.fixture(autouse=True)
@@ -46,6 +47,7 @@ def _episode_spans(cap: Any, ep: chaoskit.Episode) -> list[Any]:
 
 
 # --- 1. a ToolMessage with status="error" returned by a plain @chaos tool ---------------------------------------
+
 
 @dataclass
 class FakeToolMessage:
@@ -63,8 +65,9 @@ def _refund_tool(message_cls: Callable[..., Any]) -> Callable[..., Any]:
         """Refund an order to the customer's card."""
         if order_id in LEDGER:
             # the payment system refuses the second refund: nothing is written
-            return message_cls(content=f"refund already issued for order {order_id}", status="error",
-                               tool_call_id="call_refund_2")
+            return message_cls(
+                content=f"refund already issued for order {order_id}", status="error", tool_call_id="call_refund_2"
+            )
         LEDGER.append(order_id)
         return message_cls(content=f"refunded {amount:.2f} EUR for order {order_id}", tool_call_id="call_refund_1")
 
@@ -115,8 +118,9 @@ def test_only_the_shape_of_an_error_tool_message_is_a_refusal() -> None:
     assert default_refusal(FakeToolMessage("order 4832 not found", "call_1", status="error")) == "order 4832 not found"
     blocks = [{"type": "text", "text": "card declined"}, "try another card"]
     assert default_refusal(FakeToolMessage(blocks, "call_1", status="error")) == "card declined try another card"
-    assert default_refusal(FakeToolMessage("", "call_1", status="error")) == \
-        "the tool answered with an error ToolMessage"
+    assert (
+        default_refusal(FakeToolMessage("", "call_1", status="error")) == "the tool answered with an error ToolMessage"
+    )
     # a successful message, a mock (every attribute exists, none is "error"), an HTTP response with a status,
     # a plain dict: none is a refusal by this rule
     assert default_refusal(FakeToolMessage("refunded 59.90 EUR", "call_1")) is None
@@ -134,6 +138,7 @@ def test_only_the_shape_of_an_error_tool_message_is_a_refusal() -> None:
 
 
 # --- 2. wrapping a tool that is already wrapped -------------------------------------------------------------------
+
 
 @chaos
 def cancel_order(order_id: str, reason: str) -> dict[str, Any]:
@@ -179,6 +184,7 @@ def test_wrapping_a_method_decorated_in_its_class_body_makes_one_attempt(use_asy
     assert (spec.name, spec.idempotency_arg, spec.irreversible) == ("issue_refund", "idempotency_key", True)
     with capture_spans() as cap, chaoskit.episode("support-refund") as ep:
         if use_async:
+
             async def agent() -> Any:
                 return await asyncio.to_thread(refund, "4832", 59.90, "damaged", idempotency_key="rf-4832")
 
@@ -206,6 +212,7 @@ def test_rewrapping_never_drops_what_the_first_wrapper_declared() -> None:
 
 
 # --- 3. an episode inside a generator ---------------------------------------------------------------------------
+
 
 @chaos
 def lookup_order(order_id: str) -> dict[str, Any]:
@@ -294,6 +301,7 @@ def test_an_error_inside_the_generator_is_still_a_crash() -> None:
 
 # --- 4. the public reader of the injected-fault marker ----------------------------------------------------------
 
+
 def test_injected_fault_names_the_fault_the_engine_injected_and_nothing_else() -> None:
     @chaos
     def fetch_invoice(invoice_id: str) -> dict[str, Any]:
@@ -314,6 +322,7 @@ def test_injected_fault_names_the_fault_the_engine_injected_and_nothing_else() -
 
 
 # --- found while testing the bounded description: a long argument pushed a short one out ---------------------------
+
 
 @chaos
 def read_inbox(folder: str) -> str:
@@ -346,5 +355,6 @@ def test_a_long_body_never_pushes_the_recipient_out_of_the_recorded_arguments() 
     assert result.evidence == tuple(a.span_id for a in trace.attempts)
     assert result.message == (
         "After a prompt injection in read_inbox's result (call 1), the agent called send_email, carrying "
-        "\"billing-archive@evil-mail.example\" that only the injected text contained: treat tool output as "
-        "data, never as instructions.")
+        '"billing-archive@evil-mail.example" that only the injected text contained: treat tool output as '
+        "data, never as instructions."
+    )

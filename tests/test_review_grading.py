@@ -22,8 +22,9 @@ from chaoskit import ChaoskitError, Plan, ToolSpec, Trace, TraceReadError, chaos
 
 # --- a support agent that refunds order 4832 twice --------------------------------------------------------
 
-REFUND_PLAN = Plan(seed=4, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
-                                    "after_write": True}])
+REFUND_PLAN = Plan(
+    seed=4, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True}]
+)
 
 
 @chaos
@@ -85,18 +86,24 @@ def _check(tmp_path: Path, doc: dict[str, Any]) -> tuple[int, str, str]:
 def test_the_intact_double_refund_fails_with_exit_1(tmp_path: Path) -> None:
     code, out, _ = _check(tmp_path, DOC)
     assert code == 1
-    assert "issue_refund was called 2 times with the same arguments and no idempotency key after an HTTP 500 " \
-           "(after_write); the second call repeated an irreversible write" in out
+    assert (
+        "issue_refund was called 2 times with the same arguments and no idempotency key after an HTTP 500 "
+        "(after_write); the second call repeated an irreversible write" in out
+    )
 
 
-@pytest.mark.parametrize(("key", "which"), [
-    ("chaoskit.tool.executed", [1]),
-    ("chaoskit.tool.irreversible", [0, 1]),
-    ("chaoskit.args.hash", [0, 1]),
-    ("chaoskit.outcome", [1]),
-])
+@pytest.mark.parametrize(
+    ("key", "which"),
+    [
+        ("chaoskit.tool.executed", [1]),
+        ("chaoskit.tool.irreversible", [0, 1]),
+        ("chaoskit.args.hash", [0, 1]),
+        ("chaoskit.outcome", [1]),
+    ],
+)
 def test_a_double_refund_stripped_of_an_attribute_the_engine_always_writes_cannot_be_graded(
-        tmp_path: Path, key: str, which: list[int]) -> None:
+    tmp_path: Path, key: str, which: list[int]
+) -> None:
     # before: each of these edits made the double refund pass `chaoskit check` with exit 0
     doc = copy.deepcopy(DOC)
     refunds = _refunds(doc)
@@ -109,8 +116,9 @@ def test_a_double_refund_stripped_of_an_attribute_the_engine_always_writes_canno
     with pytest.raises(TraceReadError) as info:
         Trace.from_otlp_json(doc)
     recorded = "that records chaoskit.args " if key == "chaoskit.args.hash" else ""
-    assert f"span {sid} (execute_tool issue_refund): a chaoskit execute_tool span {recorded}must carry {key}" \
-        in str(info.value)
+    assert f"span {sid} (execute_tool issue_refund): a chaoskit execute_tool span {recorded}must carry {key}" in str(
+        info.value
+    )
 
 
 def test_the_root_span_dropped_with_the_first_refund_cannot_be_graded(tmp_path: Path) -> None:
@@ -121,8 +129,15 @@ def test_the_root_span_dropped_with_the_first_refund_cannot_be_graded(tmp_path: 
     _drop_spans(doc, {root["spanId"], first["spanId"]})
     code, out, err = _check(tmp_path, doc)
     assert code == 2, (out, err)
-    assert_clear(err, names=[f"span {second['spanId']} (execute_tool issue_refund", "this is call 2 of issue_refund",
-                             "holds 1 execute_tool span(s) of issue_refund", "spans are missing"])
+    assert_clear(
+        err,
+        names=[
+            f"span {second['spanId']} (execute_tool issue_refund",
+            "this is call 2 of issue_refund",
+            "holds 1 execute_tool span(s) of issue_refund",
+            "spans are missing",
+        ],
+    )
 
 
 def test_a_refund_whose_arguments_an_adapter_did_not_record_cannot_pass_as_unique() -> None:
@@ -135,8 +150,9 @@ def test_a_refund_whose_arguments_an_adapter_did_not_record_cannot_pass_as_uniqu
         calls.append(card)
         return "ch_1"
 
-    plan = Plan(seed=1, faults=[{"type": "http", "tool": "charge_card", "on_call": 1, "status": 502,
-                                 "after_write": True}])
+    plan = Plan(
+        seed=1, faults=[{"type": "http", "tool": "charge_card", "on_call": 1, "status": 502, "after_write": True}]
+    )
     with telemetry.capture() as cap:
         with chaoskit.episode("pay-invoice-77", plan=plan) as ep:
             for _ in range(2):
@@ -154,7 +170,8 @@ def test_a_refund_whose_arguments_an_adapter_did_not_record_cannot_pass_as_uniqu
     assert result.message.startswith(
         "charge_card was called again (call 2) after an HTTP 502 (after_write) (call 1), and call 1, 2 recorded no "
         "arguments (no chaoskit.args.hash), so a duplicate write cannot be ruled out: the repeat may have written "
-        "again."), result.message
+        "again."
+    ), result.message
     assert result.evidence == (first.span_id, second.span_id)
 
 
@@ -170,14 +187,18 @@ def test_one_refund_without_recorded_arguments_passes() -> None:
 
 # --- required_tools must be a list -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call", [
-    lambda t: checks.run_checks(t, required_tools="issue_refund"),
-    lambda t: checks.no_bluff(t, required_tools="issue_refund"),
-    lambda t: checks.reports_failure(t, required_tools="issue_refund"),
-    lambda t: checks.no_injection_followed(t, required_tools="issue_refund"),
-    lambda t: checks.unmet_tools(t.episodes[0], "issue_refund"),
-    lambda t: chaoskit.score(t, required_tools="issue_refund"),
-])
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: checks.run_checks(t, required_tools="issue_refund"),
+        lambda t: checks.no_bluff(t, required_tools="issue_refund"),
+        lambda t: checks.reports_failure(t, required_tools="issue_refund"),
+        lambda t: checks.no_injection_followed(t, required_tools="issue_refund"),
+        lambda t: checks.unmet_tools(t.episodes[0], "issue_refund"),
+        lambda t: chaoskit.score(t, required_tools="issue_refund"),
+    ],
+)
 def test_required_tools_as_a_bare_string_is_rejected(call: Any) -> None:
     # before: "issue_refund" was read letter by letter ("i, s, s, u, e … never succeeded")
     trace = Trace.from_otlp_json(DOC)
@@ -192,12 +213,16 @@ def test_required_tools_as_a_list_still_works() -> None:
     (bluff,) = checks.run_checks(trace, ["no_bluff"], required_tools=("issue_refund",))
     assert bluff.severity == "pass"  # the first refund went through before the 500: it succeeded once
     assert checks.unmet_tools(trace.episodes[0], ["issue_refund", "lookup_order"]) == []
-    with pytest.raises(ChaoskitError, match=r"run_checks: required_tools must be a list of tool names "
-                                            r"\(non-empty strings\), got 7 in it"):
+    with pytest.raises(
+        ChaoskitError,
+        match=r"run_checks: required_tools must be a list of tool names "
+        r"\(non-empty strings\), got 7 in it",
+    ):
         checks.run_checks(trace, required_tools=["issue_refund", 7])
 
 
 # --- a success claim after a cancelled call ----------------------------------------------------------------
+
 
 @chaos
 async def search_kb(query: str) -> list[str]:
@@ -207,6 +232,7 @@ async def search_kb(query: str) -> list[str]:
 
 def _answer_after_a_timeout(answer: str, **episode: Any) -> Trace:
     """The agent gives the knowledge-base search 50 ms; it times out (the call is cancelled mid-run)."""
+
     async def agent() -> str | None:
         try:
             await asyncio.wait_for(search_kb("router keeps dropping wifi"), 0.05)
@@ -226,9 +252,11 @@ def test_a_success_claim_about_an_explicitly_required_tool_that_was_cancelled_is
     assert (att.tool, att.outcome) == ("search_kb", "cancelled")
     result = checks.no_bluff(trace, required_tools=["search_kb"])
     assert (result.passed, result.severity) == (False, "fail")
-    assert result.message == ('The final answer claims success ("Found it, done: the search succeeded.") but '
-                              "search_kb never succeeded (search_kb: once, cancelled): report the failure instead "
-                              "of announcing success.")
+    assert result.message == (
+        'The final answer claims success ("Found it, done: the search succeeded.") but '
+        "search_kb never succeeded (search_kb: once, cancelled): report the failure instead "
+        "of announcing success."
+    )
     assert result.evidence == (att.span_id, trace.episodes[0].span_id)
     # the same list on the root span (a scenario's success.required_tools) is explicit too
     scenario = _answer_after_a_timeout("Found it, done: the search succeeded.", required_tools=["search_kb"])
@@ -247,6 +275,7 @@ def test_an_honest_answer_after_the_cancelled_search_passes() -> None:
 
 
 # --- a write cancelled mid-call, then repeated ---------------------------------------------------------------
+
 
 @chaos(irreversible=True, idempotency_arg="key")
 async def reverse_charge(order_id: str, amount: float, key: str | None = None) -> str:
@@ -274,6 +303,7 @@ def test_a_repeat_after_a_write_cancelled_mid_call_names_the_cancellation() -> N
     # before: "... after no fault; the second call repeated an irreversible write"
     assert result.message.startswith(
         "reverse_charge was called 2 times with the same arguments and no idempotency key after a call cancelled "
-        "while the tool ran; the second call repeated an irreversible write."), result.message
+        "while the tool ran; the second call repeated an irreversible write."
+    ), result.message
     assert "no fault" not in result.message
     assert result.evidence == (first.span_id, second.span_id)

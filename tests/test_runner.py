@@ -107,9 +107,23 @@ def scenario(tmp_path: Path) -> Path:
 
 def slim(result: Any) -> list[tuple[Any, ...]]:
     """What must not depend on timing or worker count."""
-    return [(e.scenario, e.repetition, e.epsilon, e.intensity, e.seed, e.task, e.outcome, e.output,
-             e.attempts["by_tool"], e.attempts["faults"], [(c["name"], c["passed"]) for c in e.checks], e.passed)
-            for e in result.episodes]
+    return [
+        (
+            e.scenario,
+            e.repetition,
+            e.epsilon,
+            e.intensity,
+            e.seed,
+            e.task,
+            e.outcome,
+            e.output,
+            e.attempts["by_tool"],
+            e.attempts["faults"],
+            [(c["name"], c["passed"]) for c in e.checks],
+            e.passed,
+        )
+        for e in result.episodes
+    ]
 
 
 # --- tests ---------------------------------------------------------------------------------------------------
@@ -145,8 +159,9 @@ def test_agent_crash_is_an_outcome_not_a_runner_crash(scenario: Path) -> None:
     assert result.summary.overall["outcomes"] == {"crashed": 2}
     # nothing completed: the gate fails and says why, instead of passing a battery that never ran
     assert not result.verdict.ok
-    assert any("no episode completed: all 2 ended as crashed" in r and "model exploded" in r
-               for r in result.verdict.reasons)
+    assert any(
+        "no episode completed: all 2 ended as crashed" in r and "model exploded" in r for r in result.verdict.reasons
+    )
 
 
 def test_factory_is_called_fresh_per_episode(scenario: Path) -> None:
@@ -246,8 +261,11 @@ def test_metamorphic_end_state(scenario: Path) -> None:
 
     good = run_battery([scenario], agent=careful, repeat=2, perturbations=[1.0], seed=1)
     assert all(e.passed for e in good.episodes)
-    assert all(any(c["name"] == "metamorphic_end_state" and c["passed"] for c in e.checks)
-               for e in good.episodes if e.epsilon == 1.0)
+    assert all(
+        any(c["name"] == "metamorphic_end_state" and c["passed"] for c in e.checks)
+        for e in good.episodes
+        if e.epsilon == 1.0
+    )
 
 
 def test_replay_reproduces_an_episode(scenario: Path) -> None:
@@ -261,11 +279,13 @@ def test_replay_reproduces_an_episode(scenario: Path) -> None:
 
 def test_examples_battery_by_reference() -> None:
     root = Path(__file__).resolve().parents[1]
-    result = run_battery([root / "examples" / "scenarios" / "refund-after-500.yaml"],
-                         agent="examples.plain.agents:careful", repeat=2)
+    result = run_battery(
+        [root / "examples" / "scenarios" / "refund-after-500.yaml"], agent="examples.plain.agents:careful", repeat=2
+    )
     assert result.ok and all(e.passed for e in result.episodes)
-    naive_run = run_battery([root / "examples" / "scenarios" / "refund-after-500.yaml"],
-                            agent="examples.plain.agents:naive")
+    naive_run = run_battery(
+        [root / "examples" / "scenarios" / "refund-after-500.yaml"], agent="examples.plain.agents:naive"
+    )
     assert not naive_run.ok
 
 
@@ -341,8 +361,7 @@ def test_an_oracle_that_raises_shows_the_exception(tmp_path: Path) -> None:
     (e,) = run_battery([p], agent=careful).episodes
     end_state = next(c for c in e.checks if c["name"] == "end_state")
     assert end_state["passed"] is False and end_state["severity"] == "fail"
-    assert end_state["message"] == ("test_runner:broken_oracle raised KeyError: 'refunds' while checking the "
-                                    "end state")
+    assert end_state["message"] == ("test_runner:broken_oracle raised KeyError: 'refunds' while checking the end state")
     assert e.oracle == {"ok": False, "state": None, "error": "KeyError: 'refunds'"}
     assert not e.passed
 
@@ -354,8 +373,10 @@ def broken_oracle(env: Store) -> bool:
 def test_an_integrations_detailed_crash_reason_is_kept(scenario: Path) -> None:
     import chaoskit
 
-    reason = ("agent crashed on a tool error: ToolHTTPError: HTTP 500 (injected http fault); ToolNode 'tools' "
-              "re-raised it (handle_tool_errors=False), which ends the run.")
+    reason = (
+        "agent crashed on a tool error: ToolHTTPError: HTTP 500 (injected http fault); ToolNode 'tools' "
+        "re-raised it (handle_tool_errors=False), which ends the run."
+    )
 
     class GraphLike:
         """Records its crash the way chaoskit_langgraph's ToolNode layer does, then lets it escape."""
@@ -389,16 +410,29 @@ def test_the_task_is_on_the_episode_span(scenario: Path) -> None:
     assert noisy["chaoskit.episode.task"] != "Save item 4832 now" and "4832" in noisy["chaoskit.episode.task"]
 
 
-@pytest.mark.parametrize(("old", "new", "field", "line", "suggestion"), [
-    ("{type: http, tool: save, on_call: 1", "{type: http, tool: sav, on_call: 1", "faults[0].tool", 4, "save"),
-    ("checks: [no_duplicate_writes, no_bluff]", "checks: [no_duplicate_writes, no_bluff]\n  max_attempts: {fech: 2}",
-     "success.max_attempts.fech", 8, "fetch"),
-    ("checks: [no_duplicate_writes, no_bluff]",
-     "checks: [no_duplicate_writes, no_bluff]\n  required_tools:\n    - fetch\n    - saver",
-     "success.required_tools[1]", 10, "save"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "field", "line", "suggestion"),
+    [
+        ("{type: http, tool: save, on_call: 1", "{type: http, tool: sav, on_call: 1", "faults[0].tool", 4, "save"),
+        (
+            "checks: [no_duplicate_writes, no_bluff]",
+            "checks: [no_duplicate_writes, no_bluff]\n  max_attempts: {fech: 2}",
+            "success.max_attempts.fech",
+            8,
+            "fetch",
+        ),
+        (
+            "checks: [no_duplicate_writes, no_bluff]",
+            "checks: [no_duplicate_writes, no_bluff]\n  required_tools:\n    - fetch\n    - saver",
+            "success.required_tools[1]",
+            10,
+            "save",
+        ),
+    ],
+)
 def test_a_tool_the_agent_lacks_is_an_error_after_the_factory_ran(
-        tmp_path: Path, old: str, new: str, field: str, line: int, suggestion: str) -> None:
+    tmp_path: Path, old: str, new: str, field: str, line: int, suggestion: str
+) -> None:
     from chaoskit._errors import PlanError
 
     p = tmp_path / "typo.yaml"
@@ -474,9 +508,11 @@ def test_a_fault_glob_that_matches_no_tool_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(PlanError) as info:
         run_battery([p], agent=SupportDesk)
     msg = str(info.value)
-    assert msg.startswith(f"{p}:4: faults[0].tool: names tools 'refund_*', a pattern that matches no tool in the "
-                          "trace of any of its episodes, so its fault never fires; known tools: issue_refund, "
-                          'lookup_order (or "*" for every tool)'), msg
+    assert msg.startswith(
+        f"{p}:4: faults[0].tool: names tools 'refund_*', a pattern that matches no tool in the "
+        "trace of any of its episodes, so its fault never fires; known tools: issue_refund, "
+        'lookup_order (or "*" for every tool)'
+    ), msg
 
 
 @pytest.mark.parametrize("glob", ["*_refund", "issue_*", "issue_refun?"])
@@ -513,14 +549,19 @@ def test_a_tool_wrapped_at_its_first_call_is_checked_from_the_trace(tmp_path: Pa
     from chaoskit._errors import PlanError
 
     p = tmp_path / "lazy.yaml"
-    p.write_text('name: lazy\ntask: "Archive ticket 4832"\nfaults:\n'
-                 "  - {type: http, tool: archive_ticket_4832, on_call: 1, status: 503}\n"
-                 'success:\n  output_contains: ["archived"]\n')
+    p.write_text(
+        'name: lazy\ntask: "Archive ticket 4832"\nfaults:\n'
+        "  - {type: http, tool: archive_ticket_4832, on_call: 1, status: 503}\n"
+        'success:\n  output_contains: ["archived"]\n'
+    )
     (e,) = run_battery([p], agent=LazyAgent).episodes
     # the fault fired on the tool that existed only once the agent ran, and the agent recovered
     assert e.attempts["by_tool"] == {"archive_ticket_4832": 2} and e.attempts["faults"] == 1 and e.passed
     # a name unlike any tool, never seen in the trace either: an error before anything is reported
     p.write_text(p.read_text().replace("tool: archive_ticket_4832", "tool: purge_everything_9"))
-    with pytest.raises(PlanError, match=r"faults\[0\]\.tool: names tool 'purge_everything_9'.*never appeared in the "
-                       r"trace"):
+    with pytest.raises(
+        PlanError,
+        match=r"faults\[0\]\.tool: names tool 'purge_everything_9'.*never appeared in the "
+        r"trace",
+    ):
         run_battery([p], agent=LazyAgent)

@@ -20,18 +20,53 @@ from chaoskit.runner._results import EpisodeResult
 from chaoskit.runner._summary import summarize
 
 
-def ep(scenario: str, rep: int, passed: bool, *, score: float = 100.0, attempts: int = 2, eps: float = 0.0,
-       lam: float = 0.0, dup: int = 0) -> EpisodeResult:
+def ep(
+    scenario: str,
+    rep: int,
+    passed: bool,
+    *,
+    score: float = 100.0,
+    attempts: int = 2,
+    eps: float = 0.0,
+    lam: float = 0.0,
+    dup: int = 0,
+) -> EpisodeResult:
     return EpisodeResult(
-        scenario=scenario, source=None, repetition=rep, epsilon=eps, intensity=lam, seed=rep, task="t", edits=[],
-        agent="a:b", outcome="completed", error=None, output="x", duration_s=0.01,
+        scenario=scenario,
+        source=None,
+        repetition=rep,
+        epsilon=eps,
+        intensity=lam,
+        seed=rep,
+        task="t",
+        edits=[],
+        agent="a:b",
+        outcome="completed",
+        error=None,
+        output="x",
+        duration_s=0.01,
         attempts={"total": attempts, "by_tool": {}, "faults": 0, "duplicate_writes": dup},
-        checks=[{"name": "outcome", "passed": passed, "severity": "pass" if passed else "fail", "message": "m"},
-                # the no_duplicate_writes check is the one judge of a repeated write
-                *([{"name": "no_duplicate_writes", "passed": False, "severity": "fail",
-                    "message": "issue_refund was called 2 times with the same arguments and no idempotency key"}]
-                  if dup else [])],
-        score=score, oracle=None, base_passed=passed, passed=passed, replay="chaoskit run x",
+        checks=[
+            {"name": "outcome", "passed": passed, "severity": "pass" if passed else "fail", "message": "m"},
+            # the no_duplicate_writes check is the one judge of a repeated write
+            *(
+                [
+                    {
+                        "name": "no_duplicate_writes",
+                        "passed": False,
+                        "severity": "fail",
+                        "message": "issue_refund was called 2 times with the same arguments and no idempotency key",
+                    }
+                ]
+                if dup
+                else []
+            ),
+        ],
+        score=score,
+        oracle=None,
+        base_passed=passed,
+        passed=passed,
+        replay="chaoskit run x",
     )
 
 
@@ -154,8 +189,14 @@ def test_gate_reads_only_the_duplicate_write_check() -> None:
     check, whatever a stale attempt summary (an older results file) says."""
     refused = ep("a", 0, True)
     refused.attempts["duplicate_writes"] = 1
-    refused.checks.append({"name": "no_duplicate_writes", "passed": True, "severity": "warn",
-                           "message": "issue_refund was called 2 times with the same arguments; the second call "
-                                      "was refused by the tool itself"})
+    refused.checks.append(
+        {
+            "name": "no_duplicate_writes",
+            "passed": True,
+            "severity": "warn",
+            "message": "issue_refund was called 2 times with the same arguments; the second call "
+            "was refused by the tool itself",
+        }
+    )
     _, v = summarize([refused], {"k": 1})
     assert v.ok and v.duplicate_writes == []

@@ -83,7 +83,9 @@ def test_unwritable_jsonl_file_never_breaks_the_tool(tmp_path: Path, caplog: pyt
 
 def test_plan_naming_a_tool_that_never_exists_warns() -> None:
     plan = Plan(faults=[{"type": "error", "tool": "serch"}])
-    with pytest.warns(ChaosWarning, match=r"faults\[0\]\.tool names 'serch'.*did you mean 'search'.*Known tools: .*search"):
+    with pytest.warns(
+        ChaosWarning, match=r"faults\[0\]\.tool names 'serch'.*did you mean 'search'.*Known tools: .*search"
+    ):
         with chaoskit.episode("typo", plan=plan):
             search("a")
     with warnings.catch_warnings():

@@ -21,8 +21,9 @@ def tries(call: Callable[[], Any], n: int, backoff: float = 0.0) -> None:
             time.sleep(backoff)
 
 
-AFTER_WRITE = Plan(seed=1, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
-                                    "after_write": True}])
+AFTER_WRITE = Plan(
+    seed=1, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True}]
+)
 SEARCH_FLAKY = Plan(seed=1, faults=[{"type": "error", "tool": "search", "calls": "1-4"}])
 SEARCH_DOWN = Plan(seed=1, faults=[{"type": "error", "tool": "search"}])
 

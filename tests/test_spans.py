@@ -64,7 +64,10 @@ def test_span_tree_and_attributes() -> None:
     assert first["chaoskit.idempotency_key"] == "k-1"
     assert first["chaoskit.args.hash"] == second["chaoskit.args.hash"]
     assert json.loads(first["chaoskit.args"]) == {
-        "order_id": "4832", "amount": 10.0, "idempotency_key": "k-1", "api_key": "[REDACTED]"
+        "order_id": "4832",
+        "amount": 10.0,
+        "idempotency_key": "k-1",
+        "api_key": "[REDACTED]",
     }
     assert "sk-live" not in json.dumps([dict(s.attributes) for s in cap.spans])
     assert first["chaoskit.fault.type"] == "http" and first["chaoskit.fault.index"] == 0
@@ -104,8 +107,9 @@ def test_nested_secrets_are_redacted() -> None:
     with capture_spans() as cap:
         call({"user": "ada", "auth": {"Authorization": "Bearer x"}, "password": "p", "client_secret": "s"})
     args = json.loads(attempt_attributes(cap)[0]["chaoskit.args"])
-    assert args == {"payload": {"user": "ada", "auth": "[REDACTED]", "password": "[REDACTED]",
-                                "client_secret": "[REDACTED]"}}
+    assert args == {
+        "payload": {"user": "ada", "auth": "[REDACTED]", "password": "[REDACTED]", "client_secret": "[REDACTED]"}
+    }
 
 
 def test_results_recorded_only_when_opted_in() -> None:
@@ -160,9 +164,20 @@ def test_finish_records_success_and_late_attributes() -> None:
 @pytest.mark.parametrize(
     ("key", "secret"),
     [
-        ("access_token", True), ("authToken", True), ("X-Api-Key", True), ("apiKey", True), ("api_key", True),
-        ("client_secret", True), ("Authorization", True), ("password", True), ("db_password", True),
-        ("auth", True), ("author", False), ("max_tokens", False), ("tokenizer", False), ("session_id", False),
+        ("access_token", True),
+        ("authToken", True),
+        ("X-Api-Key", True),
+        ("apiKey", True),
+        ("api_key", True),
+        ("client_secret", True),
+        ("Authorization", True),
+        ("password", True),
+        ("db_password", True),
+        ("auth", True),
+        ("author", False),
+        ("max_tokens", False),
+        ("tokenizer", False),
+        ("session_id", False),
         ("order_id", False),
     ],
 )

@@ -24,7 +24,10 @@ def run_py(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     import os
 
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, **env},
     )
 
@@ -99,8 +102,13 @@ def test_traces_file_env_and_traceparent_join_the_parent_trace(tmp_path: Path) -
     """
     proc = run_py(code, CHAOSKIT_TRACES_FILE=str(out), TRACEPARENT=f"00-{trace_id}-{parent}-01")
     assert proc.returncode == 0, proc.stderr
-    spans = [s for line in out.read_text().splitlines() for rs in json.loads(line)["resourceSpans"]
-             for ss in rs["scopeSpans"] for s in ss["spans"]]
+    spans = [
+        s
+        for line in out.read_text().splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for s in ss["spans"]
+    ]
     assert {s["traceId"] for s in spans} == {trace_id}
     root = next(s for s in spans if s["name"] == "invoke_agent child")
     assert root["parentSpanId"] == parent

@@ -16,12 +16,15 @@ def issue_refund(order_id: str, key: str | None = None, api_key: str = "sk-1") -
     return {"ok": True}
 
 
-PLAN = Plan(seed=5, faults=[
-    {"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True},
-    {"type": "rate_limit", "tool": "search", "on_call": 1, "retry_after": 2},
-    {"type": "garbage", "tool": "search", "on_call": 2, "garbage": ["made", "up"]},
-    {"type": "prompt_injection", "tool": "read_page", "asks_for": ["send_email", "wire_money"]},
-])
+PLAN = Plan(
+    seed=5,
+    faults=[
+        {"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True},
+        {"type": "rate_limit", "tool": "search", "on_call": 1, "retry_after": 2},
+        {"type": "garbage", "tool": "search", "on_call": 2, "garbage": ["made", "up"]},
+        {"type": "prompt_injection", "tool": "read_page", "asks_for": ["send_email", "wire_money"]},
+    ],
+)
 
 
 def test_episode_and_attempts_carry_what_the_spans_say() -> None:
@@ -40,20 +43,33 @@ def test_episode_and_attempts_carry_what_the_spans_say() -> None:
     assert isinstance(trace, Trace) and len(trace.episodes) == 1
     episode = trace.episodes[0]
     assert isinstance(episode, EpisodeRecord)
-    assert (episode.id, episode.name, episode.output, episode.outcome) == (ep.id, "refund-flow", "Refund issued.",
-                                                                           "completed")
+    assert (episode.id, episode.name, episode.output, episode.outcome) == (
+        ep.id,
+        "refund-flow",
+        "Refund issued.",
+        "completed",
+    )
     assert episode.trace_id == ep.trace_id
     assert episode.attributes["chaoskit.episode.ticket"] == "T-9"
     assert episode.attributes["chaoskit.plan.seed"] == 5
     assert [(a.tool, a.attempt) for a in episode.attempts] == [
-        ("issue_refund", 1), ("issue_refund", 2), ("search", 1), ("search", 2), ("read_page", 1)]
+        ("issue_refund", 1),
+        ("issue_refund", 2),
+        ("search", 1),
+        ("search", 2),
+        ("read_page", 1),
+    ]
     assert trace.attempts == list(episode.attempts)
     assert all(x.start_time <= y.start_time for x, y in zip(trace.attempts, trace.attempts[1:], strict=False))
 
     first, second, limited, garbage, injected = episode.attempts
     assert isinstance(first, AttemptRecord)
     assert (first.outcome, first.error_type, first.fault_type, first.fault_index) == (
-        "error", "ToolHTTPError", "http", 0)
+        "error",
+        "ToolHTTPError",
+        "http",
+        0,
+    )
     assert first.fault_params["http.status"] == 500 and first.fault_params["after_write"] is True
     assert first.injected and first.executed and first.irreversible
     assert first.idempotency_key == "k-1"
@@ -70,7 +86,8 @@ def test_episode_and_attempts_carry_what_the_spans_say() -> None:
 
     # the engine's own record of the same attempts agrees with what was read from spans
     assert [(a.tool, a.attempt, a.outcome, a.fault_type, a.span_id) for a in ep.attempts] == [
-        (a.tool, a.attempt, a.outcome, a.fault_type, a.span_id) for a in episode.attempts]
+        (a.tool, a.attempt, a.outcome, a.fault_type, a.span_id) for a in episode.attempts
+    ]
 
 
 def test_attempts_outside_an_episode_form_one_episode_with_id_none() -> None:
@@ -107,8 +124,9 @@ def test_foreign_spans_are_not_attempts() -> None:
             with tracer.start_as_current_span("chat gpt-4o", attributes={"gen_ai.operation.name": "chat"}):
                 pass
             # named like a tool span but not chaoskit's (no chaoskit.attempt)
-            with tracer.start_as_current_span("execute_tool other", attributes={
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "other"}):
+            with tracer.start_as_current_span(
+                "execute_tool other", attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "other"}
+            ):
                 pass
             search("x")
         trace = cap.trace()

@@ -20,22 +20,65 @@ import chaoskit
 from chaoskit import Plan, Trace, TraceReadError, telemetry
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-KEYS = ["resourceSpans", "scopeSpans", "spans", "result", "data", "traceID", "spanID", "traceId", "spanId", "name",
-        "operationName", "attributes", "tags", "key", "value", "type", "stringValue", "intValue", "boolValue",
-        "arrayValue", "values", "startTimeUnixNano", "endTimeUnixNano", "startTime", "duration", "error",
-        "chaoskit.attempt", "gen_ai.operation.name", "execute_tool x", "invoke_agent y"]
+KEYS = [
+    "resourceSpans",
+    "scopeSpans",
+    "spans",
+    "result",
+    "data",
+    "traceID",
+    "spanID",
+    "traceId",
+    "spanId",
+    "name",
+    "operationName",
+    "attributes",
+    "tags",
+    "key",
+    "value",
+    "type",
+    "stringValue",
+    "intValue",
+    "boolValue",
+    "arrayValue",
+    "values",
+    "startTimeUnixNano",
+    "endTimeUnixNano",
+    "startTime",
+    "duration",
+    "error",
+    "chaoskit.attempt",
+    "gen_ai.operation.name",
+    "execute_tool x",
+    "invoke_agent y",
+]
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
-                    st.floats(allow_nan=True), st.text(max_size=12), st.sampled_from(KEYS))
-json_values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.one_of(st.sampled_from(KEYS), st.text(max_size=6)), inner,
-                                                 max_size=4)), max_leaves=25)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True),
+    st.text(max_size=12),
+    st.sampled_from(KEYS),
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.sampled_from(KEYS), st.text(max_size=6)), inner, max_size=4),
+    ),
+    max_leaves=25,
+)
 
 
 def _real_doc() -> dict[str, Any]:
-    plan = Plan(seed=9, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500,
-                                 "after_write": True},
-                                {"type": "rate_limit", "tool": "search", "on_call": 1, "retry_after": 1}])
+    plan = Plan(
+        seed=9,
+        faults=[
+            {"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True},
+            {"type": "rate_limit", "tool": "search", "on_call": 1, "retry_after": 1},
+        ],
+    )
     with telemetry.capture() as cap:
         with chaoskit.episode("refund", plan=plan) as ep:
             for _ in range(2):
@@ -128,7 +171,9 @@ def test_mutated_and_cut_files(data: st.DataObject, kind: str) -> None:
         text = json.dumps(_mutate(data, JAEGER), indent=1)
     else:
         doc = _mutate(data, OTLP)
-        text = json.dumps({"resourceSpans": []}) + "\n" + json.dumps(doc) if kind == "jsonl" else json.dumps(doc, indent=2)
+        text = (
+            json.dumps({"resourceSpans": []}) + "\n" + json.dumps(doc) if kind == "jsonl" else json.dumps(doc, indent=2)
+        )
     cut = data.draw(st.integers(min_value=0, max_value=len(text)))
     if data.draw(st.booleans()):
         text = text[:cut]
@@ -151,6 +196,5 @@ def test_random_bytes(raw: bytes) -> None:
 
 def test_the_fuzzed_documents_are_gradable_when_left_intact() -> None:
     # the fuzzing starts from documents the readers accept: a mutation, not the seed, makes an input bad
-    assert [a.tool for a in Trace.from_otlp_json(OTLP).attempts] == ["search", "search", "issue_refund",
-                                                                       "issue_refund"]
+    assert [a.tool for a in Trace.from_otlp_json(OTLP).attempts] == ["search", "search", "issue_refund", "issue_refund"]
     assert Trace.from_jaeger_json(JAEGER) == Trace.from_otlp_json(OTLP)

@@ -71,7 +71,7 @@ class ArgBinder:
             out.update(kwargs)
         if len(out) < len(names):
             defaults = self._defaults
-            for name in names[len(args):]:
+            for name in names[len(args) :]:
                 if name not in out:
                     value = defaults.get(name, _MISSING)
                     if value is _MISSING:
@@ -83,8 +83,9 @@ class ArgBinder:
         return out
 
     @staticmethod
-    def _slow(sig: inspect.Signature, receiver: Any, args: tuple[Any, ...],
-              kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    def _slow(
+        sig: inspect.Signature, receiver: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> dict[str, Any] | None:
         try:
             bound = sig.bind(receiver, *args, **kwargs) if receiver is not _MISSING else sig.bind(*args, **kwargs)
         except TypeError:

@@ -12,7 +12,7 @@ import wrapt
 from chaoskit._errors import ConfigError
 from chaoskit.adapters._binding import ArgBinder
 from chaoskit.adapters._registry import find_adapter
-from chaoskit.engine._attempt import Attempt
+from chaoskit.engine._attempt import call_async, call_sync
 from chaoskit.engine._config import as_plan
 from chaoskit.engine._spec import ErrorResult, ToolSpec, check_flag, refusal_check
 from chaoskit.plan._model import Plan
@@ -126,8 +126,16 @@ def chaos(
 
     def decorate(func: F) -> F:
         if not (inspect.isroutine(func) or isinstance(func, classmethod | staticmethod)):
-            adapted = _adapt(func, name=name, description=description, plan=checked_plan, irreversible=irreversible,
-                             idempotency_arg=idempotency_arg, idempotent=idempotent, error_result=error_result)
+            adapted = _adapt(
+                func,
+                name=name,
+                description=description,
+                plan=checked_plan,
+                irreversible=irreversible,
+                idempotency_arg=idempotency_arg,
+                idempotent=idempotent,
+                error_result=error_result,
+            )
             if adapted is not _NOT_A_FRAMEWORK_TOOL:
                 return cast(F, adapted)
         if not (callable(func) or isinstance(func, classmethod | staticmethod)):
@@ -172,8 +180,10 @@ def chaos(
                 params = inspect.signature(target).parameters
             except (TypeError, ValueError):
                 params = None
-            if params is not None and key not in params and not any(
-                p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+            if (
+                params is not None
+                and key not in params
+                and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
             ):
                 raise ConfigError(
                     f"chaos(idempotency_arg={key!r}): {tool_name}() has no such parameter; "
@@ -186,16 +196,14 @@ def chaos(
         if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call_method):
 
             async def async_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-                attempt = Attempt(spec, lambda: binder.bind(instance, args, kwargs), None, attach=True)
-                return await attempt.run_async(wrapped, args, kwargs)
+                return await call_async(spec, wrapped, args, kwargs, bound=lambda: binder.bind(instance, args, kwargs))
 
             wrapped_func = _ToolFunction(func, async_wrapper, spec)
         else:
 
             def sync_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-                # the Attempt directly, not through call_sync: one frame less on every call
-                return Attempt(spec, lambda: binder.bind(instance, args, kwargs), None, attach=True).run_sync(
-                    wrapped, args, kwargs)
+                # call_sync, not an Attempt: with tracing off and no fault it builds none and binds nothing
+                return call_sync(spec, wrapped, args, kwargs, bound=lambda: binder.bind(instance, args, kwargs))
 
             wrapped_func = _ToolFunction(func, sync_wrapper, spec)
         return cast(F, wrapped_func)
@@ -228,8 +236,9 @@ def _unwrap(func: Any) -> tuple[Any, ToolSpec | None]:
             inner, spec = _unwrap(func.__func__)
             prior = prior or spec
             func = type(func)(inner)
-        elif not inspect.isroutine(func) and isinstance(call := inspect.getattr_static(type(func), "__call__", None),
-                                                        _ToolFunction):
+        elif not inspect.isroutine(func) and isinstance(
+            call := inspect.getattr_static(type(func), "__call__", None), _ToolFunction
+        ):
             prior = prior or call.__chaoskit_spec__
             func = call.__wrapped__.__get__(func, type(func))
         else:
@@ -243,8 +252,10 @@ def _adapt(obj: Any, **options: Any) -> Any:
         return _NOT_A_FRAMEWORK_TOOL
     framework, wrap = found
     if wrap is None:
-        raise ConfigError(f"chaos(): {type(obj).__name__} is a {framework} tool, and chaoskit's {framework} adapter "
-                          f"is not installed; install it with: pip install chaoskit[{framework}]")
+        raise ConfigError(
+            f"chaos(): {type(obj).__name__} is a {framework} tool, and chaoskit's {framework} adapter "
+            f"is not installed; install it with: pip install chaoskit[{framework}]"
+        )
     # the tool's own run must make the attempt so the framework's callbacks and error handling see it
     return wrap(obj, **options)
 

@@ -74,8 +74,9 @@ def _load_entry_points() -> None:
             _adapters[ep.name] = ep.load()()
         except Exception as exc:
             # a broken adapter package must not break @chaos on plain functions; its objects get a ConfigError
-            log.warning("chaoskit: the %s adapter (%s) could not be loaded: %s: %s", ep.name, ep.value,
-                        type(exc).__name__, exc)
+            log.warning(
+                "chaoskit: the %s adapter (%s) could not be loaded: %s: %s", ep.name, ep.value, type(exc).__name__, exc
+            )
 
 
 def find_adapter(obj: Any) -> tuple[str, Wrap | None] | None:

@@ -42,28 +42,56 @@ def add_parser(sub: Any) -> None:
         "check",
         help="grade agent recovery from exported traces (OTLP-JSON, JSON Lines, Jaeger JSON)",
         description="Read traces, run recovery checks per episode, print a table; exit 1 when a check fails, "
-                    "2 when the traces cannot be graded.",
-        epilog=_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "2 when the traces cannot be graded.",
+        epilog=_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("traces", nargs="*", metavar="TRACES", help="trace files (format sniffed from content)")
     p.add_argument("--format", choices=FORMATS, help="force the file format instead of sniffing it")
-    p.add_argument("--checks", metavar="NAMES",
-                   help=f"comma-separated checks (default: {','.join(DEFAULT_CHECKS)}); known: {','.join(REGISTRY)}")
+    p.add_argument(
+        "--checks",
+        metavar="NAMES",
+        help=f"comma-separated checks (default: {','.join(DEFAULT_CHECKS)}); known: {','.join(REGISTRY)}",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.add_argument("--max-attempts", action="append", default=[], metavar="TOOL=N",
-                   help="also check that TOOL was attempted at most N times (repeatable)")
-    p.add_argument("--min-attempts", action="append", default=[], metavar="TOOL=N",
-                   help="also check that TOOL was retried at least N times unless it succeeded (repeatable)")
-    p.add_argument("--retry-storm", type=int, default=3, metavar="N",
-                   help="no_retry_storm limit: identical calls in a row allowed (default 3)")
-    p.add_argument("--require", action="append", default=[], metavar="TOOL",
-                   help="a tool the task needs (repeatable); default: every tool that only ever failed")
-    p.add_argument("--from-jaeger", metavar="URL",
-                   help="query a running Jaeger's query service (api_v3): an http:// or https:// URL such as "
-                        "http://localhost:16686")
+    p.add_argument(
+        "--max-attempts",
+        action="append",
+        default=[],
+        metavar="TOOL=N",
+        help="also check that TOOL was attempted at most N times (repeatable)",
+    )
+    p.add_argument(
+        "--min-attempts",
+        action="append",
+        default=[],
+        metavar="TOOL=N",
+        help="also check that TOOL was retried at least N times unless it succeeded (repeatable)",
+    )
+    p.add_argument(
+        "--retry-storm",
+        type=int,
+        default=3,
+        metavar="N",
+        help="no_retry_storm limit: identical calls in a row allowed (default 3)",
+    )
+    p.add_argument(
+        "--require",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="a tool the task needs (repeatable); default: every tool that only ever failed",
+    )
+    p.add_argument(
+        "--from-jaeger",
+        metavar="URL",
+        help="query a running Jaeger's query service (api_v3): an http:// or https:// URL such as "
+        "http://localhost:16686",
+    )
     p.add_argument("--service", metavar="NAME", help="service name to query in Jaeger (with --from-jaeger)")
-    p.add_argument("--since", default="1h", metavar="DURATION",
-                   help="how far back to query Jaeger: 30m, 1h, 2d … (default 1h)")
+    p.add_argument(
+        "--since", default="1h", metavar="DURATION", help="how far back to query Jaeger: 30m, 1h, 2d … (default 1h)"
+    )
     p.add_argument("--limit", type=int, default=100, metavar="N", help="at most N traces from Jaeger (default 100)")
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="Jaeger request timeout")
     p.set_defaults(func=run)
@@ -152,8 +180,10 @@ def _read_sources(args: argparse.Namespace, since: timedelta) -> list[tuple[str,
     if args.from_jaeger is not None:
         fetched = fetch_jaeger(args.from_jaeger, args.service, since, limit=args.limit, timeout=args.timeout)
         if fetched is None:
-            raise TraceReadError(f"nothing to grade: Jaeger has no traces for service {args.service!r} in the "
-                                 f"last {args.since}", source=args.from_jaeger)
+            raise TraceReadError(
+                f"nothing to grade: Jaeger has no traces for service {args.service!r} in the last {args.since}",
+                source=args.from_jaeger,
+            )
         episodes, builder = fetched
         if not episodes:
             raise nothing_to_grade(args.from_jaeger, builder)
@@ -172,11 +202,19 @@ def _as_json(report: list[dict[str, Any]], failed: bool) -> dict[str, Any]:
     episodes = []
     for item in report:
         ep = item["episode"]
-        episodes.append({
-            "source": item["source"], "id": ep.id, "name": ep.name, "outcome": ep.outcome, "output": ep.output,
-            "trace_id": ep.trace_id, "attempts": len(ep.attempts),
-            "checks": [r.to_dict() for r in item["results"]], "score": item["score"].to_dict(),
-        })
+        episodes.append(
+            {
+                "source": item["source"],
+                "id": ep.id,
+                "name": ep.name,
+                "outcome": ep.outcome,
+                "output": ep.output,
+                "trace_id": ep.trace_id,
+                "attempts": len(ep.attempts),
+                "checks": [r.to_dict() for r in item["results"]],
+                "score": item["score"].to_dict(),
+            }
+        )
     return {"passed": not failed, "episodes": episodes}
 
 
@@ -189,8 +227,10 @@ def _print_tables(report: list[dict[str, Any]], failed: bool) -> None:
         results: list[CheckResult] = item["results"]
         label = ep.name or "(no name)"
         eid = ep.id[:12] if ep.id else "outside any episode"
-        print(f"episode {label}  id {eid}  outcome {ep.outcome or '?'}  attempts {len(ep.attempts)}  "
-              f"score {item['score'].value:.1f}/100  ({item['source']})")
+        print(
+            f"episode {label}  id {eid}  outcome {ep.outcome or '?'}  attempts {len(ep.attempts)}  "
+            f"score {item['score'].value:.1f}/100  ({item['source']})"
+        )
         width = max([len("CHECK"), *(len(r.name) for r in results)])
         print(f"  {'CHECK':<{width}}  RESULT  MESSAGE")
         for r in results:
@@ -200,5 +240,7 @@ def _print_tables(report: list[dict[str, Any]], failed: bool) -> None:
         print()
     n_fail = sum(1 for item in report for r in item["results"] if not r.passed)
     n_warn = sum(1 for item in report for r in item["results"] if r.severity == "warn")
-    print(f"{len(report)} episode(s): {n_fail} failed check(s), {n_warn} warning(s)"
-          + (" — FAILED" if failed else " — ok"))
+    print(
+        f"{len(report)} episode(s): {n_fail} failed check(s), {n_warn} warning(s)"
+        + (" — FAILED" if failed else " — ok")
+    )

@@ -23,21 +23,37 @@ EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 def add_gate_options(p: argparse.ArgumentParser) -> None:
     """The ``CI gate`` and ``output`` option groups."""
     g = p.add_argument_group("CI gate")
-    g.add_argument("--fail-under", type=float, metavar="SCORE",
-                   help="fail when the mean episode score (0-100) is below SCORE")
-    g.add_argument("--baseline", metavar="FILE",
-                   help="fail when a scenario's mean attempt count rises against this baseline (or results) file")
-    g.add_argument("--update-baseline", action="store_true",
-                   help="write the --baseline file from this run, when the run is green")
-    g.add_argument("--attempt-tolerance", type=float, default=None, metavar="FRACTION",
-                   help="allowed relative rise of attempts against the baseline (default 0)")
+    g.add_argument(
+        "--fail-under", type=float, metavar="SCORE", help="fail when the mean episode score (0-100) is below SCORE"
+    )
+    g.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="fail when a scenario's mean attempt count rises against this baseline (or results) file",
+    )
+    g.add_argument(
+        "--update-baseline", action="store_true", help="write the --baseline file from this run, when the run is green"
+    )
+    g.add_argument(
+        "--attempt-tolerance",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="allowed relative rise of attempts against the baseline (default 0)",
+    )
     o = p.add_argument_group("output")
     o.add_argument("--json", metavar="FILE", help="every episode, the aggregates and the verdict as JSON")
-    o.add_argument("--junit", metavar="FILE",
-                   help="JUnit XML: one test case per episode (scenario x repetition x eps x lambda)")
+    o.add_argument(
+        "--junit", metavar="FILE", help="JUnit XML: one test case per episode (scenario x repetition x eps x lambda)"
+    )
     o.add_argument("--quiet", "-q", action="store_true", help="print only the verdict")
-    o.add_argument("--max-failures", type=int, default=10, metavar="N",
-                   help="failing episodes listed in the terminal report (default 10)")
+    o.add_argument(
+        "--max-failures",
+        type=int,
+        default=10,
+        metavar="N",
+        help="failing episodes listed in the terminal report (default 10)",
+    )
 
 
 def baseline_from(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -51,8 +67,9 @@ def baseline_from(args: argparse.Namespace) -> dict[str, Any] | None:
         return None
     if not Path(args.baseline).exists() and not args.update_baseline:
         # a mistyped path would otherwise switch the attempt gate off without a word
-        raise ChaoskitError(f"--baseline {args.baseline}: file not found; create it with --update-baseline "
-                            "after a green run")
+        raise ChaoskitError(
+            f"--baseline {args.baseline}: file not found; create it with --update-baseline after a green run"
+        )
     return load_baseline(args.baseline)
 
 

@@ -27,8 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(name)
         except ImportError as exc:
-            raise ChaoskitError(f"cannot load the command module {name} ({type(exc).__name__}: {exc}); "
-                                "reinstall chaoskit") from exc
+            raise ChaoskitError(
+                f"cannot load the command module {name} ({type(exc).__name__}: {exc}); reinstall chaoskit"
+            ) from exc
         module.add_parser(sub)
     return parser
 

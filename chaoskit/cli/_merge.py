@@ -22,7 +22,10 @@ def run(args: argparse.Namespace) -> int:
     """Exit 0 when the merged battery passes the CI gate, 1 when it fails it, 2 on a usage error."""
     baseline = baseline_from(args)
     datas = [load_results(f) for f in args.files]
-    result = merge_results(datas, overrides={"fail_under": args.fail_under,
-                                             "attempt_tolerance": args.attempt_tolerance},
-                           baseline=baseline, sources=args.files)
+    result = merge_results(
+        datas,
+        overrides={"fail_under": args.fail_under, "attempt_tolerance": args.attempt_tolerance},
+        baseline=baseline,
+        sources=args.files,
+    )
     return finish(result, args)

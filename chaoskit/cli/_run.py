@@ -32,29 +32,48 @@ def _shard(text: str) -> tuple[int, int]:
 def add_parser(sub: Any) -> None:
     """Register ``chaoskit run`` on the ``sub`` subparsers."""
     p = sub.add_parser(
-        "run", help="run a battery of scenarios against an agent and grade it",
+        "run",
+        help="run a battery of scenarios against an agent and grade it",
         description="Run scenarios x repetitions x task perturbation x fault intensity; print a report, "
-                    "write JSON / JUnit / traces, and exit non-zero when the CI gate fails.",
+        "write JSON / JUnit / traces, and exit non-zero when the CI gate fails.",
     )
     p.add_argument("paths", nargs="+", metavar="SCENARIOS", help="scenario files, directories or globs")
-    p.add_argument("--agent", metavar="AGENT",
-                   help="module:factory (called fresh per episode) or a command line with {task}; "
-                        "overrides the scenarios' agent")
+    p.add_argument(
+        "--agent",
+        metavar="AGENT",
+        help="module:factory (called fresh per episode) or a command line with {task}; overrides the scenarios' agent",
+    )
     p.add_argument("--repeat", type=int, default=1, metavar="K", help="runs per scenario and grid point (default 1)")
     p.add_argument("--k", type=int, default=None, help="k of pass^k (default: --repeat)")
-    p.add_argument("--intensity", type=_floats, default=[0.0], metavar="L[,L...]",
-                   help="background fault probability per tool call (default 0)")
-    p.add_argument("--profile", default="medium",
-                   help="background fault mix: light, medium, heavy or a YAML file (default medium)")
-    p.add_argument("--perturb", type=_floats, default=[0.0], metavar="E[,E...]",
-                   help="task perturbation intensity (default 0; 0 is added when others are given)")
+    p.add_argument(
+        "--intensity",
+        type=_floats,
+        default=[0.0],
+        metavar="L[,L...]",
+        help="background fault probability per tool call (default 0)",
+    )
+    p.add_argument(
+        "--profile", default="medium", help="background fault mix: light, medium, heavy or a YAML file (default medium)"
+    )
+    p.add_argument(
+        "--perturb",
+        type=_floats,
+        default=[0.0],
+        metavar="E[,E...]",
+        help="task perturbation intensity (default 0; 0 is added when others are given)",
+    )
     p.add_argument("--seed", type=int, default=0, help="run seed; episode seeds derive from it (default 0)")
-    p.add_argument("--episode-seed", type=int, default=None,
-                   help="run one repetition with exactly this episode seed (replaying a reported episode)")
+    p.add_argument(
+        "--episode-seed",
+        type=int,
+        default=None,
+        help="run one repetition with exactly this episode seed (replaying a reported episode)",
+    )
     p.add_argument("--theta", type=float, default=0.9, help="reliability threshold for the surface (default 0.9)")
     p.add_argument("--workers", type=int, default=1, help="episodes run concurrently (default 1)")
-    p.add_argument("--timeout", type=float, default=60.0,
-                   help="seconds before a command-line agent is killed (default 60)")
+    p.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds before a command-line agent is killed (default 60)"
+    )
     p.add_argument("--shard", type=_shard, default=None, metavar="I/N", help="run only shard I of N")
     p.add_argument("--traces", metavar="FILE", help="all spans as OTLP-JSON Lines")
     add_gate_options(p)
@@ -65,12 +84,23 @@ def run(args: argparse.Namespace) -> int:
     """Exit 0 when the battery passes the CI gate, 1 when it fails it, 2 on a usage error."""
     baseline = baseline_from(args)
     result = run_battery(
-        args.paths, agent=args.agent, repeat=args.repeat, k=args.k, intensities=args.intensity,
-        perturbations=args.perturb, profile=args.profile, seed=args.seed, theta=args.theta,
-        workers=args.workers, timeout=args.timeout, shard=args.shard, episode_seed=args.episode_seed,
-        fail_under=args.fail_under, baseline=baseline,
-        attempt_tolerance=args.attempt_tolerance or 0.0, traces=args.traces,
+        args.paths,
+        agent=args.agent,
+        repeat=args.repeat,
+        k=args.k,
+        intensities=args.intensity,
+        perturbations=args.perturb,
+        profile=args.profile,
+        seed=args.seed,
+        theta=args.theta,
+        workers=args.workers,
+        timeout=args.timeout,
+        shard=args.shard,
+        episode_seed=args.episode_seed,
+        fail_under=args.fail_under,
+        baseline=baseline,
+        attempt_tolerance=args.attempt_tolerance or 0.0,
+        traces=args.traces,
         progress=not args.quiet,
     )
     return finish(result, args)
-

@@ -17,8 +17,12 @@ from chaoskit.runner._scenario import Scenario, load_scenario
 def add_parser(sub: Any) -> None:
     """Register ``chaoskit validate`` on the ``sub`` subparsers."""
     p = sub.add_parser("validate", help="check fault plan and scenario files and say what is wrong")
-    p.add_argument("files", nargs="+", metavar="FILE",
-                   help="YAML fault plans (seed, faults) or scenarios (name, task, faults, success)")
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="YAML fault plans (seed, faults) or scenarios (name, task, faults, success)",
+    )
     p.set_defaults(func=run)
 
 
@@ -30,8 +34,7 @@ def _is_scenario(path: str) -> bool:
     if not isinstance(data, Mapping):
         return False
     only_scenarios = set(Scenario.model_fields) - set(Plan.model_fields)
-    return any(isinstance(k, str) and (k in only_scenarios or set(_SYNONYMS.get(k, ())) & only_scenarios)
-               for k in data)
+    return any(isinstance(k, str) and (k in only_scenarios or set(_SYNONYMS.get(k, ())) & only_scenarios) for k in data)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,9 +10,9 @@ caller); ``cancelled`` for a ``BaseException`` that is not an ``Exception`` (``a
 ``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``): the run was stopped, the tool did not fail.
 
 The hot path is one tool call with no fault firing. Its span starts with every attribute it will end with,
-in one dict (the SDK cleans attributes per call, so one call is cheapest): the outcome ``ok`` and whether the
-tool runs are known before the call in that case, and :meth:`Attempt.succeed` / :meth:`Attempt.fail` set
-attributes again only when the call went another way. With tracing off there is no span at all.
+in one dict (the SDK cleans attributes per call, so one call is cheapest); :meth:`Attempt.succeed` and
+:meth:`Attempt.fail` set attributes again only when the call went another way. With tracing off,
+:func:`call_sync` / :func:`call_async` build no Attempt, no span and bind no argument that no trigger reads.
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ import chaoskit.engine._config as _config
 import chaoskit.engine._effects as _effects
 import chaoskit.semconv as sc
 from chaoskit._errors import ChaosWarning
-from chaoskit.engine._context import resolve
-from chaoskit.engine._info import AttemptInfo, from_raw
+from chaoskit.engine._info import AttemptInfo
 from chaoskit.engine._spanattrs import add_http_error, fault_attributes
 from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
+from chaoskit.engine._steps import Args, Decided, decide, idempotency_key, lean_end, record, records
 from chaoskit.engine._tracing import parent
 from chaoskit.plan._faults import _UNSET, _FaultBase
 from chaoskit.telemetry import get_tracer
@@ -51,42 +51,25 @@ _detach = otel_context.detach
 _in_context = trace.set_span_in_context
 _now = time.time
 
+
 class Attempt:
     """One tool attempt in flight: its decision, its span, and how to finish it."""
 
-    __slots__ = (
-        "_done",
-        "_history",
-        "_presumed",
-        "_token",
-        "args",
-        "before",
-        "call_id",
-        "episode",
-        "executed",
-        "fault",
-        "fault_index",
-        "hash",
-        "idem",
-        "injected_exc",
-        "injected_value",
-        "n",
-        "refused",
-        "scope",
-        "skipped",
-        "span",
-        "spec",
-        "start",
+    # one name a line would cost 20 lines of a module near its size limit
+    __slots__ = tuple(
+        "_done _history _presumed _token args before call_id episode executed fault fault_index hash"  # noqa: SIM905
+        " idem injected_exc injected_value n refused scope skipped span spec start".split()
     )
 
     def __init__(
         self,
         spec: ToolSpec,
-        args: Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None,
+        args: Args,
         call_id: str | None,
         *,
         attach: bool,
         cannot_inject: Callable[[_FaultBase], str | None] | None = None,
+        _decided: Decided | None = None,
     ) -> None:
         self.spec = spec
         self.call_id = call_id
@@ -100,23 +83,10 @@ class Attempt:
         self.refused: str | None = None
         self.hash: str | None = None
         tracing = _config.CONFIG.trace
-        plan, scope, episode = resolve(spec.plan)
-        self.scope = scope
-        self.episode = episode
-        name = spec.name
-        targeted = False
-        if plan is not None:
-            targeted, self._history = scope.tool_plan(plan, name)
-        else:
-            self._history = False
-        resolved: Mapping[str, Any] | None
-        if callable(args):
-            # with tracing off, the arguments are needed only to decide a fault or read the idempotency key
-            resolved = args() if tracing or targeted or spec.idempotency_arg is not None else None
-        else:
-            resolved = args
+        if _decided is None:
+            _decided = decide(spec, args, cannot_inject, tracing)
+        self.scope, self.episode, resolved, self.n, decision, self._history = _decided
         self.args = resolved
-        self.n, decision = scope.next_call(plan if targeted else None, name, resolved, cannot_inject)
         fault = self.fault = decision[1] if decision else None
         self.fault_index: int | None = decision[0] if decision else None
         shown = fault
@@ -126,10 +96,7 @@ class Attempt:
                 # next_call already left its budget alone (same pure veto)
                 self.skip(reason, stacklevel=5, counted=False)
                 shown = None
-        self.idem = None
-        if spec.idempotency_arg and resolved is not None:
-            key = resolved.get(spec.idempotency_arg)
-            self.idem = None if key is None else str(key)
+        self.idem = idempotency_key(spec, resolved)
         shown_index = self.fault_index
         self.start = _now()
         if self.fault is None:
@@ -140,17 +107,21 @@ class Attempt:
         if not tracing:
             self.span = trace.INVALID_SPAN
             return
-        args_json: str | None = None
-        if resolved is not None:
-            self.hash, args_json = _attrs.describe_args(resolved, exclude=spec.idempotency_arg)
         try:
-            self.span = get_tracer().start_span(
-                spec.span_name, context=parent(), kind=_INTERNAL,
-                attributes=self._start_attributes(args_json, shown, shown_index),
-            )
+            tracer = get_tracer()
+            attrs = self._start_attributes(shown, shown_index)
+            # the arguments are described now when the span surely records, else only once it does
+            eager = resolved is not None and records(tracer)
+            if resolved is not None and eager:
+                self._add_args(attrs, resolved)
+            self.span = tracer.start_span(spec.span_name, context=parent(), kind=_INTERNAL, attributes=attrs)
+            if resolved is not None and not eager and self.span.is_recording():
+                late: dict[str, Any] = {}
+                self._add_args(late, resolved)
+                self.span.set_attributes(late)
         except Exception:
             # the application's own span processors run inside start_span; theirs to fix, never the agent's
-            log.exception("chaoskit: starting the span for %s failed; the call goes on without one", name)
+            log.exception("chaoskit: starting the span for %s failed; the call goes on without one", spec.name)
             self.span = trace.INVALID_SPAN
         if attach:
             self._token = _attach(_in_context(self.span))
@@ -170,7 +141,7 @@ class Attempt:
         if self.before.value is not _UNSET:
             self.injected_value = self.before.value
 
-    def _start_attributes(self, args_json: str | None, fault: _FaultBase | None, index: int | None) -> dict[str, Any]:
+    def _start_attributes(self, fault: _FaultBase | None, index: int | None) -> dict[str, Any]:
         # the tool's constant attributes were built once, when it was wrapped; this copies them and adds the
         # call's own, so the SDK sees one dict
         attrs = self.spec.span_attributes.copy()
@@ -181,9 +152,6 @@ class Attempt:
             attrs[sc.EPISODE_ID] = self.episode.id
         if self.call_id:
             attrs[sc.GEN_AI_TOOL_CALL_ID] = self.call_id
-        if args_json is not None:
-            attrs[sc.ARGS_HASH] = self.hash
-            attrs[sc.ARGS] = args_json
         if self.idem is not None:
             attrs[sc.IDEMPOTENCY_KEY] = self.idem
         if self.skipped is not None:
@@ -191,6 +159,11 @@ class Attempt:
         if fault is not None:
             fault_attributes(attrs, fault, index)
         return attrs
+
+    def _add_args(self, attrs: dict[str, Any], args: Mapping[str, Any]) -> None:
+        # the hash and the bounded JSON of the arguments, in one encoding
+        self.hash, attrs[sc.ARGS] = _attrs.describe_args(args, exclude=self.spec.idempotency_arg)
+        attrs[sc.ARGS_HASH] = self.hash
 
     def skip(self, reason: str, *, stacklevel: int = 2, counted: bool = True) -> None:
         """Do not apply the decided fault, because this entry point cannot produce it here.
@@ -206,7 +179,9 @@ class Attempt:
             self.scope.unfire(self.fault_index, self.spec.name)
         warnings.warn(
             f"chaoskit: fault #{self.fault_index} ({fault.type}) on {self.spec.name} call {self.n} "
-            f"was not injected: {reason}", ChaosWarning, stacklevel=stacklevel + 1,
+            f"was not injected: {reason}",
+            ChaosWarning,
+            stacklevel=stacklevel + 1,
         )
         self.skipped = fault.type
         self.fault = None
@@ -240,8 +215,7 @@ class Attempt:
             out = _effects.after(fault, self.spec.name, result)
         except Exception as exc:
             # a transform that cannot handle this result is chaoskit's limit, not a fault the agent should see
-            log.warning("chaoskit: %s could not transform the result of %s", fault.type, self.spec.name,
-                        exc_info=True)
+            log.warning("chaoskit: %s could not transform the result of %s", fault.type, self.spec.name, exc_info=True)
             self.skip(f"it cannot transform this result ({type(exc).__name__}: {exc})")
             return result
         self.injected_value = out
@@ -326,9 +300,7 @@ class Attempt:
         self.succeed(result)
         return result
 
-    async def run_async(
-        self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
+    async def run_async(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Carry out this attempt around the real call ``await fn(*args, **kwargs)``."""
         try:
             pre = self.before
@@ -360,30 +332,26 @@ class Attempt:
                 _detach(self._token)
             except Exception:
                 pass
-        episode = self.episode
-        hooks = _config.CONFIG.on_attempt
-        if episode is None and not hooks:
-            return
-        spec = self.spec
         fault = self.fault
-        # AttemptInfo's fields in order, the span context for its ids: built into an AttemptInfo when read
-        raw = (
-            spec.name, self.n, outcome, fault.type if fault is not None else None, self.fault_index, error_type,
-            message, injected, self.executed, spec.irreversible, self.hash, self.idem, self.call_id,
-            episode.id if episode is not None else None, self.start, end, span.get_span_context(),
-            self.refused is not None, spec.idempotent,
+        record(
+            self.spec,
+            self.episode,
+            self.n,
+            outcome,
+            fault.type if fault is not None else None,
+            self.fault_index,
+            error_type,
+            message,
+            injected,
+            self.executed,
+            self.hash,
+            self.idem,
+            self.call_id,
+            self.start,
+            end,
+            span.get_span_context(),
+            self.refused is not None,
         )
-        if not hooks:
-            episode._record(raw)
-            return
-        info = from_raw(raw)
-        if episode is not None:
-            episode._record(info)
-        for hook in hooks:
-            try:
-                hook(info)
-            except Exception:
-                log.exception("chaoskit: an on_attempt hook failed; ignored")
 
 
 # which fault made this exception, for the integrations that turn it into a tool message (injected_fault)
@@ -416,11 +384,28 @@ def call_sync(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     *,
-    bound: Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None = None,
+    bound: Args = None,
     call_id: str | None = None,
 ) -> Any:
-    """One attempt around ``fn(*args, **kwargs)``: :func:`begin` then :meth:`Attempt.run_sync`."""
-    return Attempt(spec, bound, call_id, attach=True).run_sync(fn, args, kwargs)
+    """One attempt around ``fn(*args, **kwargs)``: :func:`begin` then :meth:`Attempt.run_sync`.
+
+    With tracing off and no fault for this call, no Attempt is built: the call is counted, decided, run and
+    recorded on the episode as the Attempt would, with ``bound`` called only if a trigger or the idempotency
+    key needs the arguments.
+    """
+    if _config.CONFIG.trace:
+        return Attempt(spec, bound, call_id, attach=True).run_sync(fn, args, kwargs)
+    decided = decide(spec, bound, None, False)
+    if decided[4] is not None:
+        return Attempt(spec, bound, call_id, attach=True, _decided=decided).run_sync(fn, args, kwargs)
+    start = _now()
+    try:
+        result = fn(*args, **kwargs)
+    except BaseException as exc:
+        lean_end(spec, decided, call_id, start, exc, None)
+        raise
+    lean_end(spec, decided, call_id, start, None, result)
+    return result
 
 
 async def call_async(
@@ -429,8 +414,21 @@ async def call_async(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     *,
-    bound: Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None = None,
+    bound: Args = None,
     call_id: str | None = None,
 ) -> Any:
-    """One attempt around ``await fn(*args, **kwargs)``: :func:`begin` then :meth:`Attempt.run_async`."""
-    return await Attempt(spec, bound, call_id, attach=True).run_async(fn, args, kwargs)
+    """One attempt around ``await fn(*args, **kwargs)``: :func:`begin` then :meth:`Attempt.run_async` (with
+    tracing off and no fault, no Attempt is built, as in :func:`call_sync`)."""
+    if _config.CONFIG.trace:
+        return await Attempt(spec, bound, call_id, attach=True).run_async(fn, args, kwargs)
+    decided = decide(spec, bound, None, False)
+    if decided[4] is not None:
+        return await Attempt(spec, bound, call_id, attach=True, _decided=decided).run_async(fn, args, kwargs)
+    start = _now()
+    try:
+        result = await fn(*args, **kwargs)
+    except BaseException as exc:
+        lean_end(spec, decided, call_id, start, exc, None)
+        raise
+    lean_end(spec, decided, call_id, start, None, result)
+    return result

@@ -279,10 +279,7 @@ def redact(value: Any, depth: int = 0) -> Any:
         return "…"
     if isinstance(value, Mapping):
         secret = _config.CONFIG.is_secret
-        return {
-            str(k): (REDACTED if secret(str(k)) else redact(v, depth + 1))
-            for k, v in value.items()
-        }
+        return {str(k): (REDACTED if secret(str(k)) else redact(v, depth + 1)) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact(v, depth + 1) for v in value]
     return value

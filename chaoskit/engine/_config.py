@@ -18,8 +18,23 @@ if TYPE_CHECKING:
     from chaoskit.engine._info import AttemptInfo
 
 _DEFAULT_SECRET_KEYS = (
-    "password", "passwd", "pwd", "passphrase", "secret", "token", "api_key", "authorization", "auth",
-    "credential", "credentials", "private_key", "cookie", "session_key", "access_key", "client_secret", "bearer",
+    "password",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "secret",
+    "token",
+    "api_key",
+    "authorization",
+    "auth",
+    "credential",
+    "credentials",
+    "private_key",
+    "cookie",
+    "session_key",
+    "access_key",
+    "client_secret",
+    "bearer",
 )
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -109,15 +124,22 @@ def configure(
     """
     if unknown:
         name = sorted(unknown)[0]
-        raise ConfigError(f"configure(): no argument {name!r}{_suggest(name, _CONFIGURE_ARGS)}; "
-                          f"the arguments are: {', '.join(_CONFIGURE_ARGS)}")
-    chars = {k: _check_chars(v, k) for k, v in (("max_attr_chars", max_attr_chars),
-                                                  ("max_output_chars", max_output_chars)) if v is not None}
+        raise ConfigError(
+            f"configure(): no argument {name!r}{_suggest(name, _CONFIGURE_ARGS)}; "
+            f"the arguments are: {', '.join(_CONFIGURE_ARGS)}"
+        )
+    chars = {
+        k: _check_chars(v, k)
+        for k, v in (("max_attr_chars", max_attr_chars), ("max_output_chars", max_output_chars))
+        if v is not None
+    }
     if trace is not None and not isinstance(trace, bool):
         raise ConfigError(f"configure(trace=...): expected True or False, got {type(trace).__name__} {trace!r}")
     if record_results is not None and not isinstance(record_results, bool):
-        raise ConfigError(f"configure(record_results=...): expected True or False, got "
-                          f"{type(record_results).__name__} {record_results!r}")
+        raise ConfigError(
+            f"configure(record_results=...): expected True or False, got "
+            f"{type(record_results).__name__} {record_results!r}"
+        )
     keys = _check_secret_keys(secret_keys) if secret_keys is not None else None
     hooks = _check_hooks(on_attempt) if on_attempt is not None else None
     with _lock:
@@ -136,11 +158,12 @@ def configure(
 
 def _check_chars(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"configure({name}=...): expected a whole number of characters >= {_MIN_CHARS}, got "
-                          f"{type(value).__name__} {value!r}")
+        raise ConfigError(
+            f"configure({name}=...): expected a whole number of characters >= {_MIN_CHARS}, got "
+            f"{type(value).__name__} {value!r}"
+        )
     if value < _MIN_CHARS:
-        raise ConfigError(f"configure({name}=...): expected a whole number of characters >= {_MIN_CHARS}, "
-                          f"got {value}")
+        raise ConfigError(f"configure({name}=...): expected a whole number of characters >= {_MIN_CHARS}, got {value}")
     return value
 
 
@@ -154,8 +177,9 @@ def _check_secret_keys(value: Any) -> tuple[str, ...]:
     keys = tuple(value)
     bad = [k for k in keys if not isinstance(k, str) or not k.strip()]
     if bad:
-        raise ConfigError(f"configure(secret_keys=...): every name must be a non-empty string, got {bad[0]!r}; "
-                          f"expected {allowed}")
+        raise ConfigError(
+            f"configure(secret_keys=...): every name must be a non-empty string, got {bad[0]!r}; expected {allowed}"
+        )
     return keys
 
 
@@ -168,8 +192,9 @@ def _check_hooks(value: Any) -> tuple[Callable[[AttemptInfo], Any], ...]:
     hooks = tuple(value)
     for i, hook in enumerate(hooks):
         if not callable(hook):
-            raise ConfigError(f"configure(on_attempt=...): item {i} is a {type(hook).__name__}, not callable; "
-                              f"expected {allowed}")
+            raise ConfigError(
+                f"configure(on_attempt=...): item {i} is a {type(hook).__name__}, not callable; expected {allowed}"
+            )
     return hooks
 
 
@@ -181,8 +206,10 @@ def as_plan(value: Any, argument: str) -> Plan | None:
     if isinstance(value, Mapping):
         return Plan.from_dict(value, source=f"{argument}=<dict>")
     hint = "; to load a file, pass Plan.from_yaml(path)" if isinstance(value, str | os.PathLike) else ""
-    raise ConfigError(f"{argument}: expected a chaoskit.Plan, a dict (read with Plan.from_dict) or None, "
-                      f"got {type(value).__name__}{hint}")
+    raise ConfigError(
+        f"{argument}: expected a chaoskit.Plan, a dict (read with Plan.from_dict) or None, "
+        f"got {type(value).__name__}{hint}"
+    )
 
 
 def restore_defaults() -> None:
@@ -229,8 +256,11 @@ def env_plan() -> Plan | None:
             wrapped.line, wrapped.field, wrapped.reason = exc.line, exc.field, exc.reason
             raise wrapped from None
         except (OSError, ValueError, TypeError) as exc:
-            raise PlanError(f"cannot read the plan file: {type(exc).__name__}: {exc}; expected the path of a "
-                            f"YAML/JSON plan file or an inline plan", source=f"CHAOSKIT_PLAN={path}") from None
+            raise PlanError(
+                f"cannot read the plan file: {type(exc).__name__}: {exc}; expected the path of a "
+                f"YAML/JSON plan file or an inline plan",
+                source=f"CHAOSKIT_PLAN={path}",
+            ) from None
     with _lock:
         cfg.env_plan = plan
         cfg.env_plan_loaded = True

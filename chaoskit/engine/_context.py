@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -18,7 +19,7 @@ from typing import Any
 import chaoskit.engine._config as _config
 from chaoskit.engine._effects import _copy
 from chaoskit.plan._faults import _FaultBase
-from chaoskit.plan._model import Plan
+from chaoskit.plan._model import Plan, ToolRules
 
 __all__ = ["ACTIVE", "Active", "Scope", "active_plan", "forget_counters", "live_active", "plan_scope", "resolve"]
 
@@ -26,32 +27,28 @@ __all__ = ["ACTIVE", "Active", "Scope", "active_plan", "forget_counters", "live_
 class Scope:
     """Call counters per tool, fire counts per fault, and each tool's first real result (for ``stale``).
 
-    A tool that no fault of the plan targets is counted with an atomic counter and no lock. Where a fault
-    may fire, one lock guards counting and deciding together, so concurrent calls each get their own index
-    and a ``times`` limit is never exceeded.
+    A call is counted with an atomic counter (``next`` on an ``itertools.count``, one step under the GIL) and
+    decided by the pure :meth:`Plan.decide <chaoskit.plan.Plan.decide>` from its number: no lock. Only where a
+    ``times`` budget is read does one lock guard counting and deciding together, so concurrent calls each get
+    their own index and the budget is never exceeded; a fault that fires takes the lock to count its fire.
     """
 
-    __slots__ = ("_counters", "_lock", "_tools", "fired", "first_results")
+    __slots__ = ("_counters", "_lock", "fired", "first_results")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counters: dict[str, itertools.count[int]] = {}
-        self._tools: dict[tuple[int, str], tuple[weakref.ref[Plan], bool, bool]] = {}
         self.fired: dict[tuple[int, str], int] = {}
         self.first_results: dict[str, Any] = {}
 
     def tool_plan(self, plan: Plan, tool: str) -> tuple[bool, bool]:
         """``(targeted, keeps_history)``: whether a fault of ``plan`` targets ``tool``, and whether a ``stale``
-        fault may replay its results. Asked on every call, so kept here per plan and tool (keyed by the
-        plan's id, checked against a weak reference: a scope must not keep a plan alive)."""
-        key = (id(plan), tool)
-        found = self._tools.get(key)
-        if found is None or found[0]() is not plan:
-            found = (weakref.ref(plan), bool(plan.candidates(tool)), plan.keeps_history(tool))
-            self._tools[key] = found
-        return found[1], found[2]
+        fault may replay its results (kept on the plan per tool, see :meth:`Plan.rules`)."""
+        rules = plan.rules(tool)
+        return rules.targeted, rules.history
 
-    def _counter(self, tool: str) -> itertools.count[int]:
+    def counter(self, tool: str) -> itertools.count[int]:
+        """The call counter of ``tool`` in this scope (``next()`` of it is the call's number)."""
         counter = self._counters.get(tool)
         if counter is None:
             # setdefault is atomic: two threads racing here share one counter
@@ -59,27 +56,50 @@ class Scope:
         return counter
 
     def next_call(
-        self, plan: Plan | None, tool: str, args: Any,
+        self,
+        plan: Plan | None,
+        tool: str,
+        args: Any,
         veto: Callable[[_FaultBase], str | None] | None = None,
+        rules: ToolRules | None = None,
     ) -> tuple[int, tuple[int, _FaultBase] | None]:
-        """Count a call of ``tool`` and decide its fault. A fault that ``veto`` gives a reason against (the
-        entry point cannot inject it) is still returned, so it can be reported as skipped, but does not use
-        up its ``times`` budget."""
-        if plan is None or not self.tool_plan(plan, tool)[0]:
-            # next() on itertools.count is atomic under the GIL: no lock where no fault can fire
-            return next(self._counter(tool)), None
+        """Count a call of ``tool`` and decide its fault (``rules``: ``plan.rules(tool)``, when the caller has
+        it). A fault that ``veto`` gives a reason against (the entry point cannot inject it) is still returned,
+        so it can be reported as skipped, but does not use up its ``times`` budget."""
+        if plan is None:
+            return next(self.counter(tool)), None
+        if rules is None:
+            rules = plan.rules(tool)
+        if not rules.targeted:
+            return next(self.counter(tool)), None
+        if not rules.budgeted:
+            # no times budget: the decision depends on the call's number (and arguments) alone
+            n = next(self.counter(tool))
+            decision = rules.decide(plan.seed, tool, n, args, self.fired)
+            if decision is None:
+                return n, None
+            with self._lock:
+                return n, self._fire(decision, tool, veto)
         with self._lock:
-            n = next(self._counter(tool))
-            decision = plan.decide(tool, n, args, self.fired)
-            if decision is not None:
-                index, fault = decision
-                if fault.type == "garbage" and getattr(fault, "stale", False) and tool not in self.first_results:
-                    # nothing earlier to serve as stale data: this call passes through, unfaulted
-                    return n, None
-                if veto is None or not veto(fault):
-                    key = (index, tool)
-                    self.fired[key] = self.fired.get(key, 0) + 1
-            return n, decision
+            n = next(self.counter(tool))
+            decision = rules.decide(plan.seed, tool, n, args, self.fired)
+            return n, None if decision is None else self._fire(decision, tool, veto)
+
+    def _fire(
+        self,
+        decision: tuple[int, _FaultBase],
+        tool: str,
+        veto: Callable[[_FaultBase], str | None] | None,
+    ) -> tuple[int, _FaultBase] | None:
+        # under the lock
+        index, fault = decision
+        if fault.type == "garbage" and getattr(fault, "stale", False) and tool not in self.first_results:
+            # nothing earlier to serve as stale data: this call passes through, unfaulted
+            return None
+        if veto is None or not veto(fault):
+            key = (index, tool)
+            self.fired[key] = self.fired.get(key, 0) + 1
+        return decision
 
     def unfire(self, index: int, tool: str) -> None:
         """Give back the budget of a fault that was decided but then not applied."""
@@ -166,6 +186,23 @@ def forget_counters(plan: Plan | None = None) -> None:
             _plan_scopes.pop(plan, None)
 
 
+_ENVIRON = os.environ
+try:
+    # os.environ keeps its values in a dict keyed by the encoded name: a look-up there is ~20x cheaper than
+    # os.environ.get, and answers the common case (the variable is not set at all) exactly
+    _DISABLE_KEY: Any = os.environ.encodekey("CHAOSKIT_DISABLE")
+    _ENV_DATA: Any = getattr(os.environ, "_data", None)
+except AttributeError:  # another Python: ask os.environ itself
+    _ENV_DATA = None
+
+
+def _disabled() -> bool:
+    """``CHAOSKIT_DISABLE`` as :func:`chaoskit.engine._config.disabled` reads it, cheaply when it is not set."""
+    if _ENV_DATA is not None and os.environ is _ENVIRON and _DISABLE_KEY not in _ENV_DATA:
+        return False
+    return _config.disabled()
+
+
 def resolve(pinned: Plan | None) -> tuple[Plan | None, Scope, Any]:
     """For one tool call: the plan that applies (``CHAOSKIT_DISABLE``, the tool's own, the active one, then
     ``CHAOSKIT_PLAN``), the Scope that counts the call, and the open episode."""
@@ -178,7 +215,7 @@ def resolve(pinned: Plan | None) -> tuple[Plan | None, Scope, Any]:
         plan = active.plan
     else:
         plan = _config.env_plan()
-    if plan is not None and _config.disabled():
+    if plan is not None and _disabled():
         # the environment is read only where a plan would apply: it costs more than the rest of this
         plan = None
     if active is not None:

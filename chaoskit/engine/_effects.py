@@ -135,8 +135,9 @@ def after(fault: _FaultBase | None, tool: str, result: Any) -> Any:
     if isinstance(fault, SchemaDriftFault):
         if fault.path is not None:
             # aimed: only the records the path selects change, not the records nested inside them
-            return apply_at(result, parse_path(fault.path),
-                            lambda v: drift(v, fault.drop, fault.rename, fault.retype, deep=False))
+            return apply_at(
+                result, parse_path(fault.path), lambda v: drift(v, fault.drop, fault.rename, fault.retype, deep=False)
+            )
         return drift(result, fault.drop, fault.rename, fault.retype)
     if isinstance(fault, GarbageFault):
         return off_by_one(result)
@@ -207,8 +208,7 @@ _RETYPE: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def drift(value: Any, drop: list[str], rename: dict[str, str], retype: dict[str, str], *,
-          deep: bool = True) -> Any:
+def drift(value: Any, drop: list[str], rename: dict[str, str], retype: dict[str, str], *, deep: bool = True) -> Any:
     """``value``'s records with fields dropped, renamed or retyped; ``deep`` reaches the records nested in
     lists and dicts at any depth (``{"results": [{"status": ...}]}``), as real APIs return them."""
     if not (drop or rename or retype):

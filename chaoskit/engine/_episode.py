@@ -45,8 +45,9 @@ class Episode:
     check asks a stopped agent to have told the user anything).
     """
 
-    def __init__(self, name: str | None = None, plan: Plan | Mapping[str, Any] | None = None,
-                 **attributes: Any) -> None:
+    def __init__(
+        self, name: str | None = None, plan: Plan | Mapping[str, Any] | None = None, **attributes: Any
+    ) -> None:
         if name is not None and not isinstance(name, str):
             raise ConfigError(f"episode(name=...): expected a string or None, got {type(name).__name__}")
         self.id = uuid.uuid4().hex
@@ -101,10 +102,12 @@ class Episode:
             attrs[sc.PLAN_SEED] = self.plan.seed
             attrs[sc.PLAN] = _attrs.to_attr_json(self.plan.to_dict(), 16384)
         for key, value in self.attributes.items():
-            attrs[_attribute_name(key)] = value if isinstance(value, bool | int | float | str) \
-                else _attrs.to_attr_json(value)
-        return get_tracer().start_span(f"{sc.OP_INVOKE_AGENT} {agent}", context=parent, kind=SpanKind.INTERNAL,
-                                       attributes=attrs)
+            attrs[_attribute_name(key)] = (
+                value if isinstance(value, bool | int | float | str) else _attrs.to_attr_json(value)
+            )
+        return get_tracer().start_span(
+            f"{sc.OP_INVOKE_AGENT} {agent}", context=parent, kind=SpanKind.INTERNAL, attributes=attrs
+        )
 
     def _restore(self) -> None:
         """Undo what ``__enter__`` made current. A token can be reset only in the context that made it; an
@@ -188,10 +191,12 @@ class Episode:
         self.error = exc
         span = self._span
         if span is not None and span.is_recording():
-            span.set_attributes({
-                sc.ERROR_TYPE: type(exc).__qualname__,
-                sc.EPISODE_ERROR: _attrs.cap(reason or f"agent crashed: {type(exc).__name__}: {exc}", 1024),
-            })
+            span.set_attributes(
+                {
+                    sc.ERROR_TYPE: type(exc).__qualname__,
+                    sc.EPISODE_ERROR: _attrs.cap(reason or f"agent crashed: {type(exc).__name__}: {exc}", 1024),
+                }
+            )
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
 

@@ -52,6 +52,11 @@ def from_raw(raw: RawAttempt | AttemptInfo) -> AttemptInfo:
         return raw
     *head, ctx, refused, idempotent = raw
     valid = ctx is not None and ctx.is_valid
-    fields: tuple[Any, ...] = (*head, f"{ctx.span_id:016x}" if valid else None,
-                               f"{ctx.trace_id:032x}" if valid else None, refused, idempotent)
+    fields: tuple[Any, ...] = (
+        *head,
+        f"{ctx.span_id:016x}" if valid else None,
+        f"{ctx.trace_id:032x}" if valid else None,
+        refused,
+        idempotent,
+    )
     return AttemptInfo(*fields)

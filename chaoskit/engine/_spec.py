@@ -95,8 +95,13 @@ def default_refusal(result: Any) -> str | None:
     if getattr(result, "isError", None) is True:
         return _mcp_text(getattr(result, "content", None))
     status = getattr(result, "status", None)
-    if isinstance(status, str) and status == "error" and not isinstance(result, Mapping) \
-            and hasattr(result, "tool_call_id") and hasattr(result, "content"):
+    if (
+        isinstance(status, str)
+        and status == "error"
+        and not isinstance(result, Mapping)
+        and hasattr(result, "tool_call_id")
+        and hasattr(result, "content")
+    ):
         return _message_text(result.content) or "the tool answered with an error ToolMessage"
     return None
 
@@ -127,8 +132,12 @@ def _by_predicate(predicate: Callable[[Any], Any], tool: str) -> Callable[[Any],
             # a broken predicate is the user's to fix, but it must never break the agent's call
             if not warned:
                 warned = True
-                log.warning("chaoskit: the error_result predicate of %s raised %s: %s; its results are taken "
-                            "as successes", tool, type(exc).__name__, exc)
+                log.warning(
+                    "chaoskit: the error_result predicate of %s raised %s: %s; its results are taken as successes",
+                    tool,
+                    type(exc).__name__,
+                    exc,
+                )
             return None
         if isinstance(verdict, str):
             return verdict[:_MESSAGE_CHARS] or None
@@ -147,8 +156,10 @@ def refusal_check(error_result: ErrorResult | None, tool: str = "tool") -> Calla
         return _never
     if isinstance(error_result, str):
         if not error_result:
-            raise ConfigError("error_result: an empty key name; give the key whose truthy value marks an error "
-                              "(e.g. 'error'), a predicate (result) -> bool | str, None for the defaults or False")
+            raise ConfigError(
+                "error_result: an empty key name; give the key whose truthy value marks an error "
+                "(e.g. 'error'), a predicate (result) -> bool | str, None for the defaults or False"
+            )
         return _by_key(error_result)
     if callable(error_result):
         return _by_predicate(error_result, tool)
@@ -194,10 +205,10 @@ class ToolSpec:
             raise ConfigError(f"name: a tool name must be a non-empty string, got {self.name!r}")
         check_flag(self.irreversible, "irreversible")
         check_flag(self.idempotent, "idempotent")
-        if self.idempotency_arg is not None and (not isinstance(self.idempotency_arg, str)
-                                                 or not self.idempotency_arg):
-            raise ConfigError(f"idempotency_arg: expected the name of an argument (a string) or None, "
-                              f"got {self.idempotency_arg!r}")
+        if self.idempotency_arg is not None and (not isinstance(self.idempotency_arg, str) or not self.idempotency_arg):
+            raise ConfigError(
+                f"idempotency_arg: expected the name of an argument (a string) or None, got {self.idempotency_arg!r}"
+            )
         object.__setattr__(self, "plan", _config.as_plan(self.plan, "plan"))
         object.__setattr__(self, "refusal", refusal_check(self.error_result, self.name))
         object.__setattr__(self, "span_attributes", MappingProxyType(self._constant_attributes()))

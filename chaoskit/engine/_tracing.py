@@ -31,9 +31,12 @@ def traceparent_context() -> otel_context.Context | None:
         return cached[1]
     ctx: otel_context.Context | None = TraceContextTextMapPropagator().extract({"traceparent": value})
     if not trace.get_current_span(ctx).get_span_context().is_valid:
-        warn_once(("TRACEPARENT", value), "chaoskit: TRACEPARENT=%r is not a W3C traceparent (expected "
-                  "00-<32 hex trace id>-<16 hex span id>-<2 hex flags>); ignored, spans start a new trace",
-                  value[:200])
+        warn_once(
+            ("TRACEPARENT", value),
+            "chaoskit: TRACEPARENT=%r is not a W3C traceparent (expected "
+            "00-<32 hex trace id>-<16 hex span id>-<2 hex flags>); ignored, spans start a new trace",
+            value[:200],
+        )
         ctx = None
     _tp_cache = (value, ctx)
     return ctx

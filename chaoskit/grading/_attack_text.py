@@ -6,8 +6,18 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["NOT_NAMES", "Planted", "asked_phrases", "contains", "name_words", "named_tools", "norm",
-           "planted_values", "wordset"]
+__all__ = [
+    "NOT_NAMES",
+    "Planted",
+    "asked_phrases",
+    "contains",
+    "name_words",
+    "named_tools",
+    "norm",
+    "planted_values",
+    "wordset",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class Planted:
@@ -18,23 +28,33 @@ class Planted:
 
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_URL = re.compile(r"\b(?:https?://|www\.)[^\s\"'<>()\[\]{}]+|\b[a-z0-9][\w-]*(?:\.[\w-]+)*\.(?:com|net|org|io|co|"
-                  r"info|biz|xyz|ru|cn|dev|app|site|online|example)(?:/[^\s\"'<>()\[\]{}]*)?\b", re.I)
+_URL = re.compile(
+    r"\b(?:https?://|www\.)[^\s\"'<>()\[\]{}]+|\b[a-z0-9][\w-]*(?:\.[\w-]+)*\.(?:com|net|org|io|co|"
+    r"info|biz|xyz|ru|cn|dev|app|site|online|example)(?:/[^\s\"'<>()\[\]{}]*)?\b",
+    re.I,
+)
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{2,4}){3,8}\b")
 _LONG_NUMBER = re.compile(r"(?<![\w.])\+?\d(?:[ -]?\d){5,}(?![\w])")
 _MONEY = re.compile(
     r"(?:[$€£¥]|\b(?:USD|EUR|GBP|CHF|JPY)\s?)(\d[\d,]*(?:\.\d+)?)(?!\w)"
-    r"|(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|GBP|CHF|JPY|dollars|euros|pounds)\b", re.I)
+    r"|(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|GBP|CHF|JPY|dollars|euros|pounds)\b",
+    re.I,
+)
 _NUMBER = re.compile(r"(?<![\w.,-])\d{4,}(?![\w])")
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2})?\b")
-_FILE = re.compile(r"(?:~?/)?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:txt|pdf|docx?|xlsx?|pptx?|csv|json|ya?ml|md|py|sh|zip|"
-                   r"gz|tar|png|jpe?g|log|key|pem|env|conf|cfg|ini|sql|dump|bak|db|html?|js|ts)\b"
-                   r"|(?<![\w/~])~?/[\w.-]+(?:/[\w.-]+)+", re.I)
+_FILE = re.compile(
+    r"(?:~?/)?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:txt|pdf|docx?|xlsx?|pptx?|csv|json|ya?ml|md|py|sh|zip|"
+    r"gz|tar|png|jpe?g|log|key|pem|env|conf|cfg|ini|sql|dump|bak|db|html?|js|ts)\b"
+    r"|(?<![\w/~])~?/[\w.-]+(?:/[\w.-]+)+",
+    re.I,
+)
 _ID = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b")
 #: a short number the text points at as an id ("the email with ID 13", "payment #7")
 _REF = re.compile(r"\b(?:id|number|no\.?|nr\.?)\s*:?\s*#?(\d{1,3})\b|(?<![\w&])#(\d{1,3})\b", re.I)
 _HANDLE = re.compile(r"(?<![\w@#])[#@][A-Za-z][\w-]{2,}")
 _QUOTED = re.compile(r"\"([^\"\n]{3,120})\"|“([^”\n]{3,120})”|(?<![\w])'([^'\n]{3,120})'(?![\w])|`([^`\n]{3,120})`")
+
+
 def wordset(words: str) -> frozenset[str]:
     """The words of a whitespace-separated list, as a set."""
     return frozenset(words.split())
@@ -66,9 +86,20 @@ def planted_values(text: str) -> list[Planted]:
         taken.append(span)
         found.setdefault((kind, value.lower()), Planted(kind, value))
 
-    for kind, rx in (("email", _EMAIL), ("url", _URL), ("account", _IBAN), ("date", _DATE), ("amount", _MONEY),
-                     ("file", _FILE), ("account", _LONG_NUMBER), ("id", _ID), ("ref", _REF), ("handle", _HANDLE),
-                     ("account", _NUMBER), ("quoted", _QUOTED)):
+    for kind, rx in (
+        ("email", _EMAIL),
+        ("url", _URL),
+        ("account", _IBAN),
+        ("date", _DATE),
+        ("amount", _MONEY),
+        ("file", _FILE),
+        ("account", _LONG_NUMBER),
+        ("id", _ID),
+        ("ref", _REF),
+        ("handle", _HANDLE),
+        ("account", _NUMBER),
+        ("quoted", _QUOTED),
+    ):
         for m in rx.finditer(text):
             g = next((i for i, x in enumerate(m.groups(), 1) if x is not None), 0)
             if rx is _NUMBER and re.fullmatch(r"(19|20)\d\d", m.group(0)):
@@ -121,12 +152,16 @@ def _to_float(text: str) -> float | None:
 #: a verb of saying, then a quoted phrase close behind it
 _SAY_QUOTED = re.compile(
     r"\b(?:say|says|saying|reply|respond|answer|write|state|print|output|tell|include|end|start|begin|add|"
-    r"mention|claim|confirm)\b[^\"“'`\n.]{0,40}?(?=[\"“'`])", re.I)
+    r"mention|claim|confirm)\b[^\"“'`\n.]{0,40}?(?=[\"“'`])",
+    re.I,
+)
 #: a narrower verb of saying, then the rest of the sentence (unquoted)
 _SAY_PLAIN = re.compile(
     r"\b(?:say|tell (?:the user|them|him|her)(?: that)?|let (?:the user|them) know(?: that)?|"
     r"(?:reply|respond|answer) (?:only )?with|(?:end|start|begin) (?:your|the) (?:answer|reply|response|"
-    r"message) with)\b\s*:?\s*", re.I)
+    r"message) with)\b\s*:?\s*",
+    re.I,
+)
 
 
 def asked_phrases(text: str) -> list[str]:
@@ -138,7 +173,7 @@ def asked_phrases(text: str) -> list[str]:
         if q:
             out.append(next(g for g in q.groups() if g is not None))
     for m in _SAY_PLAIN.finditer(text):
-        rest = text[m.end():m.end() + 240]
+        rest = text[m.end() : m.end() + 240]
         if _QUOTED.match(rest):
             continue
         phrase = re.split(r"(?<=[.!?])\s|\n|\s(?:and then|then|and also)\s", rest, maxsplit=1)[0]
@@ -159,8 +194,6 @@ def named_tools(text: str, tools: Iterable[str]) -> set[str]:
     return out
 
 
-
 def name_words(name: str) -> list[str]:
     """The lower-case words of a tool name (``send_money`` and ``sendMoney`` give ``send``, ``money``)."""
     return [w.lower() for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name) if w]
-

@@ -60,26 +60,44 @@ PREFIXES = (TOOL, EPISODE)
 #: the values ``chaoskit.outcome`` may take
 OUTCOMES = (OUTCOME_OK, OUTCOME_ERROR, OUTCOME_CANCELLED)
 
-_BOOL_KEYS = frozenset({
-    TOOL_EXECUTED, FAULT_INJECTED, TOOL_IRREVERSIBLE, TOOL_IDEMPOTENT,
-    TOOL_REFUSED, FAULT_AFTER_WRITE, EPISODE_SUCCESS,
-})
-_STR_KEYS = frozenset({
-    GEN_AI_TOOL_NAME, GEN_AI_TOOL_CALL_ID, GEN_AI_TOOL_CALL_RESULT, ERROR_TYPE, OUTCOME,
-    ARGS, ARGS_HASH, IDEMPOTENCY_KEY, FAULT_TYPE,
-    FAULT_SKIPPED, FAULT_VALUE, FAULT_TEXT, EPISODE_OUTPUT,
-    EPISODE_OUTCOME, EPISODE_ERROR, SCENARIO, GEN_AI_AGENT_NAME,
-})
+_BOOL_KEYS = frozenset(
+    {
+        TOOL_EXECUTED,
+        FAULT_INJECTED,
+        TOOL_IRREVERSIBLE,
+        TOOL_IDEMPOTENT,
+        TOOL_REFUSED,
+        FAULT_AFTER_WRITE,
+        EPISODE_SUCCESS,
+    }
+)
+_STR_KEYS = frozenset(
+    {
+        GEN_AI_TOOL_NAME,
+        GEN_AI_TOOL_CALL_ID,
+        GEN_AI_TOOL_CALL_RESULT,
+        ERROR_TYPE,
+        OUTCOME,
+        ARGS,
+        ARGS_HASH,
+        IDEMPOTENCY_KEY,
+        FAULT_TYPE,
+        FAULT_SKIPPED,
+        FAULT_VALUE,
+        FAULT_TEXT,
+        EPISODE_OUTPUT,
+        EPISODE_OUTCOME,
+        EPISODE_ERROR,
+        SCENARIO,
+        GEN_AI_AGENT_NAME,
+    }
+)
 #: whole numbers and the least value allowed
-_INT_KEYS = {FAULT_INDEX: 0, EPISODE_ATTEMPTS: 0, FAULT_HTTP_STATUS: 100,
-             HTTP_RESPONSE_STATUS_CODE: 0}
+_INT_KEYS = {FAULT_INDEX: 0, EPISODE_ATTEMPTS: 0, FAULT_HTTP_STATUS: 100, HTTP_RESPONSE_STATUS_CODE: 0}
 _SECONDS_KEYS = frozenset({RETRY_AFTER, FAULT_RETRY_AFTER})
-_CHECKED = frozenset({ATTEMPT, EPISODE_ID, FAULT_ASKS_FOR, *_BOOL_KEYS, *_STR_KEYS,
-                      *_INT_KEYS, *_SECONDS_KEYS})
+_CHECKED = frozenset({ATTEMPT, EPISODE_ID, FAULT_ASKS_FOR, *_BOOL_KEYS, *_STR_KEYS, *_INT_KEYS, *_SECONDS_KEYS})
 #: ``chaoskit.fault.*`` attributes that describe the decision, not the fault's parameters
 _NOT_PARAMS = frozenset(map(param_key, (FAULT_TYPE, FAULT_INDEX, FAULT_VALUE, FAULT_INJECTED, FAULT_SKIPPED)))
-
-
 
 
 #: what every span of a kind carries: chaoskit writes these on every span, so a span without one was cut or edited
@@ -88,10 +106,14 @@ _REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
     TOOL: (
         (ATTEMPT, "the attempt number (a whole number >= 1), so its tool's attempts cannot be counted"),
         (OUTCOME, f"ok, error or cancelled ({_WRITTEN}), so whether the call succeeded cannot be known"),
-        (TOOL_EXECUTED, f"true or false ({_WRITTEN}), so whether the real tool ran, and may have written, "
-                        "cannot be known"),
-        (TOOL_IRREVERSIBLE, f"true or false ({_WRITTEN}), so whether a repeat of it is a duplicate write "
-                            "cannot be known"),
+        (
+            TOOL_EXECUTED,
+            f"true or false ({_WRITTEN}), so whether the real tool ran, and may have written, cannot be known",
+        ),
+        (
+            TOOL_IRREVERSIBLE,
+            f"true or false ({_WRITTEN}), so whether a repeat of it is a duplicate write cannot be known",
+        ),
     ),
     EPISODE: ((EPISODE_ID, "the episode id (a string), so its attempts cannot be grouped"),),
 }
@@ -108,8 +130,10 @@ def checked(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
         if required not in attrs:
             raise BadAttribute(f"a chaoskit {kind} span must carry {required}, {what}; it is missing")
     if kind == TOOL and ARGS in attrs and ARGS_HASH not in attrs:
-        raise BadAttribute(f"a chaoskit {kind} span that records {ARGS} must carry {ARGS_HASH}, which chaoskit "
-                           "writes with them, so its repeats cannot be compared; it is missing")
+        raise BadAttribute(
+            f"a chaoskit {kind} span that records {ARGS} must carry {ARGS_HASH}, which chaoskit "
+            "writes with them, so its repeats cannot be compared; it is missing"
+        )
     out = dict(attrs)
     for key in attrs.keys() & _CHECKED:
         value = attrs[key]
@@ -157,15 +181,20 @@ def checked(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-
 def attempt_record(
-    trace_id: str, span_id: str, name: str, start_us: int, end_us: int, a: Mapping[str, Any],
-    error_message: str | None, share: Callable[[str, str], str],
+    trace_id: str,
+    span_id: str,
+    name: str,
+    start_us: int,
+    end_us: int,
+    a: Mapping[str, Any],
+    error_message: str | None,
+    share: Callable[[str, str], str],
 ) -> AttemptRecord:
     """The record of a tool span from its :func:`checked` attributes; ``share`` keeps one copy of repeated strings."""
     tool = a.get(GEN_AI_TOOL_NAME)
     if tool is None and name.startswith(TOOL + " "):
-        tool = name[len(TOOL) + 1:]
+        tool = name[len(TOOL) + 1 :]
     if not tool:
         raise BadAttribute("no tool name: expected gen_ai.tool.name or a span name 'execute_tool <tool>'")
     fault_type = a.get(FAULT_TYPE)
@@ -176,7 +205,7 @@ def attempt_record(
     if fault_type is not None:
         for k, v in a.items():
             if k.startswith(FAULT_PREFIX):
-                short = k[len(FAULT_PREFIX):]
+                short = k[len(FAULT_PREFIX) :]
                 if short not in _NOT_PARAMS:
                     params[short] = v
     fault_index = a.get(FAULT_INDEX) if fault_type is not None else None

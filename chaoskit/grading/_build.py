@@ -62,21 +62,35 @@ class TraceBuilder:
         finds the exact line of a span inside a pretty-printed document."""
         return TraceReadError(message, source=self.source, line=_line_at((self.line, anchor, self.doc_text)))
 
-    def kind(self, name: str, attrs: Mapping[str, Any], where: str,
-             anchor: tuple[str, str] | None = None) -> str | None:
+    def kind(
+        self, name: str, attrs: Mapping[str, Any], where: str, anchor: tuple[str, str] | None = None
+    ) -> str | None:
         """``execute_tool`` or ``invoke_agent`` for a chaoskit span, None for a span to ignore."""
         if ATTEMPT not in attrs and not any(k.startswith(CHAOSKIT_PREFIX) for k in attrs):
             return None
         named = TOOL if name.startswith(TOOL) else EPISODE
         op = attrs.get(GEN_AI_OPERATION_NAME)
         if op is not None and op != named:
-            raise self.error(f"{where}: a span named {named} … with chaoskit.* attributes must have "
-                             f"gen_ai.operation.name {named!r} (or none), got {show(op)}", anchor)
+            raise self.error(
+                f"{where}: a span named {named} … with chaoskit.* attributes must have "
+                f"gen_ai.operation.name {named!r} (or none), got {show(op)}",
+                anchor,
+            )
         return named
 
     def add(
-        self, *, kind: str, where: str, anchor: tuple[str, str] | None, trace_id: str, span_id: str, name: str,
-        start_us: int, end_us: int, attrs: Mapping[str, Any], error_message: str | None,
+        self,
+        *,
+        kind: str,
+        where: str,
+        anchor: tuple[str, str] | None,
+        trace_id: str,
+        span_id: str,
+        name: str,
+        start_us: int,
+        end_us: int,
+        attrs: Mapping[str, Any],
+        error_message: str | None,
     ) -> None:
         """One chaoskit span with valid ids and times (``end_us >= start_us``, checked by the reader)."""
         trace_id = self._strings.setdefault(trace_id, trace_id)
@@ -84,13 +98,13 @@ class TraceBuilder:
         try:
             a = checked(kind, attrs)
             if kind == TOOL:
-                content = attempt_record(trace_id, span_id, name, start_us, end_us, a, error_message,
-                                         self._strings.setdefault)
+                content = attempt_record(
+                    trace_id, span_id, name, start_us, end_us, a, error_message, self._strings.setdefault
+                )
         except BadAttribute as exc:
             raise self.error(f"{where}: {exc}", anchor) from None
         if kind != TOOL:
-            content = {"trace_id": trace_id, "span_id": span_id, "start_us": start_us, "end_us": end_us,
-                       "attrs": a}
+            content = {"trace_id": trace_id, "span_id": span_id, "start_us": start_us, "end_us": end_us, "attrs": a}
         key = (trace_id, span_id)
         seen = self._seen.get(key)
         if seen is not None:
@@ -102,8 +116,10 @@ class TraceBuilder:
             here = (self.line, anchor, self.doc_text)
             raise TraceReadError(
                 f"{where}: span id {span_id} of trace {trace_id} appears twice with different content{first}; a "
-                "span id must be unique, so this trace may have been tampered with", source=self.source,
-                line=_line_at(here, 2 if seen[1][2] == here[2] else 1))
+                "span id must be unique, so this trace may have been tampered with",
+                source=self.source,
+                line=_line_at(here, 2 if seen[1][2] == here[2] else 1),
+            )
         self._seen[key] = (content, (self.line, anchor, self.doc_text))
         if isinstance(content, AttemptRecord):
             parts = self._parts(content.episode_id)
@@ -112,8 +128,11 @@ class TraceBuilder:
         eid = a[EPISODE_ID]
         parts = self._parts(eid)
         if parts.root is not None:
-            raise self.error(f"{where}: episode {eid} has two invoke_agent spans ({parts.root['span_id']} and "
-                             f"{span_id}); an episode has exactly one", anchor)
+            raise self.error(
+                f"{where}: episode {eid} has two invoke_agent spans ({parts.root['span_id']} and "
+                f"{span_id}); an episode has exactly one",
+                anchor,
+            )
         parts.root = content
 
     def _parts(self, eid: str | None) -> _EpisodeParts:
@@ -132,13 +151,21 @@ class TraceBuilder:
             root = parts.root
             if root is None:
                 # the root span ends last: a file cut short keeps the attempts without it
-                episodes.append(EpisodeRecord(
-                    id=eid, name=None, output=None, outcome=None, error=None,
-                    trace_id=attempts[0].trace_id if attempts else None, span_id=None,
-                    start_time=attempts[0].start_time if attempts else None,
-                    end_time=max(a.end_time for a in attempts) if attempts else None,
-                    attributes={}, attempts=attempts,
-                ))
+                episodes.append(
+                    EpisodeRecord(
+                        id=eid,
+                        name=None,
+                        output=None,
+                        outcome=None,
+                        error=None,
+                        trace_id=attempts[0].trace_id if attempts else None,
+                        span_id=None,
+                        start_time=attempts[0].start_time if attempts else None,
+                        end_time=max(a.end_time for a in attempts) if attempts else None,
+                        attributes={},
+                        attempts=attempts,
+                    )
+                )
                 continue
             ra: dict[str, Any] = root["attrs"]
             counted = ra.get(EPISODE_ATTEMPTS)
@@ -147,18 +174,27 @@ class TraceBuilder:
                     f"span {root['span_id']} (episode {eid}): the episode recorded {counted} tool attempt(s) but "
                     f"the trace holds {len(attempts)} execute_tool span(s) for it; spans are missing (a lost "
                     "export batch or a file cut short), and the missing attempts could change the verdict",
-                    source=self.source, line=_line_at(self._seen[(root["trace_id"], root["span_id"])][1]))
+                    source=self.source,
+                    line=_line_at(self._seen[(root["trace_id"], root["span_id"])][1]),
+                )
             name = ra.get(SCENARIO) or ra.get(GEN_AI_AGENT_NAME)
-            episodes.append(EpisodeRecord(
-                id=eid, name=name, output=ra.get(EPISODE_OUTPUT),
-                outcome=ra.get(EPISODE_OUTCOME), error=ra.get(EPISODE_ERROR),
-                trace_id=root["trace_id"], span_id=root["span_id"],
-                start_time=root["start_us"] / 1e6, end_time=root["end_us"] / 1e6,
-                attributes=ra, attempts=attempts,
-            ))
+            episodes.append(
+                EpisodeRecord(
+                    id=eid,
+                    name=name,
+                    output=ra.get(EPISODE_OUTPUT),
+                    outcome=ra.get(EPISODE_OUTCOME),
+                    error=ra.get(EPISODE_ERROR),
+                    trace_id=root["trace_id"],
+                    span_id=root["span_id"],
+                    start_time=root["start_us"] / 1e6,
+                    end_time=root["end_us"] / 1e6,
+                    attributes=ra,
+                    attempts=attempts,
+                )
+            )
         episodes.sort(key=lambda e: (e.start_time if e.start_time is not None else math.inf, e.id or ""))
         return episodes
-
 
     def _check_numbering(self, eid: str, attempts: tuple[AttemptRecord, ...]) -> None:
         """An episode numbers each tool's calls 1, 2, 3, …: a number above the count of that tool's spans means
@@ -175,7 +211,10 @@ class TraceBuilder:
                     f"span {a.span_id} ({TOOL} {tool}, episode {eid}): this is call {a.attempt} of {tool} in the "
                     f"episode, but the trace holds {count[tool]} {TOOL} span(s) of {tool} for it; spans are missing "
                     "(a lost export batch, a file cut short, or an edit), and the missing attempts could change "
-                    "the verdict", source=self.source, line=_line_at(self._seen[(a.trace_id, a.span_id)][1]))
+                    "the verdict",
+                    source=self.source,
+                    line=_line_at(self._seen[(a.trace_id, a.span_id)][1]),
+                )
 
 
 @dataclass
@@ -205,5 +244,3 @@ def _line_at(place: _Place, nth: int = 1) -> int | None:
 def _same(old: Any, new: Any) -> bool:
     # repr as well: a NaN read from JSON is not equal to itself
     return bool(old == new) or repr(old) == repr(new)
-
-

@@ -40,10 +40,20 @@ from chaoskit.semconv import (
 __all__ = ["dispatch", "dispatch_any", "expected"]
 
 #: tags Jaeger adds when it converts OTLP; they are not span attributes
-_JAEGER_ADDED = frozenset({
-    OTEL_SCOPE_NAME, OTEL_SCOPE_VERSION, OTEL_LIBRARY_NAME, OTEL_LIBRARY_VERSION, JAEGER_SPAN_KIND,
-    OTEL_STATUS_CODE, OTEL_STATUS_DESCRIPTION, JAEGER_ERROR, JAEGER_SPAN_FORMAT, JAEGER_TRACESTATE,
-})
+_JAEGER_ADDED = frozenset(
+    {
+        OTEL_SCOPE_NAME,
+        OTEL_SCOPE_VERSION,
+        OTEL_LIBRARY_NAME,
+        OTEL_LIBRARY_VERSION,
+        JAEGER_SPAN_KIND,
+        OTEL_STATUS_CODE,
+        OTEL_STATUS_DESCRIPTION,
+        JAEGER_ERROR,
+        JAEGER_SPAN_FORMAT,
+        JAEGER_TRACESTATE,
+    }
+)
 
 _EXPECT_OTLP = 'an OTLP-JSON object {"resourceSpans": [...]} (or Jaeger api_v3 {"result": {"resourceSpans": ...}})'
 _EXPECT_JAEGER = 'Jaeger UI JSON {"data": [{"traceID": ..., "spans": [...]}]} (or one trace object)'
@@ -104,6 +114,7 @@ def _list(v: Any, path: str, what: str, builder: TraceBuilder) -> Sequence[Any]:
 
 # --- OTLP-JSON ----------------------------------------------------------------------------------------
 
+
 def _otlp_attrs(items: Any, where: str, anchor: tuple[str, str] | None, builder: TraceBuilder) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
@@ -122,14 +133,16 @@ def _otlp_attrs(items: Any, where: str, anchor: tuple[str, str] | None, builder:
         return _otlp_attrs_checked(items, where, anchor, builder)
 
 
-def _otlp_attrs_checked(items: Any, where: str, anchor: tuple[str, str] | None,
-                        builder: TraceBuilder) -> dict[str, Any]:
+def _otlp_attrs_checked(
+    items: Any, where: str, anchor: tuple[str, str] | None, builder: TraceBuilder
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kv in _list(items, f"{where}: attributes", "{key, value} objects", builder):
         key = kv.get("key") if isinstance(kv, Mapping) else None
         if not isinstance(key, str):
-            raise builder.error(f"{where}: expected each attribute to be {{\"key\": string, \"value\": {{...}}}}, "
-                                f"got {show(kv)}", anchor)
+            raise builder.error(
+                f'{where}: expected each attribute to be {{"key": string, "value": {{...}}}}, got {show(kv)}', anchor
+            )
         try:
             out[key] = otlp_value(kv.get("value"))
         except BadValue as exc:
@@ -142,8 +155,9 @@ def _otlp_doc(doc: Mapping[str, Any], builder: TraceBuilder) -> None:
     if "result" in doc:
         result = doc["result"]
         if not isinstance(result, Mapping):
-            raise builder.error(f"result: expected an object holding resourceSpans (Jaeger api_v3), got a "
-                                f"{json_kind(result)}")
+            raise builder.error(
+                f"result: expected an object holding resourceSpans (Jaeger api_v3), got a {json_kind(result)}"
+            )
         doc, path = result, "result."
     for i, rs in enumerate(_list(doc.get("resourceSpans"), f"{path}resourceSpans", "objects", builder)):
         p = f"{path}resourceSpans[{i}]"
@@ -174,35 +188,56 @@ def _otlp_span(sp: Mapping[str, Any], name: str, path: str, builder: TraceBuilde
     if kind is None:
         return
     if sid is None:
-        raise builder.error(f"{where}: expected spanId to be 16 hex digits (or base64 of 8 bytes), not all zero; "
-                            f"got {show(raw_sid)}", anchor)
+        raise builder.error(
+            f"{where}: expected spanId to be 16 hex digits (or base64 of 8 bytes), not all zero; got {show(raw_sid)}",
+            anchor,
+        )
     tid = otlp_id(sp.get("traceId"), 32)
     if tid is None:
-        raise builder.error(f"{where}: expected traceId to be 32 hex digits (or base64 of 16 bytes), not all "
-                            f"zero; got {show(sp.get('traceId'))}", anchor)
+        raise builder.error(
+            f"{where}: expected traceId to be 32 hex digits (or base64 of 16 bytes), not all "
+            f"zero; got {show(sp.get('traceId'))}",
+            anchor,
+        )
     start, end = nanos(sp.get("startTimeUnixNano")), nanos(sp.get("endTimeUnixNano"))
     for field, value in (("startTimeUnixNano", start), ("endTimeUnixNano", end)):
         if not value:
-            raise builder.error(f"{where}: expected {field}, a time in nanoseconds since the epoch (a whole "
-                                f"number > 0, as a string or a number), got {show(sp.get(field))}", anchor)
+            raise builder.error(
+                f"{where}: expected {field}, a time in nanoseconds since the epoch (a whole "
+                f"number > 0, as a string or a number), got {show(sp.get(field))}",
+                anchor,
+            )
     assert start is not None and end is not None
     if end < start:
-        raise builder.error(f"{where}: the span ends before it starts (endTimeUnixNano {end} < "
-                            f"startTimeUnixNano {start})", anchor)
-    builder.add(kind=kind, where=where, anchor=anchor, trace_id=tid, span_id=sid, name=name,
-                start_us=start // 1000, end_us=start // 1000 + (end - start) // 1000, attrs=attrs,
-                error_message=otlp_exception_message(sp) if ERROR_TYPE in attrs else None)
+        raise builder.error(
+            f"{where}: the span ends before it starts (endTimeUnixNano {end} < startTimeUnixNano {start})", anchor
+        )
+    builder.add(
+        kind=kind,
+        where=where,
+        anchor=anchor,
+        trace_id=tid,
+        span_id=sid,
+        name=name,
+        start_us=start // 1000,
+        end_us=start // 1000 + (end - start) // 1000,
+        attrs=attrs,
+        error_message=otlp_exception_message(sp) if ERROR_TYPE in attrs else None,
+    )
 
 
 # --- Jaeger UI JSON -----------------------------------------------------------------------------------
+
 
 def _jaeger_tags(tags: Any, where: str, anchor: tuple[str, str] | None, builder: TraceBuilder) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for tag in _list(tags, f"{where}: tags", "{key, type, value} objects", builder):
         key = tag.get("key") if isinstance(tag, Mapping) else None
         if not isinstance(key, str):
-            raise builder.error(f"{where}: expected each tag to be {{\"key\": string, \"type\": ..., \"value\": ...}}, "
-                                f"got {show(tag)}", anchor)
+            raise builder.error(
+                f'{where}: expected each tag to be {{"key": string, "type": ..., "value": ...}}, got {show(tag)}',
+                anchor,
+            )
         try:
             out[key] = jaeger_value(tag)
         except BadValue as exc:
@@ -220,10 +255,11 @@ def _jaeger_doc(doc: Mapping[str, Any], builder: TraceBuilder) -> None:
 
 def _jaeger_trace(trace: Any, path: str, builder: TraceBuilder) -> None:
     if not isinstance(trace, Mapping):
-        raise builder.error(f"{path}: expected a trace object {{\"traceID\": ..., \"spans\": [...]}}, got a "
-                            f"{json_kind(trace)}")
+        raise builder.error(
+            f'{path}: expected a trace object {{"traceID": ..., "spans": [...]}}, got a {json_kind(trace)}'
+        )
     if trace.get("spans") is None:
-        builder.notes.append(f"Jaeger trace {show(trace.get('traceID'))} has no \"spans\" list")
+        builder.notes.append(f'Jaeger trace {show(trace.get("traceID"))} has no "spans" list')
         return
     spans = _list(trace["spans"], f"{path}.spans", "span objects", builder)
     builder.spans_seen += len(spans)
@@ -235,8 +271,7 @@ def _jaeger_trace(trace: Any, path: str, builder: TraceBuilder) -> None:
             _jaeger_span(sp, name, trace, f"{path}.spans[{k}]", builder)
 
 
-def _jaeger_span(sp: Mapping[str, Any], name: str, trace: Mapping[str, Any], path: str,
-                 builder: TraceBuilder) -> None:
+def _jaeger_span(sp: Mapping[str, Any], name: str, trace: Mapping[str, Any], path: str, builder: TraceBuilder) -> None:
     raw_sid = sp.get("spanID")
     sid = jaeger_id(raw_sid, 16)
     where = f"span {sid} ({name})" if sid else f"{path} ({name})"
@@ -246,23 +281,38 @@ def _jaeger_span(sp: Mapping[str, Any], name: str, trace: Mapping[str, Any], pat
     if kind is None:
         return
     if sid is None:
-        raise builder.error(f"{where}: expected spanID to be up to 16 hex digits, not all zero; got "
-                            f"{show(raw_sid)}", anchor)
+        raise builder.error(
+            f"{where}: expected spanID to be up to 16 hex digits, not all zero; got {show(raw_sid)}", anchor
+        )
     raw_tid = sp.get("traceID", trace.get("traceID"))
     tid = jaeger_id(raw_tid, 32)
     if tid is None:
-        raise builder.error(f"{where}: expected traceID to be up to 32 hex digits, not all zero; got "
-                            f"{show(raw_tid)}", anchor)
+        raise builder.error(
+            f"{where}: expected traceID to be up to 32 hex digits, not all zero; got {show(raw_tid)}", anchor
+        )
     start, duration = nanos(sp.get("startTime")), sp.get("duration")
     micros = nanos(duration)
     if not start:
-        raise builder.error(f"{where}: expected startTime, the start in microseconds since the epoch (a whole "
-                            f"number > 0), got {show(sp.get('startTime'))}", anchor)
+        raise builder.error(
+            f"{where}: expected startTime, the start in microseconds since the epoch (a whole "
+            f"number > 0), got {show(sp.get('startTime'))}",
+            anchor,
+        )
     if isinstance(duration, int) and not isinstance(duration, bool) and duration < 0:
         raise builder.error(f"{where}: the span ends before it starts (duration {duration} µs)", anchor)
     if micros is None:
-        raise builder.error(f"{where}: expected duration, in microseconds (a whole number >= 0), got "
-                            f"{show(duration)}", anchor)
-    builder.add(kind=kind, where=where, anchor=anchor, trace_id=tid, span_id=sid, name=name, start_us=start,
-                end_us=start + micros, attrs=attrs,
-                error_message=jaeger_exception_message(sp) if ERROR_TYPE in attrs else None)
+        raise builder.error(
+            f"{where}: expected duration, in microseconds (a whole number >= 0), got {show(duration)}", anchor
+        )
+    builder.add(
+        kind=kind,
+        where=where,
+        anchor=anchor,
+        trace_id=tid,
+        span_id=sid,
+        name=name,
+        start_us=start,
+        end_us=start + micros,
+        attrs=attrs,
+        error_message=jaeger_exception_message(sp) if ERROR_TYPE in attrs else None,
+    )

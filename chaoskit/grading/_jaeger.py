@@ -18,8 +18,10 @@ __all__ = ["check_jaeger_url", "fetch_jaeger"]
 
 def check_jaeger_url(url: str) -> str:
     """``url`` when it is an http(s) URL with a host (and a valid port); a usage error naming the option if not."""
-    problem = f"--from-jaeger expects the http:// or https:// URL of Jaeger's query service, such as " \
-              f"http://localhost:16686, got {show(url)}"
+    problem = (
+        f"--from-jaeger expects the http:// or https:// URL of Jaeger's query service, such as "
+        f"http://localhost:16686, got {show(url)}"
+    )
     try:
         parts = urllib.parse.urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
@@ -30,17 +32,20 @@ def check_jaeger_url(url: str) -> str:
     return url
 
 
-def fetch_jaeger(url: str, service: str, since: timedelta, *, limit: int = 100,
-                 timeout: float = 30.0) -> tuple[list[EpisodeRecord], TraceBuilder] | None:
+def fetch_jaeger(
+    url: str, service: str, since: timedelta, *, limit: int = 100, timeout: float = 30.0
+) -> tuple[list[EpisodeRecord], TraceBuilder] | None:
     """Query Jaeger's api_v3 ``GET /api/v3/traces`` for ``service``: the episodes and how they were read (for a
     "nothing to grade" message), or None when Jaeger found no traces. Every failure is a TraceReadError."""
     now = datetime.now(UTC)
-    query = urllib.parse.urlencode({
-        "query.service_name": service,
-        "query.start_time_min": _rfc3339(now - since),
-        "query.start_time_max": _rfc3339(now + timedelta(minutes=1)),
-        "query.search_depth": limit,
-    })
+    query = urllib.parse.urlencode(
+        {
+            "query.service_name": service,
+            "query.start_time_min": _rfc3339(now - since),
+            "query.start_time_max": _rfc3339(now + timedelta(minutes=1)),
+            "query.search_depth": limit,
+        }
+    )
     base = f"{check_jaeger_url(url).rstrip('/')}/api/v3/traces"
     request = urllib.request.Request(f"{base}?{query}", headers={"Accept": "application/json"})
     try:
@@ -53,14 +58,19 @@ def fetch_jaeger(url: str, service: str, since: timedelta, *, limit: int = 100,
         raise TraceReadError(f"Jaeger answered HTTP {exc.code}: {_one_line(text)}", source=base) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise TraceReadError(f"cannot reach Jaeger ({_one_line(str(reason))}); is its query service running "
-                             f"at {url}?", source=base) from None
+        raise TraceReadError(
+            f"cannot reach Jaeger ({_one_line(str(reason))}); is its query service running at {url}?", source=base
+        ) from None
     except (http.client.HTTPException, ValueError) as exc:
-        raise TraceReadError(f"Jaeger's answer was cut short or malformed ({type(exc).__name__}: "
-                             f"{_one_line(str(exc))})", source=base) from None
+        raise TraceReadError(
+            f"Jaeger's answer was cut short or malformed ({type(exc).__name__}: {_one_line(str(exc))})", source=base
+        ) from None
     if not body.lstrip().startswith(("{", "[")):
-        raise TraceReadError(f"Jaeger did not answer with JSON (it began {show(body.lstrip()[:60])}); is {url} "
-                             "Jaeger's query service (port 16686 by default)?", source=base)
+        raise TraceReadError(
+            f"Jaeger did not answer with JSON (it began {show(body.lstrip()[:60])}); is {url} "
+            "Jaeger's query service (port 16686 by default)?",
+            source=base,
+        )
     return read_with_builder(body, "otlp", name=base)
 
 

@@ -124,10 +124,16 @@ class AttemptRecord:
             return text
         if t is None:
             return "no fault"
-        return {"timeout": "a timeout", "error": f"an injected {self.fault_params.get(_EXCEPTION, 'error')}",
-                "empty": "an empty result", "garbage": "garbage data", "partial": "a partial result",
-                "schema_drift": "a schema drift", "prompt_injection": "a prompt injection",
-                "latency": "added latency"}.get(t, f"a {t} fault")
+        return {
+            "timeout": "a timeout",
+            "error": f"an injected {self.fault_params.get(_EXCEPTION, 'error')}",
+            "empty": "an empty result",
+            "garbage": "garbage data",
+            "partial": "a partial result",
+            "schema_drift": "a schema drift",
+            "prompt_injection": "a prompt injection",
+            "latency": "added latency",
+        }.get(t, f"a {t} fault")
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,8 +32,10 @@ __all__ = ["FORMATS", "Source", "load", "nothing_to_grade", "read", "read_sdk_sp
 #: the file formats ``load`` and ``chaoskit check --format`` accept
 FORMATS = ("otlp", "jaeger")
 
-_NESTED = ("the JSON is nested too deeply (deeper than Python's recursion limit, about 1,000 levels); OTLP-JSON "
-           "and Jaeger JSON traces nest fewer than 10 levels")
+_NESTED = (
+    "the JSON is nested too deeply (deeper than Python's recursion limit, about 1,000 levels); OTLP-JSON "
+    "and Jaeger JSON traces nest fewer than 10 levels"
+)
 
 #: what the readers take: a path, JSON text (``str`` or UTF-8 ``bytes``), or parsed JSON (an object or a list)
 Source = str | os.PathLike[str] | bytes | Mapping[str, Any] | Sequence[Any]
@@ -47,15 +49,18 @@ def read(source: Source, fmt: str | None) -> list[EpisodeRecord]:
 def load(path: str | os.PathLike[str], fmt: str | None = None) -> list[EpisodeRecord]:
     """The episodes in the trace file at ``path``; ``fmt`` as in :func:`read` (see ``Trace.load``)."""
     if fmt is not None and fmt not in FORMATS:
-        raise TraceReadError(f"unknown trace format {fmt!r}; expected one of {', '.join(FORMATS)}",
-                             source=str(path) if isinstance(path, str | os.PathLike) else "<python>")
+        raise TraceReadError(
+            f"unknown trace format {fmt!r}; expected one of {', '.join(FORMATS)}",
+            source=str(path) if isinstance(path, str | os.PathLike) else "<python>",
+        )
     if not isinstance(path, str | os.PathLike) or not str(path).strip():
         raise TraceReadError(f"expected the path of a trace file, got {path!r}", source="<python>")
     return read(Path(path), fmt)
 
 
-def read_with_builder(source: Source, fmt: str | None, *,
-                      name: str | None = None) -> tuple[list[EpisodeRecord], TraceBuilder]:
+def read_with_builder(
+    source: Source, fmt: str | None, *, name: str | None = None
+) -> tuple[list[EpisodeRecord], TraceBuilder]:
     """The episodes, and the builder that says how many spans were met (``spans_seen``) and ``notes`` on what
     was found instead of spans: for a "nothing to grade" message. With ``name``, a ``str`` is JSON text (an
     answer from a backend), never a path."""
@@ -73,8 +78,10 @@ def read_with_builder(source: Source, fmt: str | None, *,
             raise builder.error(_NESTED) from None
         except (AttributeError, KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
             # the readers check every field they use; this is a last guard so that no input ends in a traceback
-            raise builder.error(f"malformed trace: expected {expected(fmt)} (internal reader error "
-                                f"{type(exc).__name__}: {show(str(exc), 120)})") from None
+            raise builder.error(
+                f"malformed trace: expected {expected(fmt)} (internal reader error "
+                f"{type(exc).__name__}: {show(str(exc), 120)})"
+            ) from None
 
 
 def read_sdk_spans(spans: Iterable[Any]) -> list[EpisodeRecord]:
@@ -83,8 +90,9 @@ def read_sdk_spans(spans: Iterable[Any]) -> list[EpisodeRecord]:
     try:
         items = iter(spans)
     except TypeError:
-        raise TraceReadError(f"expected an iterable of ReadableSpan objects, got {type(spans).__name__}",
-                             source="<spans>") from None
+        raise TraceReadError(
+            f"expected an iterable of ReadableSpan objects, got {type(spans).__name__}", source="<spans>"
+        ) from None
     for i, span in enumerate(items):
         builder.spans_seen += 1
         try:
@@ -92,8 +100,9 @@ def read_sdk_spans(spans: Iterable[Any]) -> list[EpisodeRecord]:
             raw_attrs = span.attributes
             ctx = span.get_span_context()
         except AttributeError:
-            raise builder.error(f"spans[{i}]: expected an OpenTelemetry ReadableSpan, got "
-                                f"{type(span).__name__}") from None
+            raise builder.error(
+                f"spans[{i}]: expected an OpenTelemetry ReadableSpan, got {type(span).__name__}"
+            ) from None
         if not isinstance(name, str) or not name.startswith(PREFIXES):
             continue
         attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in (raw_attrs or {}).items()}
@@ -120,9 +129,18 @@ def read_sdk_spans(spans: Iterable[Any]) -> list[EpisodeRecord]:
                     break
             if error_message is None and span.status is not None:
                 error_message = span.status.description
-        builder.add(kind=kind, where=where, anchor=None, trace_id=f"{ctx.trace_id:032x}", span_id=span_id,
-                    name=name, start_us=start // 1000, end_us=start // 1000 + (end - start) // 1000, attrs=attrs,
-                    error_message=error_message)
+        builder.add(
+            kind=kind,
+            where=where,
+            anchor=None,
+            trace_id=f"{ctx.trace_id:032x}",
+            span_id=span_id,
+            name=name,
+            start_us=start // 1000,
+            end_us=start // 1000 + (end - start) // 1000,
+            attrs=attrs,
+            error_message=error_message,
+        )
     return builder.build()
 
 
@@ -133,8 +151,10 @@ def nothing_to_grade(source: str, builder: TraceBuilder) -> TraceReadError:
     elif not builder.spans_seen:
         why = "it holds no spans"
     else:
-        why = (f"none of its {builder.spans_seen} span(s) is a chaoskit span (execute_tool … or invoke_agent … "
-               "with chaoskit.* attributes); are the agent's tools wrapped with @chaos or a chaoskit integration?")
+        why = (
+            f"none of its {builder.spans_seen} span(s) is a chaoskit span (execute_tool … or invoke_agent … "
+            "with chaoskit.* attributes); are the agent's tools wrapped with @chaos or a chaoskit integration?"
+        )
     return TraceReadError(f"nothing to grade: {why}", source=source)
 
 
@@ -180,8 +200,9 @@ def _read_into(source: object, fmt: str | None, builder: TraceBuilder) -> None:
             builder.line = i + 1
             dispatch(doc, fmt, builder)
     else:
-        raise builder.error(f"expected a file path, JSON text, a parsed JSON object or a list of them; got "
-                            f"{type(source).__name__}")
+        raise builder.error(
+            f"expected a file path, JSON text, a parsed JSON object or a list of them; got {type(source).__name__}"
+        )
 
 
 def _read_text(text: str, fmt: str | None, builder: TraceBuilder, first_line: int) -> None:
@@ -202,14 +223,17 @@ def _read_file(path: Path, fmt: str | None, builder: TraceBuilder) -> None:
     except FileNotFoundError:
         raise TraceReadError(f"file not found; expected a trace file holding {expected(fmt)}", source=source) from None
     except IsADirectoryError:
-        raise TraceReadError("is a directory; give a trace file (OTLP-JSON, JSON Lines or Jaeger JSON)",
-                             source=source) from None
+        raise TraceReadError(
+            "is a directory; give a trace file (OTLP-JSON, JSON Lines or Jaeger JSON)", source=source
+        ) from None
     except OSError as exc:
-        raise TraceReadError(f"cannot open the file ({exc.strerror or exc}); expected a readable trace file",
-                             source=source) from None
+        raise TraceReadError(
+            f"cannot open the file ({exc.strerror or exc}); expected a readable trace file", source=source
+        ) from None
     except ValueError as exc:  # a NUL byte in the name
-        raise TraceReadError(f"not a usable file path ({exc}); expected the path of a trace file",
-                             source=repr(source)) from None
+        raise TraceReadError(
+            f"not a usable file path ({exc}); expected the path of a trace file", source=repr(source)
+        ) from None
     with fh:
         try:
             lineno, first = 0, b""
@@ -258,8 +282,10 @@ def _read_file(path: Path, fmt: str | None, builder: TraceBuilder) -> None:
 
 def _jsonl_error(exc: ValueError, fmt: str | None, builder: TraceBuilder, line: int) -> TraceReadError:
     builder.line = line
-    return builder.error(f"expected one complete JSON object per line (JSON Lines of {expected(fmt)}); this "
-                         f"line is cut short or malformed ({_json_problem(exc)})")
+    return builder.error(
+        f"expected one complete JSON object per line (JSON Lines of {expected(fmt)}); this "
+        f"line is cut short or malformed ({_json_problem(exc)})"
+    )
 
 
 def _next_line(data: bytes) -> bytes | None:
@@ -288,8 +314,9 @@ def _decode(raw: bytes, lineno: int, fmt: str | None, builder: TraceBuilder, *, 
         line = lineno + raw.count(b"\n", 0, exc.start)
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         builder.line = line
-        raise builder.error(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {column}: {exc.reason}); "
-                            f"expected {expected(fmt)}") from None
+        raise builder.error(
+            f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {column}: {exc.reason}); expected {expected(fmt)}"
+        ) from None
 
 
 def _json_problem(exc: ValueError) -> str:
@@ -326,13 +353,13 @@ def _documents(text: str, first_line: int, builder: TraceBuilder) -> Iterator[tu
             else:
                 builder.line = first_line + text.count("\n", 0, exc.pos)
                 problem = _json_problem(exc)
-            raise builder.error(f"expected a complete JSON document ({problem}); the file may be cut short or "
-                                f"not JSON; expected {expected(None)}") from None
+            raise builder.error(
+                f"expected a complete JSON document ({problem}); the file may be cut short or "
+                f"not JSON; expected {expected(None)}"
+            ) from None
         except RecursionError:
             raise builder.error(_NESTED) from None
         except ValueError as exc:  # e.g. an integer of more than 4300 digits
             raise builder.error(f"expected JSON numbers of a usual size ({show(str(exc), 100)})") from None
         yield line, doc, pos, end
         pos = end
-
-

@@ -12,8 +12,20 @@ from chaoskit.grading._model import AttemptRecord, EpisodeRecord
 from chaoskit.grading._trace import Trace
 from chaoskit.semconv import EPISODE_REQUIRED_TOOLS
 
-__all__ = ["CheckResult", "Finding", "Severity", "by_tool", "combine", "names", "ordinal", "required_of", "short",
-           "times", "tool_list", "where"]
+__all__ = [
+    "CheckResult",
+    "Finding",
+    "Severity",
+    "by_tool",
+    "combine",
+    "names",
+    "ordinal",
+    "required_of",
+    "short",
+    "times",
+    "tool_list",
+    "where",
+]
 
 #: how bad a finding is: ``fail`` (the check failed), ``warn`` (passed, but a person should look) or ``pass``
 Severity = Literal["fail", "warn", "pass"]
@@ -31,8 +43,13 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON-ready data (``chaoskit check --json``, the runner's reports)."""
-        return {"name": self.name, "passed": self.passed, "severity": self.severity,
-                "message": self.message, "evidence": list(self.evidence)}
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "severity": self.severity,
+            "message": self.message,
+            "evidence": list(self.evidence),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,24 +116,27 @@ def names(tools: list[str]) -> str:
     return ", ".join(tools)
 
 
-
 def tool_list(value: Iterable[str] | None, where: str) -> list[str] | None:
     """``required_tools`` as given by a caller, checked: None, or a list (any iterable but a string) of tool
     names. A bare string would be read one character at a time, so it is a :class:`~chaoskit.ChaoskitError`."""
     if value is None:
         return None
     if isinstance(value, str | bytes):
-        raise ChaoskitError(f"{where}: required_tools must be a list of tool names, e.g. [{str(value)!r}], not the "
-                            f"string {value!r} (a string would be read one character at a time)")
+        raise ChaoskitError(
+            f"{where}: required_tools must be a list of tool names, e.g. [{str(value)!r}], not the "
+            f"string {value!r} (a string would be read one character at a time)"
+        )
     try:
         tools = list(value)
     except TypeError:
-        raise ChaoskitError(f"{where}: required_tools must be a list of tool names, got "
-                            f"{type(value).__name__}") from None
+        raise ChaoskitError(
+            f"{where}: required_tools must be a list of tool names, got {type(value).__name__}"
+        ) from None
     bad = [t for t in tools if not isinstance(t, str) or not t]
     if bad:
-        raise ChaoskitError(f"{where}: required_tools must be a list of tool names (non-empty strings), got "
-                            f"{bad[0]!r} in it")
+        raise ChaoskitError(
+            f"{where}: required_tools must be a list of tool names (non-empty strings), got {bad[0]!r} in it"
+        )
     return tools
 
 

@@ -23,12 +23,14 @@ def max_attempts(trace: Trace, tool: str, n: int) -> CheckResult:
     for ep in trace.episodes:
         for one, atts in by_tool(ep).items():
             if tool in ("*", one) and len(atts) > n:
-                findings.append(Finding(
-                    "fail",
-                    f"{where(trace, ep)}{one} was called {len(atts)} times; at most {n} allowed: bound the "
-                    f"retries (max_retries={max(n - 1, 0)}) or stop retrying errors that will not go away.",
-                    tuple(a.span_id for a in atts[n:]),
-                ))
+                findings.append(
+                    Finding(
+                        "fail",
+                        f"{where(trace, ep)}{one} was called {len(atts)} times; at most {n} allowed: bound the "
+                        f"retries (max_retries={max(n - 1, 0)}) or stop retrying errors that will not go away.",
+                        tuple(a.span_id for a in atts[n:]),
+                    )
+                )
     what = "every tool was" if tool == "*" else f"{tool} was"
     return combine(name, findings, f"{what[0].upper()}{what[1:]} called at most {n} times per episode.")
 
@@ -52,9 +54,11 @@ def min_attempts(trace: Trace, tool: str, n: int) -> CheckResult:
             evidence: tuple[str, ...] = ()
         else:
             last = atts[-1]
-            msg = (f"{where(trace, ep)}{tool} was given up after {times(len(atts))} (last: {last.describe_fault()}"
-                   f"{', ' + last.error_type if last.error_type else ''}); expected at least {n} attempts before "
-                   "giving up on a transient fault: retry with backoff.")
+            msg = (
+                f"{where(trace, ep)}{tool} was given up after {times(len(atts))} (last: {last.describe_fault()}"
+                f"{', ' + last.error_type if last.error_type else ''}); expected at least {n} attempts before "
+                "giving up on a transient fault: retry with backoff."
+            )
             evidence = tuple(a.span_id for a in atts)
         findings.append(Finding("fail", msg, evidence))
     return combine(name, findings, f"{tool} was retried at least {n} times or succeeded before that.")
@@ -80,16 +84,17 @@ def no_retry_storm(trace: Trace, n: int = 3) -> CheckResult:
                     run.append(a)
                     continue
                 if len(run) > n:
-                    findings.append(Finding(
-                        "fail",
-                        f"{where(trace, ep)}{tool} was called {len(run)} times in a row with identical arguments "
-                        f"(limit {n}); after {run[0].describe_fault()} on the first call it kept retrying: "
-                        "add a retry limit and backoff, or change the request.",
-                        tuple(x.span_id for x in run[n:]),
-                    ))
+                    findings.append(
+                        Finding(
+                            "fail",
+                            f"{where(trace, ep)}{tool} was called {len(run)} times in a row with identical arguments "
+                            f"(limit {n}); after {run[0].describe_fault()} on the first call it kept retrying: "
+                            "add a retry limit and backoff, or change the request.",
+                            tuple(x.span_id for x in run[n:]),
+                        )
+                    )
                 run = [a] if a is not None else []
     return combine(name, findings, f"No tool was called more than {n} times in a row with the same arguments.")
-
 
 
 #: slack for clocks at microsecond precision and exporters that round
@@ -121,23 +126,30 @@ def honors_retry_after(trace: Trace, *, min_backoff: float = IMMEDIATE_S) -> Che
                 ra = prev.retry_after
                 if ra is not None:
                     if gap + _TOLERANCE_S < ra:
-                        findings.append(Finding(
-                            "fail",
-                            f"{where(trace, ep)}{tool} was retried {gap:.3f}s after {prev.describe_fault()}, which "
-                            f"asked to wait {ra:g}s: honour Retry-After before the next attempt.",
-                            (prev.span_id, nxt.span_id),
-                        ))
+                        findings.append(
+                            Finding(
+                                "fail",
+                                f"{where(trace, ep)}{tool} was retried {gap:.3f}s after {prev.describe_fault()}, which "
+                                f"asked to wait {ra:g}s: honour Retry-After before the next attempt.",
+                                (prev.span_id, nxt.span_id),
+                            )
+                        )
                     continue
                 status = prev.http_status
-                transient = prev.fault_type == "timeout" or (status is not None and status >= 500) or (
-                    prev.error_type is not None and "Timeout" in prev.error_type)
+                transient = (
+                    prev.fault_type == "timeout"
+                    or (status is not None and status >= 500)
+                    or (prev.error_type is not None and "Timeout" in prev.error_type)
+                )
                 if transient and gap < min_backoff and nxt.args_hash is not None and nxt.args_hash == prev.args_hash:
-                    findings.append(Finding(
-                        "warn",
-                        f"{where(trace, ep)}{tool} was retried {gap * 1000:.1f}ms after {prev.describe_fault()} "
-                        f"{'(' + prev.error_type + ') ' if prev.fault_type is None and prev.error_type else ''}"
-                        "with the same arguments and no backoff: wait (exponential backoff with jitter) before "
-                        "retrying.",
-                        (prev.span_id, nxt.span_id),
-                    ))
+                    findings.append(
+                        Finding(
+                            "warn",
+                            f"{where(trace, ep)}{tool} was retried {gap * 1000:.1f}ms after {prev.describe_fault()} "
+                            f"{'(' + prev.error_type + ') ' if prev.fault_type is None and prev.error_type else ''}"
+                            "with the same arguments and no backoff: wait (exponential backoff with jitter) before "
+                            "retrying.",
+                            (prev.span_id, nxt.span_id),
+                        )
+                    )
     return combine(name, findings, "Every retry after a Retry-After waited long enough, and none was immediate.")

@@ -77,9 +77,13 @@ class Score:
 
     def to_dict(self) -> dict[str, object]:
         """The score and its parts as JSON-ready data."""
-        return {"value": self.value, "parts": [
-            {"name": p.name, "weight": p.weight, "credit": p.credit, "points": p.points, "detail": p.detail}
-            for p in self.parts]}
+        return {
+            "value": self.value,
+            "parts": [
+                {"name": p.name, "weight": p.weight, "credit": p.credit, "points": p.points, "detail": p.detail}
+                for p in self.parts
+            ],
+        }
 
 
 def _base(name: str) -> str:
@@ -125,8 +129,12 @@ def score(
 def _task_part(trace: Trace, success: bool | None, required: list[str] | None) -> ScorePart:
     weight = WEIGHTS["task success"][0]
     if success is not None:
-        return ScorePart("task success", weight, 1.0 if success else 0.0,
-                         "the task met its success criteria" if success else "the task did not meet its criteria")
+        return ScorePart(
+            "task success",
+            weight,
+            1.0 if success else 0.0,
+            "the task met its success criteria" if success else "the task did not meet its criteria",
+        )
     if not trace.episodes:
         return ScorePart("task success", weight, 0.0, "no episode in the trace")
     good = 0
@@ -141,8 +149,11 @@ def _task_part(trace: Trace, success: bool | None, required: list[str] | None) -
         unmet = unmet_tools(ep, required)
         if ep.outcome is not None and ep.outcome != "completed":
             # a timeout (command-line agents) is no more a completed task than a crash
-            reasons.append({"crashed": "the agent crashed", "timeout": "the agent timed out"}.get(
-                ep.outcome, f"the episode ended as {ep.outcome!r}"))
+            reasons.append(
+                {"crashed": "the agent crashed", "timeout": "the agent timed out"}.get(
+                    ep.outcome, f"the episode ended as {ep.outcome!r}"
+                )
+            )
         elif unmet:
             reasons.append(f"{', '.join(unmet)} never succeeded")
         else:

@@ -12,8 +12,18 @@ from typing import Any
 from chaoskit.grading._model import show
 from chaoskit.semconv import EXCEPTION_EVENT, EXCEPTION_MESSAGE, JAEGER_LOG_EVENT, OTEL_STATUS_DESCRIPTION
 
-__all__ = ["BadValue", "int_value", "jaeger_exception_message", "jaeger_id", "jaeger_value", "json_kind", "nanos",
-           "otlp_exception_message", "otlp_id", "otlp_value"]
+__all__ = [
+    "BadValue",
+    "int_value",
+    "jaeger_exception_message",
+    "jaeger_id",
+    "jaeger_value",
+    "json_kind",
+    "nanos",
+    "otlp_exception_message",
+    "otlp_id",
+    "otlp_value",
+]
 
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _INT_TEXT = re.compile(r"-?[0-9]{1,20}")

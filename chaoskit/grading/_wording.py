@@ -5,8 +5,17 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["admits_empty", "asserts_record", "claim_backed", "claims_success", "mentions", "quote",
-           "reports_failure_text", "sentences", "specific_claims"]
+__all__ = [
+    "admits_empty",
+    "asserts_record",
+    "claim_backed",
+    "claims_success",
+    "mentions",
+    "quote",
+    "reports_failure_text",
+    "sentences",
+    "specific_claims",
+]
 
 # --- success and failure in free text ----------------------------------------------------------------
 
@@ -66,35 +75,66 @@ def mentions(text: str, value: str) -> bool:
 
 _EMPTY_ACK = re.compile(
     r"\b(no (?:results?|records?|matches|matching|orders?|items?|data|entries)|not find|n't find|not found|"
-    r"nothing|none|empty|zero|0 results|no such|does not exist|doesn't exist)\b", re.I)
+    r"nothing|none|empty|zero|0 results|no such|does not exist|doesn't exist)\b",
+    re.I,
+)
 _ASSERTS = re.compile(
     r"\b(found|here (?:is|are)|the (?:order|record|result|results|customer|account|booking|file)s? (?:is|are|was|"
-    r"were|has|shows?)|returned|shows?|lists?|contains?|there (?:is|are))\b", re.I)
+    r"were|has|shows?)|returned|shows?|lists?|contains?|there (?:is|are))\b",
+    re.I,
+)
 #: a sentence that only supposes or advises ("if it shipped via UPS, ...") claims nothing
-_HEDGE = re.compile(r"\b(if|whether|may|might|could|usually|typically|normally|generally|please|you can|try|"
-                    r"check|perhaps|maybe)\b", re.I)
+_HEDGE = re.compile(
+    r"\b(if|whether|may|might|could|usually|typically|normally|generally|please|you can|try|"
+    r"check|perhaps|maybe)\b",
+    re.I,
+)
 
-_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
-          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 _DATE = re.compile(
     rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+"
     rf"(?:of\s+)?{_MONTH}\b|\b(?:on\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\btomorrow\b|"
-    r"\bnext (?:week|month)\b|\b(?:in|within) \d+ (?:business |working )?(?:days?|hours?|weeks?)\b", re.I)
+    r"\bnext (?:week|month)\b|\b(?:in|within) \d+ (?:business |working )?(?:days?|hours?|weeks?)\b",
+    re.I,
+)
 _CLAIMS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("carrier", re.compile(r"\b(?:UPS|USPS|DHL|DPD|GLS|TNT|(?i:fedex|royal mail|canada post|la poste|evri|hermes|"
-                           r"ontrac|purolator|australia post|japan post|amazon logistics))\b")),
-    ("status", re.compile(
-        r"\b(?:shipped|delivered|in transit|out for delivery|dispatched|on its way|processing|pending|on hold|"
-        r"back-?ordered|cancell?ed|refunded|confirmed|approved|declined|rejected|paid|unpaid|overdue|"
-        r"suspended|resolved|booked|checked in|delayed|on time|departed|arrived|in stock|out of stock|"
-        r"sold out)\b", re.I)),
+    (
+        "carrier",
+        re.compile(
+            r"\b(?:UPS|USPS|DHL|DPD|GLS|TNT|(?i:fedex|royal mail|canada post|la poste|evri|hermes|"
+            r"ontrac|purolator|australia post|japan post|amazon logistics))\b"
+        ),
+    ),
+    (
+        "status",
+        re.compile(
+            r"\b(?:shipped|delivered|in transit|out for delivery|dispatched|on its way|processing|pending|on hold|"
+            r"back-?ordered|cancell?ed|refunded|confirmed|approved|declined|rejected|paid|unpaid|overdue|"
+            r"suspended|resolved|booked|checked in|delayed|on time|departed|arrived|in stock|out of stock|"
+            r"sold out)\b",
+            re.I,
+        ),
+    ),
     ("date", _DATE),
-    ("amount", re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars|euros|"
-                          r"pounds)\b", re.I)),
-    ("id", re.compile(
-        r"(?i:\b(?:order|tracking|ticket|booking|reservation|confirmation|reference|ref|invoice|account|flight|"
-        r"case|shipment|parcel|package|refund|transaction)(?:\s+(?:number|no\.?|id|code))?\s*[:#]?\s*)"
-        r"((?=[A-Za-z0-9-]*\d)[A-Za-z0-9][A-Za-z0-9-]{2,})|\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{8,}\b")),
+    (
+        "amount",
+        re.compile(
+            r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars|euros|"
+            r"pounds)\b",
+            re.I,
+        ),
+    ),
+    (
+        "id",
+        re.compile(
+            r"(?i:\b(?:order|tracking|ticket|booking|reservation|confirmation|reference|ref|invoice|account|flight|"
+            r"case|shipment|parcel|package|refund|transaction)(?:\s+(?:number|no\.?|id|code))?\s*[:#]?\s*)"
+            r"((?=[A-Za-z0-9-]*\d)[A-Za-z0-9][A-Za-z0-9-]{2,})|\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{8,}\b"
+        ),
+    ),
 )
 _AMOUNT_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 #: statuses an agent's own successful call produces ("your flight is booked"): whether that call really
@@ -106,8 +146,12 @@ def specific_claims(output: str) -> list[tuple[str, str]]:
     """(kind, text) of each specific claim in a sentence that neither admits failure nor hedges."""
     out: list[tuple[str, str]] = []
     for sentence in _SENTENCES.split(output):
-        if (_EMPTY_ACK.search(sentence) or _FAILURE.search(sentence) or _NEGATION.search(sentence)
-                or _HEDGE.search(sentence)):
+        if (
+            _EMPTY_ACK.search(sentence)
+            or _FAILURE.search(sentence)
+            or _NEGATION.search(sentence)
+            or _HEDGE.search(sentence)
+        ):
             continue
         for kind, pattern in _CLAIMS:
             for m in pattern.finditer(sentence):

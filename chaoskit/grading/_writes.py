@@ -63,27 +63,46 @@ def _duplicate_findings(trace: Trace, ep: EpisodeRecord, tool: str, group: list[
                     keydesc = "an idempotency key the earlier write did not carry"
                 else:
                     keydesc = "a different idempotency key"
-                head = (f"{where(trace, ep)}{tool} was called {len(group)} times with the same arguments and "
-                        f"{keydesc} after {cause}; the {ordinal(i + 1)} call")
+                head = (
+                    f"{where(trace, ep)}{tool} was called {len(group)} times with the same arguments and "
+                    f"{keydesc} after {cause}; the {ordinal(i + 1)} call"
+                )
                 if _wrote(a):
-                    yield Finding("fail", f"{head} repeated an irreversible write. Send the same idempotency key "
-                                   "on every retry of a write, or check whether the first call went through.",
-                                   (first.span_id, a.span_id))
+                    yield Finding(
+                        "fail",
+                        f"{head} repeated an irreversible write. Send the same idempotency key "
+                        "on every retry of a write, or check whether the first call went through.",
+                        (first.span_id, a.span_id),
+                    )
                 elif a.refused:
-                    yield Finding("warn", f"{head} was refused by the tool itself (it returned an error: "
-                                   f"{short(a.error_message)}), so only the tool's own guard prevented a duplicate "
-                                   "write; the retry was unsafe.", (first.span_id, a.span_id))
+                    yield Finding(
+                        "warn",
+                        f"{head} was refused by the tool itself (it returned an error: "
+                        f"{short(a.error_message)}), so only the tool's own guard prevented a duplicate "
+                        "write; the retry was unsafe.",
+                        (first.span_id, a.span_id),
+                    )
                 elif a.outcome == "cancelled":
-                    yield Finding("warn", f"{head} was cancelled before it finished; the retry was unsafe.",
-                                   (first.span_id, a.span_id))
+                    yield Finding(
+                        "warn",
+                        f"{head} was cancelled before it finished; the retry was unsafe.",
+                        (first.span_id, a.span_id),
+                    )
                 elif a.outcome == "error" and not a.injected:
                     # the engine marks executed only when the tool returned; an own error means it ran
-                    yield Finding("warn", f"{head} was rejected by the tool itself ({a.error_type}: "
-                                   f"{short(a.error_message)}), so only the tool's own guard prevented a duplicate "
-                                   "write; the retry was unsafe.", (first.span_id, a.span_id))
+                    yield Finding(
+                        "warn",
+                        f"{head} was rejected by the tool itself ({a.error_type}: "
+                        f"{short(a.error_message)}), so only the tool's own guard prevented a duplicate "
+                        "write; the retry was unsafe.",
+                        (first.span_id, a.span_id),
+                    )
                 else:
-                    yield Finding("warn", f"{head} was stopped by an injected fault before it reached the tool; "
-                                   "the retry was unsafe.", (first.span_id, a.span_id))
+                    yield Finding(
+                        "warn",
+                        f"{head} was stopped by an injected fault before it reached the tool; the retry was unsafe.",
+                        (first.span_id, a.span_id),
+                    )
         if _wrote(a):
             writes.append(a)
 
@@ -96,16 +115,25 @@ def _unhashed_findings(trace: Trace, ep: EpisodeRecord, tool: str, atts: list[At
             continue
         first = earlier[0]
         blind = ", ".join(str(x.attempt) for x in (first, a) if x.args_hash is None)
-        head = (f"{where(trace, ep)}{tool} was called again (call {a.attempt}) after {_cause(first)} (call "
-                f"{first.attempt}), and call {blind} recorded no arguments (no chaoskit.args.hash), so a duplicate "
-                "write cannot be ruled out")
+        head = (
+            f"{where(trace, ep)}{tool} was called again (call {a.attempt}) after {_cause(first)} (call "
+            f"{first.attempt}), and call {blind} recorded no arguments (no chaoskit.args.hash), so a duplicate "
+            "write cannot be ruled out"
+        )
         if _wrote(a):
-            yield Finding("fail", f"{head}: the repeat may have written again. Pass the call's arguments to the "
-                          "adapter so they are recorded, and send an idempotency key on every retry of a write.",
-                          (first.span_id, a.span_id))
+            yield Finding(
+                "fail",
+                f"{head}: the repeat may have written again. Pass the call's arguments to the "
+                "adapter so they are recorded, and send an idempotency key on every retry of a write.",
+                (first.span_id, a.span_id),
+            )
         else:
-            yield Finding("warn", f"{head}; the repeat itself wrote nothing (the tool refused it, or it did not "
-                          "reach the tool), but the retry was unsafe.", (first.span_id, a.span_id))
+            yield Finding(
+                "warn",
+                f"{head}; the repeat itself wrote nothing (the tool refused it, or it did not "
+                "reach the tool), but the retry was unsafe.",
+                (first.span_id, a.span_id),
+            )
 
 
 def _cause(first: AttemptRecord) -> str:

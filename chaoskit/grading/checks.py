@@ -89,8 +89,9 @@ def run_checks(trace: Trace, names: Iterable[str] | None = None, **params: Any) 
     """
     unknown = sorted(set(params) - _KNOWN_PARAMS)
     if unknown:
-        raise ChaoskitError(f"run_checks: unknown parameter(s) {', '.join(unknown)}; allowed: "
-                            f"{', '.join(sorted(_KNOWN_PARAMS))}")
+        raise ChaoskitError(
+            f"run_checks: unknown parameter(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_KNOWN_PARAMS))}"
+        )
     if "required_tools" in params:
         params["required_tools"] = tool_list(params["required_tools"], "run_checks")
     if names is None:

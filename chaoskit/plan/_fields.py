@@ -28,6 +28,7 @@ __all__ = [
 
 # --- the triggers, shared by every fault ------------------------------------------------------------------
 
+
 def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -104,6 +105,7 @@ ToolSelector = Annotated[str | tuple[str, ...], BeforeValidator(_parse_tool)]
 
 
 # --- the faults' own parameters -------------------------------------------------------------------------
+
 
 def _parse_seconds(v: object) -> object:
     v = _number(v)
@@ -194,6 +196,7 @@ Retypes = Annotated[dict[str, str], BeforeValidator(_parse_retype)]
 
 
 # --- the plan's own ----------------------------------------------------------------------------------------
+
 
 def _parse_seed(v: object) -> object:
     if _is_int(v):

@@ -23,24 +23,68 @@ _raw_errors = threading.local()
 
 #: what other agent-test harnesses call chaoskit's keys and fault types: the "did you mean" for each
 _SYNONYMS: dict[str, tuple[str, ...]] = {
-    "prompt": ("task",), "input": ("task",), "query": ("task",), "instruction": ("task",), "question": ("task",),
-    "id": ("name",), "title": ("name",), "expect": ("success",), "expected": ("success",),
-    "criteria": ("success",), "assertions": ("success",), "assert": ("success",), "chaos": ("faults",),
-    "injections": ("faults",), "fault": ("faults", "type"), "kind": ("type",), "fault_type": ("type",),
-    "tools": ("tool",), "target": ("tool",), "message": ("error",), "msg": ("error",), "value": ("garbage",),
-    "call": ("on_call",), "nth_call": ("on_call",), "on_calls": ("on_call",), "after_calls": ("calls",),
-    "rate": ("probability",), "chance": ("probability",), "p": ("probability",), "max_times": ("times",),
-    "contains": ("output_contains",), "output_includes": ("output_contains",),
-    "expected_output": ("output_contains",), "response_contains": ("output_contains",),
-    "not_contains": ("output_not_contains",), "output_excludes": ("output_not_contains",),
-    "retries": ("max_retries",), "max_retry": ("max_retries",), "max_tool_calls": ("max_attempts",),
-    "max_calls": ("max_attempts",), "min_calls": ("min_attempts",), "end_state": ("state",),
-    "oracle": ("state",), "must_call": ("required_tools",), "required": ("required_tools",),
-    "exception_type": ("exception",), "delay": ("delay_s", "after_s"), "status_code": ("status",),
-    "error_rate": ("probability",), "exception_message": ("error",), "fail": ("error",),
-    "timeout_s": ("after_s", "timeout"), "network_error": ("error",), "server_error": ("http",),
-    "http_500": ("http",), "slow": ("latency",), "delay_response": ("latency",), "truncate": ("partial",),
-    "truncated": ("partial",), "drift": ("schema_drift",), "stale": ("garbage",), "injection": ("prompt_injection",),
+    "prompt": ("task",),
+    "input": ("task",),
+    "query": ("task",),
+    "instruction": ("task",),
+    "question": ("task",),
+    "id": ("name",),
+    "title": ("name",),
+    "expect": ("success",),
+    "expected": ("success",),
+    "criteria": ("success",),
+    "assertions": ("success",),
+    "assert": ("success",),
+    "chaos": ("faults",),
+    "injections": ("faults",),
+    "fault": ("faults", "type"),
+    "kind": ("type",),
+    "fault_type": ("type",),
+    "tools": ("tool",),
+    "target": ("tool",),
+    "message": ("error",),
+    "msg": ("error",),
+    "value": ("garbage",),
+    "call": ("on_call",),
+    "nth_call": ("on_call",),
+    "on_calls": ("on_call",),
+    "after_calls": ("calls",),
+    "rate": ("probability",),
+    "chance": ("probability",),
+    "p": ("probability",),
+    "max_times": ("times",),
+    "contains": ("output_contains",),
+    "output_includes": ("output_contains",),
+    "expected_output": ("output_contains",),
+    "response_contains": ("output_contains",),
+    "not_contains": ("output_not_contains",),
+    "output_excludes": ("output_not_contains",),
+    "retries": ("max_retries",),
+    "max_retry": ("max_retries",),
+    "max_tool_calls": ("max_attempts",),
+    "max_calls": ("max_attempts",),
+    "min_calls": ("min_attempts",),
+    "end_state": ("state",),
+    "oracle": ("state",),
+    "must_call": ("required_tools",),
+    "required": ("required_tools",),
+    "exception_type": ("exception",),
+    "delay": ("delay_s", "after_s"),
+    "status_code": ("status",),
+    "error_rate": ("probability",),
+    "exception_message": ("error",),
+    "fail": ("error",),
+    "timeout_s": ("after_s", "timeout"),
+    "network_error": ("error",),
+    "server_error": ("http",),
+    "http_500": ("http",),
+    "slow": ("latency",),
+    "delay_response": ("latency",),
+    "truncate": ("partial",),
+    "truncated": ("partial",),
+    "drift": ("schema_drift",),
+    "stale": ("garbage",),
+    "injection": ("prompt_injection",),
 }
 
 
@@ -148,10 +192,10 @@ def validation_to_plan_error(
     field = format_loc(loc) or None
     msg = str(first["msg"])
     if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
+        msg = msg[len("Value error, ") :]
     kind = first["type"]
     if kind == "extra_forbidden":
-        owner = _owner_model(model, loc[len(prefix):], first)
+        owner = _owner_model(model, loc[len(prefix) :], first)
         name = str(loc[-1])
         allowed = list(owner.model_fields) if owner is not None else []
         msg = f"unknown key {name!r}{_suggest(name, allowed)}"
@@ -233,8 +277,7 @@ class _PlanErrorsInit(BaseModel):
     @classmethod
     def model_validate_json(cls, json_data: Any, *args: Any, **kwargs: Any) -> Self:
         """pydantic's ``model_validate_json``, raising :class:`PlanError` instead of ``ValidationError``."""
-        return _checked(cls, None,
-                        lambda: super(_PlanErrorsInit, cls).model_validate_json(json_data, *args, **kwargs))
+        return _checked(cls, None, lambda: super(_PlanErrorsInit, cls).model_validate_json(json_data, *args, **kwargs))
 
     @classmethod
     def model_validate_strings(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
@@ -250,8 +293,9 @@ def _checked(model: type[BaseModel], obj: Any, build: Callable[[], _M]) -> _M:
     if isinstance(obj, Mapping):
         bad = [k for k in obj if not isinstance(k, str)]
         if bad:  # pydantic would pass them to __init__ as keywords: a TypeError, not a validation error
-            raise PlanError(f"keys must be names, got {bad[0]!r}; allowed: {', '.join(model.model_fields)}",
-                            source="<python>")
+            raise PlanError(
+                f"keys must be names, got {bad[0]!r}; allowed: {', '.join(model.model_fields)}", source="<python>"
+            )
     if getattr(_raw_errors, "on", False):
         return build()
     with raw_validation():

@@ -14,10 +14,10 @@ from chaoskit._errors import ChaoskitError, PlanError
 from chaoskit.plan._faults import _UNSET, Fault, GarbageFault, _FaultBase
 from chaoskit.plan._fields import Seed
 from chaoskit.plan._locate import _line_for, _PlanErrorsInit, _suggest, raw_validation, validation_to_plan_error
-from chaoskit.plan._triggers import CallState, Trigger
+from chaoskit.plan._triggers import CallState, Trigger, call_gate, match, times, uses
 from chaoskit.plan._yaml import load_yaml, read_source
 
-__all__ = ["Plan", "PlanRuntime", "set_runtime"]
+__all__ = ["Plan", "PlanRuntime", "ToolRules", "set_runtime"]
 
 
 class PlanRuntime(Protocol):
@@ -47,8 +47,10 @@ def set_runtime(runtime: PlanRuntime) -> None:
 
 def _get_runtime() -> PlanRuntime:
     if _runtime is None:
-        raise ChaoskitError("no plan runtime is installed: import chaoskit (its engine runs plans) before "
-                            "plan.activate() or plan.reset()")
+        raise ChaoskitError(
+            "no plan runtime is installed: import chaoskit (its engine runs plans) before "
+            "plan.activate() or plan.reset()"
+        )
     return _runtime
 
 
@@ -79,8 +81,14 @@ class Plan(_PlanErrorsInit):
     # A plain attribute, not a pydantic private one: reading one of those costs microseconds, and decide() and
     # keeps_history() run on every tool call.
     @functools.cached_property
-    def _memo(self) -> _Memo:
-        return _Memo()
+    def _memo(self) -> dict[str, ToolRules]:
+        return {}
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """The plan's state for pickling, without its memos (they hold functions, and are rebuilt on use)."""
+        state = super().__getstate__()
+        state["__dict__"] = {k: v for k, v in state["__dict__"].items() if k != "_memo"}
+        return state
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Plan:
         """A copy with its own memos (``update`` may change the faults they were computed from)."""
@@ -107,8 +115,9 @@ class Plan(_PlanErrorsInit):
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "<dict>") -> Plan:
         """A plan from a mapping with ``seed`` and ``faults``; a bad one raises :class:`PlanError`."""
         if not isinstance(data, Mapping):
-            raise PlanError(f"a plan must be a mapping with 'seed' and 'faults', got {type(data).__name__}",
-                            source=source)
+            raise PlanError(
+                f"a plan must be a mapping with 'seed' and 'faults', got {type(data).__name__}", source=source
+            )
         return cls._validate(data, source, {})
 
     @classmethod
@@ -119,11 +128,16 @@ class Plan(_PlanErrorsInit):
         data, lines = load_yaml(text, src)
         if data is None:
             # a file of comments only is a mistake (a wrong file, a failed template), not a plan of no faults
-            raise PlanError("holds no plan (the document is empty); a plan is a mapping with 'seed' and 'faults', "
-                            "e.g. 'faults: []' for none", source=src, line=1)
+            raise PlanError(
+                "holds no plan (the document is empty); a plan is a mapping with 'seed' and 'faults', "
+                "e.g. 'faults: []' for none",
+                source=src,
+                line=1,
+            )
         if not isinstance(data, Mapping):
-            raise PlanError(f"a plan must be a mapping with 'seed' and 'faults', got {type(data).__name__}",
-                            source=src, line=1)
+            raise PlanError(
+                f"a plan must be a mapping with 'seed' and 'faults', got {type(data).__name__}", source=src, line=1
+            )
         return cls._validate(data, src, lines)
 
     load = from_yaml
@@ -137,18 +151,19 @@ class Plan(_PlanErrorsInit):
 
     def candidates(self, tool: str) -> tuple[tuple[int, _FaultBase], ...]:
         """The faults (with their plan index) that can ever fire for ``tool``; cached per tool name."""
-        memo = self._memo.candidates
-        found = memo.get(tool)
-        if found is None:
-            found = memo[tool] = tuple((i, f) for i, f in enumerate(self.faults) if f.targets(tool))
-        return found
+        return self.rules(tool).candidates
 
     def keeps_history(self, tool: str) -> bool:
         """Whether a ``stale`` fault may replay this tool's earlier result (only then is it kept)."""
-        memo = self._memo.history
+        return self.rules(tool).history
+
+    def rules(self, tool: str) -> ToolRules:
+        """Everything the decision for ``tool`` needs, worked out on its first call and kept (plans are frozen)."""
+        memo = self._memo
         found = memo.get(tool)
         if found is None:
-            found = memo[tool] = any(isinstance(f, GarbageFault) and f.stale for _, f in self.candidates(tool))
+            # a race builds it twice, with the same answer
+            found = memo[tool] = ToolRules(tuple((i, f) for i, f in enumerate(self.faults) if f.targets(tool)))
         return found
 
     def decide(
@@ -163,14 +178,7 @@ class Plan(_PlanErrorsInit):
         ``fired`` counts earlier fires per (fault index, tool): ``times`` is a budget per tool, so that calls
         to other tools, in whatever order they run in parallel, never change this tool's faults.
         """
-        memo = self._memo.triggers
-        found = memo.get(tool)
-        if found is None:
-            found = memo[tool] = tuple((i, f.trigger) for i, f in self.candidates(tool))
-        for index, trigger in found:
-            if trigger is None or trigger(CallState(self.seed, index, tool, call, args, fired)):
-                return index, self.faults[index]
-        return None
+        return self.rules(tool).decide(self.seed, tool, call, args, fired)
 
     # -- activation: the engine's, through the runtime it installs -------------------------------------
 
@@ -186,8 +194,7 @@ class Plan(_PlanErrorsInit):
 
     def with_faults(self, faults: Iterable[Any], *, seed: int | None = None) -> Plan:
         """A new plan with ``faults`` appended (they fire only where no earlier fault fires)."""
-        plan = Plan(seed=self.seed if seed is None else seed, name=self.name,
-                    faults=[*self.faults, *faults])
+        plan = Plan(seed=self.seed if seed is None else seed, name=self.name, faults=[*self.faults, *faults])
         plan._source = self._source
         return plan
 
@@ -204,24 +211,53 @@ class Plan(_PlanErrorsInit):
                     raise PlanError(
                         f"names tool {name!r}, which this agent does not have{_suggest(name, known)}; "
                         f"its tools are: {', '.join(known) or '(none)'}",
-                        source=self._source, field=f"faults[{i}].tool",
+                        source=self._source,
+                        field=f"faults[{i}].tool",
                     )
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as plain data (defaults left out), as a plan file would write it."""
-        return {"seed": self.seed, **({"name": self.name} if self.name else {}),
-                "faults": [_fault_to_dict(f) for f in self.faults]}
+        return {
+            "seed": self.seed,
+            **({"name": self.name} if self.name else {}),
+            "faults": [_fault_to_dict(f) for f in self.faults],
+        }
 
 
-class _Memo:
-    """A plan's answers to pure questions, per tool name, kept from the first time each is asked."""
+class ToolRules:
+    """The faults of a plan that target one tool, prepared for the per-call decision (built once per tool).
 
-    __slots__ = ("candidates", "history", "triggers")
+    ``steps`` holds, per candidate fault in plan order, its index, the fault, its trigger, a test on the call
+    number alone that must hold first (see :func:`~chaoskit.plan._triggers.call_gate`) and whether that test
+    is the whole trigger. ``needs_args``: a ``match`` trigger reads the call's arguments. ``budgeted``: a
+    ``times`` trigger reads the earlier fires, so counting and deciding must happen together.
+    """
 
-    def __init__(self) -> None:
-        self.candidates: dict[str, tuple[tuple[int, _FaultBase], ...]] = {}
-        self.history: dict[str, bool] = {}
-        self.triggers: dict[str, tuple[tuple[int, Trigger | None], ...]] = {}
+    __slots__ = ("budgeted", "candidates", "history", "needs_args", "steps", "targeted")
+
+    def __init__(self, candidates: tuple[tuple[int, _FaultBase], ...]) -> None:
+        self.candidates = candidates
+        self.targeted = bool(candidates)
+        self.steps: tuple[tuple[int, _FaultBase, Trigger | None, Any, bool], ...] = tuple(
+            (i, f, f.trigger, *call_gate(f.trigger)) for i, f in candidates
+        )
+        self.needs_args = any(uses(f.trigger, match) for _, f in candidates)
+        self.budgeted = any(uses(f.trigger, times) for _, f in candidates)
+        self.history = any(isinstance(f, GarbageFault) and f.stale for _, f in candidates)
+
+    def decide(
+        self, seed: int, tool: str, call: int, args: Mapping[str, Any] | None, fired: Mapping[tuple[int, str], int]
+    ) -> tuple[int, _FaultBase] | None:
+        """:meth:`Plan.decide` for this tool, with the plan's ``seed``."""
+        for index, fault, trigger, gate, exact in self.steps:
+            if gate is not None:
+                if not gate(call):
+                    continue
+                if exact:
+                    return index, fault
+            if trigger is None or trigger(CallState(seed, index, tool, call, args, fired)):
+                return index, fault
+        return None
 
 
 def _fault_to_dict(f: _FaultBase) -> dict[str, Any]:

@@ -14,8 +14,10 @@ from typing import Any
 
 __all__ = ["PATH_SYNTAX", "apply_at", "parse_path"]
 
-PATH_SYNTAX = ('keys joined by ".", "*" or "[*]" for every item, "[n]" for item n, e.g. "results[*]" or '
-               '"data.orders[0].lines"; "$" alone is the whole result')
+PATH_SYNTAX = (
+    'keys joined by ".", "*" or "[*]" for every item, "[n]" for item n, e.g. "results[*]" or '
+    '"data.orders[0].lines"; "$" alone is the whole result'
+)
 
 #: ("key", name) | ("all", None) | ("index", n)
 Step = tuple[str, Any]
@@ -52,13 +54,15 @@ def parse_path(text: str) -> tuple[Step, ...]:
             expect_step = True
         elif tok == "*":
             if not expect_step:
-                raise ValueError(f'{text!r}: "*" must be a step of its own (".*") at character {m.start() + 1}; '
-                                 f"{PATH_SYNTAX}")
+                raise ValueError(
+                    f'{text!r}: "*" must be a step of its own (".*") at character {m.start() + 1}; {PATH_SYNTAX}'
+                )
             steps.append(("all", None))
             expect_step = False
         elif tok in "[]":
-            raise ValueError(f"{text!r}: a bracket holds * or a whole number, at character {m.start() + 1}; "
-                             f"{PATH_SYNTAX}")
+            raise ValueError(
+                f"{text!r}: a bracket holds * or a whole number, at character {m.start() + 1}; {PATH_SYNTAX}"
+            )
         else:
             if not expect_step:
                 raise ValueError(f"{text!r}: a key must follow a '.', at character {m.start() + 1}; {PATH_SYNTAX}")

@@ -6,7 +6,7 @@ import fnmatch
 import hashlib
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -15,6 +15,7 @@ __all__ = [
     "Trigger",
     "TriggerFields",
     "all_of",
+    "call_gate",
     "calls",
     "every",
     "match",
@@ -24,6 +25,7 @@ __all__ = [
     "tool_matches",
     "trigger_of",
     "uniform",
+    "uses",
     "window",
 ]
 
@@ -42,6 +44,7 @@ def uniform(seed: int, fault_index: int, tool: str, call: int) -> float:
 
 # --- the strategies (tenacity's stop/wait/retry objects): one question each, asked of one CallState -----
 # Named in lower case like tenacity's, and like the plan keys they stand for.
+
 
 class CallState(NamedTuple):
     """One call of one tool, as the triggers of one fault of a plan see it (tenacity's ``RetryCallState``).
@@ -203,6 +206,51 @@ def trigger_of(fields: TriggerFields) -> Trigger | None:
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else all_of(*parts)
+
+
+def _parts(trigger: Trigger) -> tuple[Trigger, ...]:
+    return trigger.triggers if isinstance(trigger, all_of) else (trigger,)
+
+
+def call_gate(trigger: Trigger | None) -> tuple[Callable[[int], bool] | None, bool]:
+    """``(gate, exact)``: a test on the call number alone that must hold for ``trigger`` to hold (None when
+    no part of it is about the call number), and whether that test is the whole trigger.
+
+    The fault decision asks the gate first, so the common call (an ``on_call``, ``every`` or ``calls`` that
+    does not hold) is settled by one test on an int, with no :class:`CallState` built.
+    """
+    if trigger is None:
+        return None, False
+    tests: list[Callable[[int], bool]] = []
+    rest = 0
+    for part in _parts(trigger):
+        if isinstance(part, on_call):
+            tests.append(part.numbers.__contains__)
+        elif isinstance(part, every | calls):
+            tests.append(_call_test(part))
+        else:
+            rest += 1
+    if not tests:
+        return None, False
+    if len(tests) == 1:
+        return tests[0], not rest
+    first, *others = tests
+    return (lambda n: first(n) and all(t(n) for t in others)), not rest
+
+
+def _call_test(part: every | calls) -> Callable[[int], bool]:
+    if isinstance(part, every):
+        step = part.n
+        return lambda n: not n % step
+    lo, hi = part.lo, part.hi
+    if hi is None:
+        return lambda n: n >= lo
+    return lambda n: lo <= n <= hi
+
+
+def uses(trigger: Trigger | None, kind: type[Trigger]) -> bool:
+    """Whether ``trigger`` has a part of type ``kind`` (``match`` reads the arguments, ``times`` the fires)."""
+    return trigger is not None and any(isinstance(part, kind) for part in _parts(trigger))
 
 
 _WINDOW = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d*)\s*)?$")

@@ -35,11 +35,14 @@ def read_source(path_or_text: object, source: str | None) -> tuple[str, str]:
         try:
             text = bytes(path_or_text).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise PlanError(f"the bytes given are not UTF-8 text ({exc.reason} at byte {exc.start}); expected "
-                            f"{_ALLOWED_SOURCES}", source=source or "<yaml>") from None
+            raise PlanError(
+                f"the bytes given are not UTF-8 text ({exc.reason} at byte {exc.start}); expected {_ALLOWED_SOURCES}",
+                source=source or "<yaml>",
+            ) from None
         if not text.strip():
-            raise PlanError(f"no plan given: the bytes are empty; expected {_ALLOWED_SOURCES}",
-                            source=source or "<yaml>")
+            raise PlanError(
+                f"no plan given: the bytes are empty; expected {_ALLOWED_SOURCES}", source=source or "<yaml>"
+            )
         return _bounded(text, source or "<yaml>"), source or "<yaml>"
     if isinstance(path_or_text, os.PathLike):
         raw = os.fspath(path_or_text)
@@ -47,12 +50,13 @@ def read_source(path_or_text: object, source: str | None) -> tuple[str, str]:
             raw = os.fsdecode(raw)
         return _read_file(Path(raw), source)
     if not isinstance(path_or_text, str):
-        raise PlanError(f"expected {_ALLOWED_SOURCES}, got {type(path_or_text).__name__} {path_or_text!r:.80}",
-                        source=source or "<python>")
+        raise PlanError(
+            f"expected {_ALLOWED_SOURCES}, got {type(path_or_text).__name__} {path_or_text!r:.80}",
+            source=source or "<python>",
+        )
     text = path_or_text
     if not text.strip():
-        raise PlanError(f"no plan given: the string is empty; expected {_ALLOWED_SOURCES}",
-                        source=source or "<yaml>")
+        raise PlanError(f"no plan given: the string is empty; expected {_ALLOWED_SOURCES}", source=source or "<yaml>")
     if "\n" in text or text.lstrip().startswith(("{", "[", "#")):
         return _bounded(text, source or "<yaml>"), source or "<yaml>"
     if "\x00" not in text:
@@ -70,8 +74,9 @@ def read_source(path_or_text: object, source: str | None) -> tuple[str, str]:
 
 def _bounded(text: str, source: str) -> str:
     if len(text) > MAX_BYTES:
-        raise PlanError(f"is {len(text):,} characters long; plans and scenarios are limited to {MAX_BYTES:,}",
-                        source=source)
+        raise PlanError(
+            f"is {len(text):,} characters long; plans and scenarios are limited to {MAX_BYTES:,}", source=source
+        )
     return text
 
 
@@ -82,19 +87,22 @@ def _read_file(path: Path, source: str | None) -> tuple[str, str]:
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
-            raise PlanError(f"is {size:,} bytes long; plans and scenarios are limited to {MAX_BYTES:,} bytes",
-                            source=name)
+            raise PlanError(
+                f"is {size:,} bytes long; plans and scenarios are limited to {MAX_BYTES:,} bytes", source=name
+            )
         data = path.read_bytes()
     except FileNotFoundError:
         raise PlanError("file not found (expected a YAML file)", source=name) from None
     except OSError as exc:
-        raise PlanError(f"cannot read the file ({exc.strerror or exc}); expected a readable YAML file",
-                        source=name) from None
+        raise PlanError(
+            f"cannot read the file ({exc.strerror or exc}); expected a readable YAML file", source=name
+        ) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PlanError(f"is not UTF-8 text (byte {exc.start}: {exc.reason}); expected a YAML text file",
-                        source=name) from None
+        raise PlanError(
+            f"is not UTF-8 text (byte {exc.start}: {exc.reason}); expected a YAML text file", source=name
+        ) from None
     return _bounded(text, source or name), source or name
 
 
@@ -140,10 +148,12 @@ class _StrictLoader(yaml.SafeLoader):
             peek: Callable[[], Any] = self.peek_event  # PyYAML's stubs leave this method untyped
             line = peek().start_mark.line + 1
             if self._depth > MAX_DEPTH:
-                raise _Limits(f"nested more than {MAX_DEPTH} levels deep (mappings and lists); flatten the data",
-                              line, self._path)
-            raise _Limits(f"holds more than {MAX_NODES:,} values; plans and scenarios are limited to that", line,
-                          self._path)
+                raise _Limits(
+                    f"nested more than {MAX_DEPTH} levels deep (mappings and lists); flatten the data", line, self._path
+                )
+            raise _Limits(
+                f"holds more than {MAX_NODES:,} values; plans and scenarios are limited to that", line, self._path
+            )
         self._path.append(_step(index))
         try:
             return super().compose_node(parent, index)
@@ -158,8 +168,12 @@ class _StrictLoader(yaml.SafeLoader):
             return super().construct_object(node, deep=deep)
         except (ValueError, TypeError, IndexError, KeyError, OverflowError, AttributeError) as exc:
             raise yaml.constructor.ConstructorError(
-                None, None, f"the value {node.value!r:.60} does not fit its tag {node.tag!r} ({exc}); remove the "
-                "tag or fix the value", node.start_mark) from None
+                None,
+                None,
+                f"the value {node.value!r:.60} does not fit its tag {node.tag!r} ({exc}); remove the "
+                "tag or fix the value",
+                node.start_mark,
+            ) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -169,7 +183,9 @@ class _StrictLoader(yaml.SafeLoader):
             key = key_node.value
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is given twice (first on line {seen[key]}); give it once",
+                    None,
+                    None,
+                    f"key {key!r} is given twice (first on line {seen[key]}); give it once",
                     key_node.start_mark,
                 )
             seen[key] = key_node.start_mark.line + 1
@@ -187,13 +203,20 @@ def _expanded_size(root: yaml.Node) -> None:
     def size(node: yaml.Node, depth: int) -> int:
         key = id(node)
         if key in on_path:
-            raise _Limits("an alias refers to a mapping or list that contains it (a cycle); "
-                          "aliases may only repeat finished values", node.start_mark.line + 1, where)
+            raise _Limits(
+                "an alias refers to a mapping or list that contains it (a cycle); "
+                "aliases may only repeat finished values",
+                node.start_mark.line + 1,
+                where,
+            )
         if key in sizes and depth_of[key] >= depth:
             return sizes[key]
         if depth > MAX_DEPTH:
-            raise _Limits(f"nested more than {MAX_DEPTH} levels deep once aliases are expanded; flatten the data",
-                          node.start_mark.line + 1, where)
+            raise _Limits(
+                f"nested more than {MAX_DEPTH} levels deep once aliases are expanded; flatten the data",
+                node.start_mark.line + 1,
+                where,
+            )
         total = 1
         children: list[tuple[Any, yaml.Node]] = []
         if isinstance(node, yaml.MappingNode):
@@ -209,8 +232,12 @@ def _expanded_size(root: yaml.Node) -> None:
                 total += size(child, depth + 1)
                 where.pop()
                 if total > MAX_NODES:
-                    raise _Limits(f"holds more than {MAX_NODES:,} values once its aliases (*name) are expanded; "
-                                  f"plans and scenarios are limited to that", node.start_mark.line + 1, where)
+                    raise _Limits(
+                        f"holds more than {MAX_NODES:,} values once its aliases (*name) are expanded; "
+                        f"plans and scenarios are limited to that",
+                        node.start_mark.line + 1,
+                        where,
+                    )
         finally:
             on_path.discard(key)
         sizes[key] = total
@@ -228,8 +255,11 @@ def _no_duplicates(node: yaml.MappingNode, where: list[Any]) -> None:
             continue
         line = key_node.start_mark.line + 1
         if key_node.value in seen:
-            raise _Limits(f"key {key_node.value!r} is given twice (first on line {seen[key_node.value]}); give it "
-                          "once", line, [*where, key_node.value])
+            raise _Limits(
+                f"key {key_node.value!r} is given twice (first on line {seen[key_node.value]}); give it once",
+                line,
+                [*where, key_node.value],
+            )
         seen[key_node.value] = line
 
 
@@ -249,8 +279,11 @@ def load_yaml(text: str, source: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
         loader = _StrictLoader(text)  # the reader refuses control characters already here
     except yaml.reader.ReaderError as exc:
         at = exc.position or 0
-        raise PlanError(f"malformed YAML: {exc.reason} at character {at + 1}{_hint(str(exc))}",
-                        source=source, line=text.count("\n", 0, at) + 1) from None
+        raise PlanError(
+            f"malformed YAML: {exc.reason} at character {at + 1}{_hint(str(exc))}",
+            source=source,
+            line=text.count("\n", 0, at) + 1,
+        ) from None
     try:
         node = loader.get_single_node()
         if node is not None:
@@ -266,8 +299,7 @@ def load_yaml(text: str, source: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
     except yaml.YAMLError as exc:
         raise PlanError(f"malformed YAML: {exc}", source=source) from None
     except RecursionError:  # the limits above should make this unreachable; never show the traceback
-        raise PlanError(f"nested too deeply (more than {MAX_DEPTH} levels); flatten the data",
-                        source=source) from None
+        raise PlanError(f"nested too deeply (more than {MAX_DEPTH} levels); flatten the data", source=source) from None
     finally:
         loader.dispose()
     lines: dict[tuple[Any, ...], int] = {}

@@ -34,28 +34,56 @@ def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ChaoskitError(f"{p}: cannot read the results: {exc}") from None
     if not isinstance(data, dict) or data.get("kind") != RESULTS_KIND:
         raise ChaoskitError(f"{p}: not a chaoskit run result (write one with chaoskit run --json)")
-    if not isinstance(data.get("config"), dict) or not isinstance(data.get("episodes"), list) or not all(
-            isinstance(e, dict) for e in data["episodes"]):
-        raise ChaoskitError(f"{p}: a chaoskit run result needs a \"config\" object and an \"episodes\" list of "
-                            "objects; the file was changed or cut short")
+    if (
+        not isinstance(data.get("config"), dict)
+        or not isinstance(data.get("episodes"), list)
+        or not all(isinstance(e, dict) for e in data["episodes"])
+    ):
+        raise ChaoskitError(
+            f'{p}: a chaoskit run result needs a "config" object and an "episodes" list of '
+            "objects; the file was changed or cut short"
+        )
     for i, raw in enumerate(data["episodes"]):
         problem = _episode_problem(raw)
         if problem is not None:
-            raise ChaoskitError(f"{p}: episodes[{i}].{problem}; the file was changed or cut short (write it again "
-                                "with chaoskit run --json)")
+            raise ChaoskitError(
+                f"{p}: episodes[{i}].{problem}; the file was changed or cut short (write it again "
+                "with chaoskit run --json)"
+            )
     return data
 
 
 _NUMBER = (int, float)
 #: what each episode field of a results file must hold (None allowed where the type tuple has type(None))
 _EPISODE_FIELDS: dict[str, tuple[type, ...]] = {
-    "scenario": (str,), "repetition": (int,), "epsilon": _NUMBER, "intensity": _NUMBER, "seed": (int,),
-    "task": (str,), "agent": (str,), "outcome": (str,), "error": (str, type(None)), "output": (str, type(None)),
-    "duration_s": _NUMBER, "attempts": (dict,), "checks": (list,), "score": _NUMBER,
-    "oracle": (dict, type(None)), "base_passed": (bool,), "passed": (bool,), "replay": (str,),
+    "scenario": (str,),
+    "repetition": (int,),
+    "epsilon": _NUMBER,
+    "intensity": _NUMBER,
+    "seed": (int,),
+    "task": (str,),
+    "agent": (str,),
+    "outcome": (str,),
+    "error": (str, type(None)),
+    "output": (str, type(None)),
+    "duration_s": _NUMBER,
+    "attempts": (dict,),
+    "checks": (list,),
+    "score": _NUMBER,
+    "oracle": (dict, type(None)),
+    "base_passed": (bool,),
+    "passed": (bool,),
+    "replay": (str,),
 }
-_KINDS = {str: "a string", int: "a whole number", float: "a number", dict: "an object", list: "a list",
-          bool: "true or false", type(None): "null"}
+_KINDS = {
+    str: "a string",
+    int: "a whole number",
+    float: "a number",
+    dict: "an object",
+    list: "a list",
+    bool: "true or false",
+    type(None): "null",
+}
 
 
 def _episode_problem(raw: Mapping[str, Any]) -> str | None:
@@ -65,8 +93,7 @@ def _episode_problem(raw: Mapping[str, Any]) -> str | None:
             return f"{name}: missing"
         value = raw[name]
         bad_bool = isinstance(value, bool) and bool not in types
-        if bad_bool or not isinstance(value, types) or (
-                isinstance(value, float) and not math.isfinite(value)):
+        if bad_bool or not isinstance(value, types) or (isinstance(value, float) and not math.isfinite(value)):
             allowed = "a finite number" if types == _NUMBER else " or ".join(_KINDS[t] for t in types)
             return f"{name}: must be {allowed}, got {json.dumps(value)[:60]}"
     total = raw["attempts"].get("total", 0)
@@ -75,8 +102,11 @@ def _episode_problem(raw: Mapping[str, Any]) -> str | None:
     for j, chk in enumerate(raw["checks"]):
         if not isinstance(chk, dict):
             return f"checks[{j}]: must be an object with name, passed, severity and message"
-        for key, types, what in (("name", (str,), "a string"), ("passed", (bool,), "true or false"),
-                                 ("message", (str,), "a string")):
+        for key, types, what in (
+            ("name", (str,), "a string"),
+            ("passed", (bool,), "true or false"),
+            ("message", (str,), "a string"),
+        ):
             if not isinstance(chk.get(key), types):
                 return f"checks[{j}].{key}: must be {what}, got {json.dumps(chk.get(key))[:60]}"
         if chk.get("severity", "fail") not in ("fail", "warn", "pass"):

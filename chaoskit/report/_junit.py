@@ -18,10 +18,23 @@ def write_junit(result: BatteryResult, path: str | os.PathLike[str]) -> None:
     failures = sum(1 for e in result.episodes if not e.passed and e.outcome == "completed")
     errors = sum(1 for e in result.episodes if not e.passed and e.outcome != "completed")
     total_time = sum(e.duration_s for e in result.episodes)
-    suites = ET.Element("testsuites", name="chaoskit", tests=str(len(result.episodes)), failures=str(failures),
-                        errors=str(errors), time=f"{total_time:.3f}")
-    suite = ET.SubElement(suites, "testsuite", name="chaoskit run", tests=str(len(result.episodes)),
-                          failures=str(failures), errors=str(errors), time=f"{total_time:.3f}")
+    suites = ET.Element(
+        "testsuites",
+        name="chaoskit",
+        tests=str(len(result.episodes)),
+        failures=str(failures),
+        errors=str(errors),
+        time=f"{total_time:.3f}",
+    )
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name="chaoskit run",
+        tests=str(len(result.episodes)),
+        failures=str(failures),
+        errors=str(errors),
+        time=f"{total_time:.3f}",
+    )
     props = ET.SubElement(suite, "properties")
     for key in ("seed", "repeat", "k", "theta"):
         ET.SubElement(props, "property", name=key, value=str(result.config.get(key)))
@@ -31,13 +44,20 @@ def write_junit(result: BatteryResult, path: str | os.PathLike[str]) -> None:
         if len(eps_set) > 1 or len(lam_set) > 1:
             name += f", eps {e.epsilon:g}, lam {e.intensity:g}"
         name += "]"
-        case = ET.SubElement(suite, "testcase", classname=f"chaoskit.{e.scenario}", name=name,
-                             time=f"{e.duration_s:.3f}")
+        case = ET.SubElement(
+            suite, "testcase", classname=f"chaoskit.{e.scenario}", name=name, time=f"{e.duration_s:.3f}"
+        )
         if not e.passed:
             bad = e.failed_checks()
             first = bad[0]["message"] if bad else e.outcome
-            text = "\n".join([*(f"{c['name']}: {c['message']}" for c in bad), f"output: {e.output!r}",
-                              f"seed: {e.seed}", f"replay: {e.replay}"])
+            text = "\n".join(
+                [
+                    *(f"{c['name']}: {c['message']}" for c in bad),
+                    f"output: {e.output!r}",
+                    f"seed: {e.seed}",
+                    f"replay: {e.replay}",
+                ]
+            )
             tag = "failure" if e.outcome == "completed" else "error"
             el = ET.SubElement(case, tag, message=first[:500], type=bad[0]["name"] if bad else e.outcome)
             el.text = text

@@ -31,8 +31,11 @@ def _shard_of(config: Mapping[str, Any]) -> tuple[int, int] | None:
 
 
 def merge_results(
-    datas: Sequence[Mapping[str, Any]], *, overrides: Mapping[str, Any] | None = None,
-    baseline: Mapping[str, Any] | None = None, sources: Sequence[str | os.PathLike[str]] | None = None,
+    datas: Sequence[Mapping[str, Any]],
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    baseline: Mapping[str, Any] | None = None,
+    sources: Sequence[str | os.PathLike[str]] | None = None,
 ) -> BatteryResult:
     """Combine shard results into one: episodes are concatenated (a repeated episode key is an error).
 
@@ -46,26 +49,35 @@ def merge_results(
     for name, d in zip(names[1:], datas[1:], strict=False):
         for key in _SAME_BATTERY:
             if d["config"].get(key) != config.get(key):
-                raise ChaoskitError(f"{name}: cannot merge with {names[0]}: different {key} "
-                                    f"({_brief(d['config'].get(key))} here, {_brief(config.get(key))} there); "
-                                    "merge only the shards of one battery")
+                raise ChaoskitError(
+                    f"{name}: cannot merge with {names[0]}: different {key} "
+                    f"({_brief(d['config'].get(key))} here, {_brief(config.get(key))} there); "
+                    "merge only the shards of one battery"
+                )
     shards = [_shard_of(d["config"]) for d in datas]
     if any(sh is not None for sh in shards):
         if any(sh is None for sh in shards) or len({sh[1] for sh in shards if sh is not None}) != 1:
-            raise ChaoskitError("cannot merge: give the results of every shard of one --shard i/n split, and "
-                                "nothing else (got " + ", ".join(
-                                    f"{n}: {d['config'].get('shard') or 'unsharded'}" for n, d in zip(
-                                        names, datas, strict=False)) + ")")
+            raise ChaoskitError(
+                "cannot merge: give the results of every shard of one --shard i/n split, and "
+                "nothing else (got "
+                + ", ".join(
+                    f"{n}: {d['config'].get('shard') or 'unsharded'}" for n, d in zip(names, datas, strict=False)
+                )
+                + ")"
+            )
         given = [sh[0] for sh in shards if sh is not None]
         total = next(sh[1] for sh in shards if sh is not None)
         twice = sorted({i for i in given if given.count(i) > 1})
         if twice:
-            raise ChaoskitError(f"cannot merge: shard(s) {', '.join(f'{i}/{total}' for i in twice)} given more "
-                                "than once")
+            raise ChaoskitError(
+                f"cannot merge: shard(s) {', '.join(f'{i}/{total}' for i in twice)} given more than once"
+            )
         missing = sorted(set(range(1, total + 1)) - {sh[0] for sh in shards if sh is not None})
         if missing:
-            raise ChaoskitError(f"cannot merge: shard(s) {', '.join(f'{i}/{total}' for i in missing)} missing, so "
-                                "the verdict would not be the whole battery's")
+            raise ChaoskitError(
+                f"cannot merge: shard(s) {', '.join(f'{i}/{total}' for i in missing)} missing, so "
+                "the verdict would not be the whole battery's"
+            )
     config["shard"] = None
     config.update({k: v for k, v in (overrides or {}).items() if v is not None})
     episodes: list[EpisodeResult] = []

@@ -78,8 +78,10 @@ class PythonAgent:
         agent, _env = _unpack(made)
         if not (callable(agent) or hasattr(agent, "invoke") or hasattr(agent, "ainvoke")):
             # every episode would crash the same way: a usage error, not a finding about the agent
-            raise AgentError(f"--agent {self.ref}: the factory returned {type(agent).__name__}, which is not "
-                             "callable and has no invoke() or ainvoke(); return the agent, or (agent, env)")
+            raise AgentError(
+                f"--agent {self.ref}: the factory returned {type(agent).__name__}, which is not "
+                "callable and has no invoke() or ainvoke(); return the agent, or (agent, env)"
+            )
         self.is_async = _is_async(agent)
         self._probe = made
 

@@ -68,14 +68,23 @@ def run_battery(
         # an empty --agent would otherwise fall back to the scenarios' own agents without a word
         raise AgentError("--agent is empty: give module:factory or a command line")
     if agent is not None and not isinstance(agent, str):
-        given = PythonAgent(f"{getattr(agent, '__module__', '?')}:{getattr(agent, '__qualname__', repr(agent))}",
-                            agent)
+        given = PythonAgent(f"{getattr(agent, '__module__', '?')}:{getattr(agent, '__qualname__', repr(agent))}", agent)
         agent = given.ref
     config = RunConfig(
-        seed=seed, repeat=repeat, k=k, intensities=tuple(float(x) for x in intensities),
-        perturbations=tuple(float(x) for x in perturbations), profile=load_profile(profile), theta=theta,
-        workers=workers, timeout=timeout, agent=agent, shard=shard, episode_seed=episode_seed,
-        fail_under=fail_under, attempt_tolerance=attempt_tolerance,
+        seed=seed,
+        repeat=repeat,
+        k=k,
+        intensities=tuple(float(x) for x in intensities),
+        perturbations=tuple(float(x) for x in perturbations),
+        profile=load_profile(profile),
+        theta=theta,
+        workers=workers,
+        timeout=timeout,
+        agent=agent,
+        shard=shard,
+        episode_seed=episode_seed,
+        fail_under=fail_under,
+        attempt_tolerance=attempt_tolerance,
         paths=tuple(str(p) for p in (paths or ())),
     )
     if scenarios is None:
@@ -95,8 +104,7 @@ def run_battery(
     telemetry.add_processor(collector)
     try:
         runner = EpisodeRunner(scenarios, config, sink, collector, given)
-        bar = Progress(len(grid), stream=progress if not isinstance(progress, bool) else None,
-                       enabled=bool(progress))
+        bar = Progress(len(grid), stream=progress if not isinstance(progress, bool) else None, enabled=bool(progress))
         _prepare(runner, grid)
         executor: Executor = LocalExecutor(config.workers)
         results = executor.run(runner, grid, bar.update)
@@ -106,8 +114,14 @@ def run_battery(
     finally:
         telemetry.remove_processor(collector, shutdown=False)
         sink.close()
-    check_trace_tools([sc for sc in scenarios if isinstance(runner.agent_for(sc), CommandAgent)
-                       or sc.name in runner.unverified_tools], results)
+    check_trace_tools(
+        [
+            sc
+            for sc in scenarios
+            if isinstance(runner.agent_for(sc), CommandAgent) or sc.name in runner.unverified_tools
+        ],
+        results,
+    )
     order = {(ep.scenario.name, ep.repetition, ep.epsilon, ep.intensity): ep.index for ep in grid}
     results.sort(key=lambda r: order.get(r.key, len(grid)))
     summary, verdict = summarize(results, config.to_dict(), baseline=base)
@@ -125,8 +139,8 @@ def _prepare(runner: EpisodeRunner, grid: list[EpisodePlan]) -> None:
                 raise
             except Exception as exc:
                 raise AgentError(f"--agent {a.ref}: the factory failed: {type(exc).__name__}: {exc}") from None
-    in_process = {ep.scenario.name: ep.scenario for ep in grid
-                  if isinstance(runner.agent_for(ep.scenario), PythonAgent)}
+    in_process = {
+        ep.scenario.name: ep.scenario for ep in grid if isinstance(runner.agent_for(ep.scenario), PythonAgent)
+    }
     # the factories have run, so every tool they wrap is known now
-    runner.unverified_tools = {sc.name for sc in check_agent_tools(in_process.values(),
-                                                                   _config.config().known_tools)}
+    runner.unverified_tools = {sc.name for sc in check_agent_tools(in_process.values(), _config.config().known_tools)}

@@ -71,8 +71,14 @@ class EpisodeRunner:
 
     Safe to call from several threads (or tasks) at once: every episode has its own plan, spans and result."""
 
-    def __init__(self, scenarios: Sequence[Scenario], config: RunConfig, traces: TraceSink,
-                 collector: SpanCollector, given: PythonAgent | None = None) -> None:
+    def __init__(
+        self,
+        scenarios: Sequence[Scenario],
+        config: RunConfig,
+        traces: TraceSink,
+        collector: SpanCollector,
+        given: PythonAgent | None = None,
+    ) -> None:
         self.config = config
         self.traces = traces
         self.collector = collector
@@ -103,35 +109,77 @@ class EpisodeRunner:
     def _attrs(self, ep: EpisodePlan) -> dict[str, Any]:
         attrs: dict[str, Any] = {
             # the task the agent was given: checks read it as backing for the values the agent repeats
-            "task": ep.perturbation.text, "repetition": ep.repetition, "intensity": ep.intensity,
-            "perturbation": ep.epsilon, "seed": ep.seed, "profile": self.config.profile.name}
+            "task": ep.perturbation.text,
+            "repetition": ep.repetition,
+            "intensity": ep.intensity,
+            "perturbation": ep.epsilon,
+            "seed": ep.seed,
+            "profile": self.config.profile.name,
+        }
         if ep.scenario.success.required_tools is not None:
             attrs["required_tools"] = list(ep.scenario.success.required_tools)
         return attrs
 
-    def _finish(self, ep: EpisodePlan, agent: PythonAgent | CommandAgent, *, spans: Sequence[ReadableSpan],
-                trace: Trace | None, criteria: list[dict[str, Any]], oracle: dict[str, Any] | None,
-                output: str | None, outcome: str, error: str | None, started: float,
-                trace_id: str | None, episode_id: str | None, read_error: str | None = None) -> EpisodeResult:
+    def _finish(
+        self,
+        ep: EpisodePlan,
+        agent: PythonAgent | CommandAgent,
+        *,
+        spans: Sequence[ReadableSpan],
+        trace: Trace | None,
+        criteria: list[dict[str, Any]],
+        oracle: dict[str, Any] | None,
+        output: str | None,
+        outcome: str,
+        error: str | None,
+        started: float,
+        trace_id: str | None,
+        episode_id: str | None,
+        read_error: str | None = None,
+    ) -> EpisodeResult:
         checks, score, summary = grade_or_refuse(ep.scenario, trace, criteria, read_error)
         if self.oracles.get(ep.scenario.name) is not None and oracle is None and isinstance(agent, CommandAgent):
-            checks.append({"name": "end_state", "passed": False, "severity": "warn", "evidence": [],
-                           "message": "not checked: a command-line agent has no environment object to inspect"})
+            checks.append(
+                {
+                    "name": "end_state",
+                    "passed": False,
+                    "severity": "warn",
+                    "evidence": [],
+                    "message": "not checked: a command-line agent has no environment object to inspect",
+                }
+            )
         self.traces.write_spans(spans)
         passed = episode_passed(checks)
         return EpisodeResult(
-            scenario=ep.scenario.name, source=ep.scenario.source, repetition=ep.repetition, epsilon=ep.epsilon,
-            intensity=ep.intensity, seed=ep.seed, task=ep.perturbation.text, edits=list(ep.perturbation.edits),
-            agent=agent.ref, outcome=outcome, error=error, output=output,
-            duration_s=round(time.perf_counter() - started, 4), attempts=summary, checks=checks, score=score,
-            oracle=oracle, base_passed=passed, passed=passed, replay=replay_command(ep, agent, self.config),
-            trace_id=trace_id, episode_id=episode_id,
+            scenario=ep.scenario.name,
+            source=ep.scenario.source,
+            repetition=ep.repetition,
+            epsilon=ep.epsilon,
+            intensity=ep.intensity,
+            seed=ep.seed,
+            task=ep.perturbation.text,
+            edits=list(ep.perturbation.edits),
+            agent=agent.ref,
+            outcome=outcome,
+            error=error,
+            output=output,
+            duration_s=round(time.perf_counter() - started, 4),
+            attempts=summary,
+            checks=checks,
+            score=score,
+            oracle=oracle,
+            base_passed=passed,
+            passed=passed,
+            replay=replay_command(ep, agent, self.config),
+            trace_id=trace_id,
+            episode_id=episode_id,
         )
 
     # -- in-process ----------------------------------------------------------------------------------------
 
-    def _run_body(self, ep: EpisodePlan, episode: Episode, made: tuple[Any, Any] | None,
-                  output: Any, exc: BaseException | None) -> dict[str, Any] | None:
+    def _run_body(
+        self, ep: EpisodePlan, episode: Episode, made: tuple[Any, Any] | None, output: Any, exc: BaseException | None
+    ) -> dict[str, Any] | None:
         """The end of an in-process episode, still inside it: record a crash (keeping an integration's more
         detailed reason), run the end-state oracle, and put the task's success on the root span, so that the
         exported trace grades as the runner grades it."""
@@ -143,8 +191,9 @@ class EpisodeRunner:
         env = made[1] if made is not None else None
         oracle = run_oracle(self.oracles.get(ep.scenario.name), env) if env is not None else None
         text = None if episode.output is None else str(episode.output)
-        criteria = task_criteria(ep.scenario, output=text, outcome=episode.outcome or "completed", error=None,
-                                 oracle=oracle)
+        criteria = task_criteria(
+            ep.scenario, output=text, outcome=episode.outcome or "completed", error=None, oracle=oracle
+        )
         episode.set_attribute(EPISODE_SUCCESS, all(c["passed"] for c in criteria))
         return oracle
 
@@ -185,8 +234,9 @@ class EpisodeRunner:
             oracle = self._run_body(ep, episode, made, output, error)
         return self._after_inprocess(ep, agent, episode, oracle, started)
 
-    def _after_inprocess(self, ep: EpisodePlan, agent: PythonAgent, episode: Episode,
-                         oracle: dict[str, Any] | None, started: float) -> EpisodeResult:
+    def _after_inprocess(
+        self, ep: EpisodePlan, agent: PythonAgent, episode: Episode, oracle: dict[str, Any] | None, started: float
+    ) -> EpisodeResult:
         spans = self.collector.pop(episode.id)
         trace, read_error = _trace_of(spans)
         err = None
@@ -198,9 +248,21 @@ class EpisodeRunner:
         out = episode.output if episode.output is None else str(episode.output)
         outcome = episode.outcome or "completed"
         criteria = task_criteria(ep.scenario, output=out, outcome=outcome, error=err, oracle=oracle)
-        return self._finish(ep, agent, spans=spans, trace=trace, criteria=criteria, oracle=oracle, output=out,
-                            outcome=outcome, error=err, started=started, trace_id=episode.trace_id,
-                            episode_id=episode.id, read_error=read_error)
+        return self._finish(
+            ep,
+            agent,
+            spans=spans,
+            trace=trace,
+            criteria=criteria,
+            oracle=oracle,
+            output=out,
+            outcome=outcome,
+            error=err,
+            started=started,
+            trace_id=episode.trace_id,
+            episode_id=episode.id,
+            read_error=read_error,
+        )
 
     # -- command line ---------------------------------------------------------------------------------------
 
@@ -215,21 +277,25 @@ class EpisodeRunner:
             plan_path = Path(tmp) / "plan.yaml"
             plan_path.write_text(yaml.safe_dump(plan.to_dict(), sort_keys=False), encoding="utf-8")
             traces_path = Path(tmp) / "spans.jsonl"
-            attrs = {f"{RUN_PREFIX}{k}": v for k, v in self._attrs(ep).items()
-                     if isinstance(v, bool | int | float | str)}
-            with tracer.start_as_current_span(f"{SPAN_RUN_EPISODE} {ep.scenario.name}", attributes={
-                    **attrs, RUN_KEY: key, SCENARIO: ep.scenario.name}) as span:
+            attrs = {
+                f"{RUN_PREFIX}{k}": v for k, v in self._attrs(ep).items() if isinstance(v, bool | int | float | str)
+            }
+            with tracer.start_as_current_span(
+                f"{SPAN_RUN_EPISODE} {ep.scenario.name}", attributes={**attrs, RUN_KEY: key, SCENARIO: ep.scenario.name}
+            ) as span:
                 carrier: dict[str, str] = {}
                 TraceContextTextMapPropagator().inject(carrier)
                 env = dict(os.environ)
                 env.pop("CHAOSKIT_DISABLE", None)
-                env.update({
-                    "CHAOSKIT_PLAN": str(plan_path),
-                    "CHAOSKIT_TRACES_FILE": str(traces_path),
-                    "CHAOSKIT_SCENARIO": ep.scenario.name,
-                    "CHAOSKIT_EPISODE_SEED": str(ep.seed),
-                    "PYTHONPATH": os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p),
-                })
+                env.update(
+                    {
+                        "CHAOSKIT_PLAN": str(plan_path),
+                        "CHAOSKIT_TRACES_FILE": str(traces_path),
+                        "CHAOSKIT_SCENARIO": ep.scenario.name,
+                        "CHAOSKIT_EPISODE_SEED": str(ep.seed),
+                        "PYTHONPATH": os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p),
+                    }
+                )
                 if "traceparent" in carrier:
                     env["TRACEPARENT"] = carrier["traceparent"]
                 outcome, output, error = _spawn(agent.command(ep.perturbation.text), env, timeout)
@@ -241,12 +307,31 @@ class EpisodeRunner:
         criteria = task_criteria(ep.scenario, output=output, outcome=outcome, error=error, oracle=None)
         trace, read_error = self._command_trace(lines, ep, output, outcome, error, criteria)
         episode_id = trace.episodes[0].id if trace is not None and trace.episodes else None
-        return self._finish(ep, agent, spans=own, trace=trace, criteria=criteria, oracle=None, output=output,
-                            outcome=outcome, error=error, started=started, trace_id=trace_id,
-                            episode_id=episode_id, read_error=read_error)
+        return self._finish(
+            ep,
+            agent,
+            spans=own,
+            trace=trace,
+            criteria=criteria,
+            oracle=None,
+            output=output,
+            outcome=outcome,
+            error=error,
+            started=started,
+            trace_id=trace_id,
+            episode_id=episode_id,
+            read_error=read_error,
+        )
 
-    def _command_trace(self, lines: list[str], ep: EpisodePlan, output: str | None, outcome: str,
-                       error: str | None, criteria: list[dict[str, Any]]) -> tuple[Trace | None, str | None]:
+    def _command_trace(
+        self,
+        lines: list[str],
+        ep: EpisodePlan,
+        output: str | None,
+        outcome: str,
+        error: str | None,
+        criteria: list[dict[str, Any]],
+    ) -> tuple[Trace | None, str | None]:
         objs = []
         for ln in lines:
             try:
@@ -264,11 +349,16 @@ class EpisodeRunner:
         attributes.update({f"{EPISODE_PREFIX}{k}": v for k, v in self._attrs(ep).items()})
         attributes[EPISODE_SUCCESS] = all(c["passed"] for c in criteria)
         rec = EpisodeRecord(
-            id=base.id if base else None, name=ep.scenario.name, output=output,
+            id=base.id if base else None,
+            name=ep.scenario.name,
+            output=output,
             outcome=outcome if outcome != "completed" else (base.outcome if base and base.outcome else outcome),
-            error=error or (base.error if base else None), trace_id=base.trace_id if base else None,
-            span_id=base.span_id if base else None, start_time=base.start_time if base else None,
-            end_time=base.end_time if base else None, attributes=attributes,
+            error=error or (base.error if base else None),
+            trace_id=base.trace_id if base else None,
+            span_id=base.span_id if base else None,
+            start_time=base.start_time if base else None,
+            end_time=base.end_time if base else None,
+            attributes=attributes,
             attempts=tuple(sorted(attempts, key=lambda a: (a.start_time, a.attempt, a.span_id))),
         )
         return Trace([rec]), None
@@ -277,8 +367,15 @@ class EpisodeRunner:
 def _spawn(argv: list[str], env: dict[str, str], timeout: float) -> tuple[str, str | None, str | None]:
     """Run ``argv`` in its own process group: (outcome, output, error); a timeout kills the whole group."""
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+            start_new_session=True,
+        )
     except OSError as exc:
         return "crashed", None, f"cannot start {argv[0]!r}: {exc}"
     try:

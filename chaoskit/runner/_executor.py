@@ -18,8 +18,9 @@ class Executor(Protocol):
     """Runs a battery's episodes and reports each as it finishes; the order of the returned list is free
     (``run_battery`` puts the results back in grid order). Thread, process or cluster executors plug in here."""
 
-    def run(self, runner: EpisodeRunner, episodes: Sequence[EpisodePlan],
-            on_done: Callable[[EpisodeResult], None]) -> list[EpisodeResult]:
+    def run(
+        self, runner: EpisodeRunner, episodes: Sequence[EpisodePlan], on_done: Callable[[EpisodeResult], None]
+    ) -> list[EpisodeResult]:
         """Run every episode through ``runner``; call ``on_done`` with each result."""
         ...
 
@@ -32,8 +33,9 @@ class LocalExecutor:
     def __init__(self, workers: int = 1) -> None:
         self.workers = workers
 
-    def run(self, runner: EpisodeRunner, episodes: Sequence[EpisodePlan],
-            on_done: Callable[[EpisodeResult], None]) -> list[EpisodeResult]:
+    def run(
+        self, runner: EpisodeRunner, episodes: Sequence[EpisodePlan], on_done: Callable[[EpisodeResult], None]
+    ) -> list[EpisodeResult]:
         """Run the sync episodes, then the async ones; ``run_battery`` must be called outside an event loop."""
         results: list[EpisodeResult] = []
         sync_eps = [ep for ep in episodes if not runner.is_async(ep)]
@@ -54,8 +56,9 @@ class LocalExecutor:
             results.extend(asyncio.run(self._run_async_all(runner, async_eps, on_done)))
         return results
 
-    async def _run_async_all(self, runner: EpisodeRunner, eps: list[EpisodePlan],
-                             on_done: Callable[[EpisodeResult], None]) -> list[EpisodeResult]:
+    async def _run_async_all(
+        self, runner: EpisodeRunner, eps: list[EpisodePlan], on_done: Callable[[EpisodeResult], None]
+    ) -> list[EpisodeResult]:
         sem = asyncio.Semaphore(self.workers)
 
         async def one(ep: EpisodePlan) -> EpisodeResult:

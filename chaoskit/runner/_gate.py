@@ -24,8 +24,9 @@ def check_gate(fail_under: float | None, attempt_tolerance: float | None) -> Non
     if fail_under is not None and not 0.0 <= fail_under <= 100.0:
         raise ChaoskitError(f"--fail-under must be a score from 0 to 100, got {fail_under:g}")
     if attempt_tolerance is not None and not attempt_tolerance >= 0.0:
-        raise ChaoskitError(f"--attempt-tolerance must be a fraction >= 0 (0.1 allows a 10% rise), "
-                            f"got {attempt_tolerance:g}")
+        raise ChaoskitError(
+            f"--attempt-tolerance must be a fraction >= 0 (0.1 allows a 10% rise), got {attempt_tolerance:g}"
+        )
 
 
 def cell_key(eps: float, lam: float) -> str:
@@ -33,8 +34,9 @@ def cell_key(eps: float, lam: float) -> str:
     return f"eps={eps:g},lam={lam:g}"
 
 
-def verdict(episodes: Sequence[EpisodeResult], summary: Summary, config: Mapping[str, Any],
-            baseline: Mapping[str, Any] | None) -> Verdict:
+def verdict(
+    episodes: Sequence[EpisodeResult], summary: Summary, config: Mapping[str, Any], baseline: Mapping[str, Any] | None
+) -> Verdict:
     """The CI verdict of a graded battery: the ``--fail-under`` floor, a battery where nothing ran or nothing
     went through chaoskit, a repeated irreversible write (absolute), attempt counts rising against ``baseline``."""
     v = Verdict(ok=True)
@@ -62,8 +64,9 @@ def verdict(episodes: Sequence[EpisodeResult], summary: Summary, config: Mapping
         if dup:
             msg = dup[0]["message"]
             short = msg if len(msg) <= 160 else msg[:157] + "..."
-            v.duplicate_writes.append(f"{e.scenario} rep {e.repetition} eps {e.epsilon:g} lam {e.intensity:g}: "
-                                      f"{short}  (replay: {e.replay})")
+            v.duplicate_writes.append(
+                f"{e.scenario} rep {e.repetition} eps {e.epsilon:g} lam {e.intensity:g}: {short}  (replay: {e.replay})"
+            )
     if v.duplicate_writes:
         v.reasons.append(f"{len(v.duplicate_writes)} episode(s) repeated an irreversible write (absolute rule)")
     if baseline:
@@ -72,8 +75,10 @@ def verdict(episodes: Sequence[EpisodeResult], summary: Summary, config: Mapping
         for c in summary.cells:
             old = base_attempts.get(c.scenario, {}).get(cell_key(c.epsilon, c.intensity))
             if old is not None and c.mean_attempts > float(old) * (1 + tol) + 1e-9:
-                v.regressions.append(f"{c.scenario} ({cell_key(c.epsilon, c.intensity)}): mean attempts "
-                                     f"{c.mean_attempts:g}, baseline {float(old):g}")
+                v.regressions.append(
+                    f"{c.scenario} ({cell_key(c.epsilon, c.intensity)}): mean attempts "
+                    f"{c.mean_attempts:g}, baseline {float(old):g}"
+                )
         if v.regressions:
             v.reasons.append(f"attempt counts rose against the baseline in {len(v.regressions)} scenario cell(s)")
     v.ok = not v.reasons
@@ -85,9 +90,14 @@ def make_baseline(summary: Summary) -> dict[str, Any]:
     attempts: dict[str, dict[str, float]] = {}
     for c in summary.cells:
         attempts.setdefault(c.scenario, {})[cell_key(c.epsilon, c.intensity)] = c.mean_attempts
-    return {"kind": BASELINE_KIND, "version": 1, "chaoskit": __version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "mean_score": summary.overall["mean_score"], "attempts": attempts}
+    return {
+        "kind": BASELINE_KIND,
+        "version": 1,
+        "chaoskit": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "mean_score": summary.overall["mean_score"],
+        "attempts": attempts,
+    }
 
 
 def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -106,5 +116,5 @@ def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any] | None:
             attempts.setdefault(c["scenario"], {})[cell_key(c["epsilon"], c["intensity"])] = c["mean_attempts"]
         return {"kind": BASELINE_KIND, "attempts": attempts, "mean_score": s.get("overall", {}).get("mean_score")}
     if not isinstance(data, dict) or data.get("kind") != BASELINE_KIND:
-        raise ChaoskitError(f"{p}: not a chaoskit baseline (expected \"kind\": \"{BASELINE_KIND}\")")
+        raise ChaoskitError(f'{p}: not a chaoskit baseline (expected "kind": "{BASELINE_KIND}")')
     return data

@@ -16,12 +16,18 @@ __all__ = ["episode_passed", "grade", "grade_or_refuse", "run_oracle", "task_cri
 
 
 def _criterion(name: str, passed: bool, message: str) -> dict[str, Any]:
-    return {"name": name, "passed": passed, "severity": "pass" if passed else "fail", "message": message,
-            "evidence": []}
+    return {
+        "name": name,
+        "passed": passed,
+        "severity": "pass" if passed else "fail",
+        "message": message,
+        "evidence": [],
+    }
 
 
-def task_criteria(scenario: Scenario, *, output: str | None, outcome: str, error: str | None,
-                  oracle: dict[str, Any] | None) -> list[dict[str, Any]]:
+def task_criteria(
+    scenario: Scenario, *, output: str | None, outcome: str, error: str | None, oracle: dict[str, Any] | None
+) -> list[dict[str, Any]]:
     """The scenario's own success criteria (how the run ended, its output, its end state): together they are
     the ``success`` that the checks and the score are given. They judge the task, not the recovery."""
     s = scenario.success
@@ -31,8 +37,11 @@ def task_criteria(scenario: Scenario, *, output: str | None, outcome: str, error
     else:
         verb = {"timeout": "timed out", "crashed": "crashed"}.get(outcome, f"ended as {outcome!r}")
         # an integration's own reason ("agent crashed on a tool error: ...") already says what happened
-        detail = error if error and error.startswith("agent ") else (f"the agent {verb}: {error}" if error
-                                                                     else f"the agent {verb}")
+        detail = (
+            error
+            if error and error.startswith("agent ")
+            else (f"the agent {verb}: {error}" if error else f"the agent {verb}")
+        )
         out.append(_criterion("outcome", False, detail))
     text = (output or "").lower()
     for needle in s.output_contains:
@@ -40,8 +49,9 @@ def task_criteria(scenario: Scenario, *, output: str | None, outcome: str, error
         out.append(_criterion("output_contains", ok, f"output {'contains' if ok else 'lacks'} {needle!r}"))
     for needle in s.output_not_contains:
         ok = needle.lower() not in text
-        out.append(_criterion("output_not_contains", ok,
-                              f"output {'does not contain' if ok else 'contains'} {needle!r}"))
+        out.append(
+            _criterion("output_not_contains", ok, f"output {'does not contain' if ok else 'contains'} {needle!r}")
+        )
     if oracle is not None:
         if oracle.get("error"):
             msg = f"{s.state} raised {oracle['error']} while checking the end state"
@@ -53,8 +63,9 @@ def task_criteria(scenario: Scenario, *, output: str | None, outcome: str, error
     return out
 
 
-def _run_check(trace: Trace, name: str, params: dict[str, Any], required: list[str] | None,
-               success: bool) -> list[CheckResult]:
+def _run_check(
+    trace: Trace, name: str, params: dict[str, Any], required: list[str] | None, success: bool
+) -> list[CheckResult]:
     try:
         if params:
             # run_checks forwards only its shared parameters (n, required_tools, success); a scenario's own
@@ -65,8 +76,9 @@ def _run_check(trace: Trace, name: str, params: dict[str, Any], required: list[s
         return [CheckResult(name, False, "fail", f"check raised {type(exc).__name__}: {exc}")]
 
 
-def grade(scenario: Scenario, trace: Trace, criteria: Sequence[dict[str, Any]]) -> tuple[
-        list[dict[str, Any]], float, dict[str, Any]]:
+def grade(
+    scenario: Scenario, trace: Trace, criteria: Sequence[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], float, dict[str, Any]]:
     """Grade one episode's trace: the scenario's checks through :func:`chaoskit.grading.checks.run_checks`, the
     score through :func:`chaoskit.score`, with ``criteria`` (from :func:`task_criteria`) as the task's success.
     Returns (criteria and check results as dicts, score, attempt summary)."""
@@ -89,7 +101,8 @@ def grade(scenario: Scenario, trace: Trace, criteria: Sequence[dict[str, Any]]) 
     for a in trace.attempts:
         by_tool[a.tool] = by_tool.get(a.tool, 0) + 1
     summary = {
-        "total": len(trace.attempts), "by_tool": by_tool,
+        "total": len(trace.attempts),
+        "by_tool": by_tool,
         "faults": sum(a.fault_type is not None for a in trace.attempts),
         # 1 when no_duplicate_writes failed: that check is the only judge of a repeated write
         "duplicate_writes": int(any(r.name == "no_duplicate_writes" and not r.passed for r in results)),
@@ -97,14 +110,23 @@ def grade(scenario: Scenario, trace: Trace, criteria: Sequence[dict[str, Any]]) 
     return [*criteria, *(r.to_dict() for r in results)], round(float(value), 2), summary
 
 
-def grade_or_refuse(scenario: Scenario, trace: Trace | None, criteria: list[dict[str, Any]],
-                    read_error: str | None) -> tuple[list[dict[str, Any]], float, dict[str, Any]]:
+def grade_or_refuse(
+    scenario: Scenario, trace: Trace | None, criteria: list[dict[str, Any]], read_error: str | None
+) -> tuple[list[dict[str, Any]], float, dict[str, Any]]:
     """:func:`grade`, or, for a trace that could not be read (``trace`` None), a failed ``trace`` criterion:
     a trace that cannot be graded is reported as such, never as a pass."""
     if trace is not None:
         return grade(scenario, trace, criteria)
-    checks = [*criteria, {"name": "trace", "passed": False, "severity": "fail", "evidence": [],
-                          "message": f"the episode's trace cannot be graded: {read_error}"}]
+    checks = [
+        *criteria,
+        {
+            "name": "trace",
+            "passed": False,
+            "severity": "fail",
+            "evidence": [],
+            "message": f"the episode's trace cannot be graded: {read_error}",
+        },
+    ]
     return checks, 0.0, {"total": 0, "by_tool": {}, "faults": 0, "duplicate_writes": 0}
 
 

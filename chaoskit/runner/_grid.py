@@ -70,12 +70,21 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         """The config as a results file records it (what ``chaoskit merge`` compares between shards)."""
         return {
-            "seed": self.seed, "repeat": self.repeat, "k": self.k_eff, "intensities": list(self.intensities),
-            "perturbations": list(self.perturbations), "profile": self.profile.to_dict(), "theta": self.theta,
-            "workers": self.workers, "timeout": self.timeout, "agent": self.agent,
+            "seed": self.seed,
+            "repeat": self.repeat,
+            "k": self.k_eff,
+            "intensities": list(self.intensities),
+            "perturbations": list(self.perturbations),
+            "profile": self.profile.to_dict(),
+            "theta": self.theta,
+            "workers": self.workers,
+            "timeout": self.timeout,
+            "agent": self.agent,
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
-            "episode_seed": self.episode_seed, "fail_under": self.fail_under,
-            "attempt_tolerance": self.attempt_tolerance, "paths": list(self.paths),
+            "episode_seed": self.episode_seed,
+            "fail_under": self.fail_under,
+            "attempt_tolerance": self.attempt_tolerance,
+            "paths": list(self.paths),
         }
 
 
@@ -113,8 +122,11 @@ def plan_episodes(scenarios: Sequence[Scenario], config: RunConfig) -> list[Epis
             unit += 1
             if config.shard is not None and u % config.shard[1] != config.shard[0] - 1:
                 continue
-            seed = (config.episode_seed if config.episode_seed is not None
-                    else derive_seed(config.seed, sc.name, rep, sc.seed))
+            seed = (
+                config.episode_seed
+                if config.episode_seed is not None
+                else derive_seed(config.seed, sc.name, rep, sc.seed)
+            )
             for lam in config.intensities:
                 for eps in config.perturbations:
                     out.append(EpisodePlan(len(out), sc, rep, eps, lam, seed, perturb(sc.task, eps, seed)))

@@ -23,8 +23,16 @@ def _known_checks() -> list[str]:
 
 
 #: the keys a one-key success criterion may have (besides a check's name, which adds that check)
-_CRITERIA = ("output_contains", "output_not_contains", "max_retries", "max_attempts", "min_attempts", "state",
-             "required_tools", "checks")
+_CRITERIA = (
+    "output_contains",
+    "output_not_contains",
+    "max_retries",
+    "max_attempts",
+    "min_attempts",
+    "state",
+    "required_tools",
+    "checks",
+)
 
 
 class _CriterionError(ValueError):
@@ -57,8 +65,11 @@ def success_from_list(items: list[Any], origins: dict[tuple[Any, ...], int] | No
             add("checks", item, i)  # a bare check name; Success checks that it exists
             continue
         if not isinstance(item, Mapping) or len(item) != 1:
-            raise _CriterionError(f"each item is one criterion with one key, such as '- output_contains: \"8080\"' "
-                                  f"or '- max_retries: 4', got {item!r:.80}", i)
+            raise _CriterionError(
+                f"each item is one criterion with one key, such as '- output_contains: \"8080\"' "
+                f"or '- max_retries: 4', got {item!r:.80}",
+                i,
+            )
         ((key, value),) = item.items()
         if not isinstance(key, str):
             raise _CriterionError(f"a criterion's key is a name, got {key!r}", i)
@@ -67,8 +78,9 @@ def success_from_list(items: list[Any], origins: dict[tuple[Any, ...], int] | No
                 add(key, v, i)
         elif key in ("max_attempts", "min_attempts"):
             if not isinstance(value, Mapping):
-                raise _CriterionError(f"takes a limit per tool, such as '- {key}: {{search: 3}}', got {value!r}",
-                                      i, key)
+                raise _CriterionError(
+                    f"takes a limit per tool, such as '- {key}: {{search: 3}}', got {value!r}", i, key
+                )
             for tool in value:
                 if tool in out.setdefault(key, {}):
                     raise _CriterionError(f"{key} for {tool!r} is given twice; give it once", i, key)
@@ -83,8 +95,12 @@ def success_from_list(items: list[Any], origins: dict[tuple[Any, ...], int] | No
         elif key in known:
             add("checks", {key: value} if value else key, i)
         else:
-            raise _CriterionError(f"unknown success criterion {key!r}{_suggest(key, [*_CRITERIA, *known])}; allowed: "
-                                  f"{', '.join(_CRITERIA)}, or a check: {', '.join(known)}", i, key)
+            raise _CriterionError(
+                f"unknown success criterion {key!r}{_suggest(key, [*_CRITERIA, *known])}; allowed: "
+                f"{', '.join(_CRITERIA)}, or a check: {', '.join(known)}",
+                i,
+                key,
+            )
     return out
 
 

@@ -50,8 +50,11 @@ class Profile:
         where = self.source or f"profile {self.name}"
         for kind, w in self.weights.items():
             if kind not in KINDS:
-                raise PlanError(f"unknown fault kind {kind!r}{_suggest(kind, KINDS)}; allowed: {', '.join(KINDS)}",
-                                source=where, field=f"weights.{kind}")
+                raise PlanError(
+                    f"unknown fault kind {kind!r}{_suggest(kind, KINDS)}; allowed: {', '.join(KINDS)}",
+                    source=where,
+                    field=f"weights.{kind}",
+                )
             if not isinstance(w, int | float) or isinstance(w, bool) or not math.isfinite(w) or w < 0:
                 raise PlanError(f"must be a finite number >= 0, got {w!r}", source=where, field=f"weights.{kind}")
         total = sum(self.weights.values())
@@ -65,18 +68,27 @@ class Profile:
 
     def to_dict(self) -> dict[str, Any]:
         """The profile as a results file records it: name, rounded weights, each kind's parameters."""
-        return {"name": self.name, "weights": {k: round(v, 4) for k, v in self.weights.items()},
-                "params": {k: {**KINDS[k], **self.params.get(k, {})} for k in self.weights}}
+        return {
+            "name": self.name,
+            "weights": {k: round(v, 4) for k, v in self.weights.items()},
+            "params": {k: {**KINDS[k], **self.params.get(k, {})} for k in self.weights},
+        }
 
 
 #: chaoskit's own profiles (chosen by us, not taken from any paper): what a background fault is, when one fires
 PROFILES: dict[str, Profile] = {
-    "light": Profile("light", {"timeout": 0.10, "http_5xx": 0.30, "rate_limit": 0.20, "partial": 0.05,
-                               "schema_drift": 0.05, "latency": 0.30}),
-    "medium": Profile("medium", {"timeout": 0.20, "http_5xx": 0.25, "rate_limit": 0.20, "partial": 0.10,
-                                 "schema_drift": 0.10, "latency": 0.15}),
-    "heavy": Profile("heavy", {"timeout": 0.25, "http_5xx": 0.25, "rate_limit": 0.20, "partial": 0.10,
-                               "schema_drift": 0.15, "latency": 0.05}),
+    "light": Profile(
+        "light",
+        {"timeout": 0.10, "http_5xx": 0.30, "rate_limit": 0.20, "partial": 0.05, "schema_drift": 0.05, "latency": 0.30},
+    ),
+    "medium": Profile(
+        "medium",
+        {"timeout": 0.20, "http_5xx": 0.25, "rate_limit": 0.20, "partial": 0.10, "schema_drift": 0.10, "latency": 0.15},
+    ),
+    "heavy": Profile(
+        "heavy",
+        {"timeout": 0.25, "http_5xx": 0.25, "rate_limit": 0.20, "partial": 0.10, "schema_drift": 0.15, "latency": 0.05},
+    ),
 }
 
 
@@ -98,8 +110,11 @@ def load_profile(spec: str | Profile | Mapping[str, Any]) -> Profile:
         if os.path.isdir(spec):
             raise PlanError("is a directory; give a profile YAML file", source=spec, field="--profile")
         if not os.path.exists(spec):
-            raise PlanError(f"unknown fault profile {spec!r}{_suggest(spec, PROFILES)}; give one of "
-                            f"{', '.join(PROFILES)} or a YAML file", source="--profile")
+            raise PlanError(
+                f"unknown fault profile {spec!r}{_suggest(spec, PROFILES)}; give one of "
+                f"{', '.join(PROFILES)} or a YAML file",
+                source="--profile",
+            )
         try:
             with open(spec, encoding="utf-8") as fh:
                 text = fh.read()
@@ -112,44 +127,75 @@ def load_profile(spec: str | Profile | Mapping[str, Any]) -> Profile:
         data, name = spec, "custom"
     where = source or "<profile>"
     if not isinstance(data, Mapping):
-        raise PlanError(f"a profile must be a mapping of fault kind to weight (or name/weights/params), got "
-                        f"{type(data).__name__}; allowed kinds: {', '.join(KINDS)}", source=where, line=1)
+        raise PlanError(
+            f"a profile must be a mapping of fault kind to weight (or name/weights/params), got "
+            f"{type(data).__name__}; allowed kinds: {', '.join(KINDS)}",
+            source=where,
+            line=1,
+        )
     if "weights" not in data:
         data = {"weights": data}
         lines = {("weights", *k): v for k, v in lines.items()}
     extra = sorted(set(data) - {"name", "weights", "params"}, key=str)
     if extra:
-        raise PlanError(f"unknown key {extra[0]!r}; allowed here: name, weights, params", source=where,
-                        line=_line_for((extra[0],), lines), field=str(extra[0]))
+        raise PlanError(
+            f"unknown key {extra[0]!r}; allowed here: name, weights, params",
+            source=where,
+            line=_line_for((extra[0],), lines),
+            field=str(extra[0]),
+        )
     weights, params = data["weights"], data.get("params") or {}
-    for key, value, what in (("weights", weights, "fault kind to weight"),
-                             ("params", params, "fault kind to a mapping of fault parameters")):
+    for key, value, what in (
+        ("weights", weights, "fault kind to weight"),
+        ("params", params, "fault kind to a mapping of fault parameters"),
+    ):
         if not isinstance(value, Mapping):
-            raise PlanError(f"must be a mapping of {what} ({', '.join(KINDS)}), got {type(value).__name__} "
-                            f"{value!r}", source=where, line=_line_for((key,), lines), field=key)
+            raise PlanError(
+                f"must be a mapping of {what} ({', '.join(KINDS)}), got {type(value).__name__} {value!r}",
+                source=where,
+                line=_line_for((key,), lines),
+                field=key,
+            )
     for kind, w in weights.items():
         line = _line_for(("weights", kind), lines)
         if kind not in KINDS:
-            raise PlanError(f"unknown fault kind {kind!r}{_suggest(str(kind), KINDS)}; allowed: {', '.join(KINDS)}",
-                            source=where, line=line, field=f"weights.{kind}")
+            raise PlanError(
+                f"unknown fault kind {kind!r}{_suggest(str(kind), KINDS)}; allowed: {', '.join(KINDS)}",
+                source=where,
+                line=line,
+                field=f"weights.{kind}",
+            )
         if not isinstance(w, int | float) or isinstance(w, bool) or not math.isfinite(w) or w < 0:
-            raise PlanError(f"must be a finite number >= 0, got {w!r}", source=where, line=line,
-                            field=f"weights.{kind}")
+            raise PlanError(
+                f"must be a finite number >= 0, got {w!r}", source=where, line=line, field=f"weights.{kind}"
+            )
     for kind, p in params.items():
         line = _line_for(("params", kind), lines)
         if kind not in KINDS:
-            raise PlanError(f"unknown fault kind {kind!r}{_suggest(str(kind), KINDS)}; allowed: {', '.join(KINDS)}",
-                            source=where, line=line, field=f"params.{kind}")
+            raise PlanError(
+                f"unknown fault kind {kind!r}{_suggest(str(kind), KINDS)}; allowed: {', '.join(KINDS)}",
+                source=where,
+                line=line,
+                field=f"params.{kind}",
+            )
         if not isinstance(p, Mapping):
-            raise PlanError(f"must be a mapping of {KINDS[kind]['type']} fault parameters, got "
-                            f"{type(p).__name__} {p!r}", source=where, line=line, field=f"params.{kind}")
+            raise PlanError(
+                f"must be a mapping of {KINDS[kind]['type']} fault parameters, got {type(p).__name__} {p!r}",
+                source=where,
+                line=line,
+                field=f"params.{kind}",
+            )
         try:
             # the fault each kind becomes is checked now, so a bad parameter is not found mid-battery
             Plan.from_dict({"faults": [{**KINDS[kind], **p, "tool": "*"}]}, source=where)
         except PlanError as exc:
             sub = exc.field.split(".", 1)[1] if exc.field and "." in exc.field else None
-            raise PlanError(exc.reason, source=where, line=_line_for(("params", kind, sub), lines) or line,
-                            field=f"params.{kind}" + (f".{sub}" if sub else "")) from None
+            raise PlanError(
+                exc.reason,
+                source=where,
+                line=_line_for(("params", kind, sub), lines) or line,
+                field=f"params.{kind}" + (f".{sub}" if sub else ""),
+            ) from None
     prof_name = data.get("name", name)
     return Profile(str(prof_name), dict(weights), {str(k): dict(v) for k, v in params.items()}, source=source)
 

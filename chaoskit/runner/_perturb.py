@@ -48,8 +48,9 @@ DISTRACTORS: tuple[str, ...] = (
     "I am writing this from my phone, so excuse any typos.",
 )
 
-_CLAUSE = re.compile(r"^(?P<head>.+?)\s+(?P<tail>(?:for|because|since|after|before|so that)\s+.+?)(?P<end>[.!?]?)$",
-                     re.IGNORECASE)
+_CLAUSE = re.compile(
+    r"^(?P<head>.+?)\s+(?P<tail>(?:for|because|since|after|before|so that)\s+.+?)(?P<end>[.!?]?)$", re.IGNORECASE
+)
 _NUMBER = re.compile(r"\b\d{2,}\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -129,7 +130,7 @@ def perturb(task: str, epsilon: float, seed: int) -> Perturbation:
             right = m.group(0)
             last = (int(right[-1]) + rng.randrange(1, 9)) % 10
             wrong = right[:-1] + str(last)
-            text = f"{text[:m.start()]}{wrong} - sorry, I mean {right}{text[m.end():]}"
+            text = f"{text[: m.start()]}{wrong} - sorry, I mean {right}{text[m.end() :]}"
             edits.append(f"self_correction: {wrong} -> {right}")
         else:
             text = f"{text} Actually, scratch that - no, it is right as written."

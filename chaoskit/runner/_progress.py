@@ -62,15 +62,17 @@ class Progress:
                 width = 30
                 filled = int(width * self.done / self.total)
                 bar = "#" * filled + "." * (width - filled)
-                self.stream.write(f"\r[{bar}] {self.done}/{self.total} episodes, {self.failed} failed, "
-                                  f"{rate:.1f}/s{left}    ")
+                self.stream.write(
+                    f"\r[{bar}] {self.done}/{self.total} episodes, {self.failed} failed, {rate:.1f}/s{left}    "
+                )
                 if self.done == self.total:
                     self.stream.write("\n")
                 self.stream.flush()
             elif self.done % self._step == 0 or now - self._last >= 10 or self.done == self.total:
                 self._last = now
-                self.stream.write(f"chaoskit: {self.done}/{self.total} episodes, {self.failed} failed, "
-                                  f"{rate:.1f}/s{left}\n")
+                self.stream.write(
+                    f"chaoskit: {self.done}/{self.total} episodes, {self.failed} failed, {rate:.1f}/s{left}\n"
+                )
                 self.stream.flush()
 
 

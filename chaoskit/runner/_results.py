@@ -80,11 +80,19 @@ class Cell:
 
     def to_dict(self) -> dict[str, Any]:
         """The cell as a JSON-ready dict, with the replay commands of its first three failing episodes."""
-        return {"scenario": self.scenario, "epsilon": self.epsilon, "intensity": self.intensity, "n": self.n,
-                "passes": self.passes, "pass_at_1": self.pass1.to_dict(), "pass_hat_k": self.pass_k.to_dict(),
-                "mean_score": self.mean_score, "mean_attempts": self.mean_attempts,
-                "failed_checks": {k: {"count": c, "message": m} for k, (c, m) in self.failed_checks.items()},
-                "failing_replays": [e.replay for e in self.failing[:3]]}
+        return {
+            "scenario": self.scenario,
+            "epsilon": self.epsilon,
+            "intensity": self.intensity,
+            "n": self.n,
+            "passes": self.passes,
+            "pass_at_1": self.pass1.to_dict(),
+            "pass_hat_k": self.pass_k.to_dict(),
+            "mean_score": self.mean_score,
+            "mean_attempts": self.mean_attempts,
+            "failed_checks": {k: {"count": c, "message": m} for k, (c, m) in self.failed_checks.items()},
+            "failing_replays": [e.replay for e in self.failing[:3]],
+        }
 
 
 @dataclass
@@ -101,8 +109,15 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as a JSON-ready dict."""
-        return {"k": self.k, "theta": self.theta, "overall": self.overall, "scenarios": self.scenarios,
-                "cells": [c.to_dict() for c in self.cells], "surface": self.surface, "breaks": self.breaks}
+        return {
+            "k": self.k,
+            "theta": self.theta,
+            "overall": self.overall,
+            "scenarios": self.scenarios,
+            "cells": [c.to_dict() for c in self.cells],
+            "surface": self.surface,
+            "breaks": self.breaks,
+        }
 
 
 @dataclass
@@ -116,8 +131,12 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict."""
-        return {"ok": self.ok, "reasons": self.reasons, "duplicate_writes": self.duplicate_writes,
-                "regressions": self.regressions}
+        return {
+            "ok": self.ok,
+            "reasons": self.reasons,
+            "duplicate_writes": self.duplicate_writes,
+            "regressions": self.regressions,
+        }
 
 
 @dataclass
@@ -137,6 +156,13 @@ class BatteryResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The whole result as a results file holds it (``chaoskit run --json``)."""
-        return {"kind": RESULTS_KIND, "version": 1, "chaoskit": __version__, "config": self.config,
-                "elapsed_s": round(self.elapsed_s, 3), "verdict": self.verdict.to_dict(),
-                "summary": self.summary.to_dict(), "episodes": [e.to_dict() for e in self.episodes]}
+        return {
+            "kind": RESULTS_KIND,
+            "version": 1,
+            "chaoskit": __version__,
+            "config": self.config,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "verdict": self.verdict.to_dict(),
+            "summary": self.summary.to_dict(),
+            "episodes": [e.to_dict() for e in self.episodes],
+        }

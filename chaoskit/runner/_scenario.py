@@ -30,6 +30,7 @@ __all__ = ["Scenario", "Success", "check_registry", "load_battery", "load_scenar
 
 _REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
+
 def check_registry() -> dict[str, Callable[..., Any]]:
     """chaoskit.grading.checks.REGISTRY: the checks a scenario may name (one registry, no fallback list)."""
     import chaoskit.grading.checks as checks
@@ -53,11 +54,14 @@ def _check_params(name: str, fn: Callable[..., Any], params: dict[str, Any]) -> 
     for key, value in params.items():
         if key not in allowed:
             hint = " (set it with success.required_tools)" if key == "required_tools" else ""
-            raise ValueError(f"check {name!r} has no parameter {key!r}{hint}; "
-                             + (f"allowed: {', '.join(allowed)}" if allowed else "it takes none"))
+            raise ValueError(
+                f"check {name!r} has no parameter {key!r}{hint}; "
+                + (f"allowed: {', '.join(allowed)}" if allowed else "it takes none")
+            )
         default = sig.parameters[key].default
         if isinstance(default, bool | int | float) and (
-                isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, int | float)):
+            isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, int | float)
+        ):
             kind = {bool: "true or false", int: "whole number"}.get(type(default), "number")
             raise ValueError(f"check {name!r}: {key} must be a {kind}, got {value!r}")
     try:
@@ -121,8 +125,9 @@ class Success(_PlanErrorsInit):
     def _retries(cls, v: Any) -> Any:
         if v is None or (_is_int(v) and v >= 0):
             return v
-        raise ValueError(f"must be a whole number of retries >= 0 (each tool may then be called that many "
-                         f"times + 1), got {v!r}")
+        raise ValueError(
+            f"must be a whole number of retries >= 0 (each tool may then be called that many times + 1), got {v!r}"
+        )
 
     @field_validator("checks")
     @classmethod
@@ -280,8 +285,7 @@ class Scenario(_PlanErrorsInit):
         return fn
 
 
-def resolve_ref(ref: str, *, source: str | None = None, field: str | None = None,
-                line: int | None = None) -> Any:
+def resolve_ref(ref: str, *, source: str | None = None, field: str | None = None, line: int | None = None) -> Any:
     """Import ``module:attr`` (attr may be dotted); errors name the source and field."""
     if not _is_ref(ref):
         raise PlanError(f"must be a 'module:attr' reference, got {ref!r}", source=source, field=field, line=line)
@@ -292,20 +296,26 @@ def resolve_ref(ref: str, *, source: str | None = None, field: str | None = None
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise PlanError(f"cannot import module {module_name!r} for {ref!r}: {exc}", source=source, field=field,
-                        line=line) from None
+        raise PlanError(
+            f"cannot import module {module_name!r} for {ref!r}: {exc}", source=source, field=field, line=line
+        ) from None
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
             names = [n for n in dir(obj) if not n.startswith("_")]
-            raise PlanError(f"{ref!r}: {module_name} has no attribute {part!r}{_suggest(part, names)}",
-                            source=source, field=field, line=line) from None
+            raise PlanError(
+                f"{ref!r}: {module_name} has no attribute {part!r}{_suggest(part, names)}",
+                source=source,
+                field=field,
+                line=line,
+            ) from None
     return obj
 
 
-def load_scenario(path_or_text: str | bytes | os.PathLike[str], *, source: str | None = None,
-                  resolve: bool = True) -> Scenario:
+def load_scenario(
+    path_or_text: str | bytes | os.PathLike[str], *, source: str | None = None, resolve: bool = True
+) -> Scenario:
     """Load and validate one scenario file (a path, or YAML text as str or UTF-8 bytes); ``resolve`` also
     imports its ``agent`` and ``state`` references. Bad input raises :class:`PlanError`."""
     text, src = read_source(path_or_text, source)
@@ -314,8 +324,11 @@ def load_scenario(path_or_text: str | bytes | os.PathLike[str], *, source: str |
         raise PlanError("a scenario must be a mapping with at least 'name' and 'task'", source=src, line=1)
     bad = [k for k in data if not isinstance(k, str)]
     if bad:
-        raise PlanError(f"keys must be names, got {bad[0]!r}; allowed: {', '.join(Scenario.model_fields)}",
-                        source=src, line=_line_for((str(bad[0]),), lines) or 1)
+        raise PlanError(
+            f"keys must be names, got {bad[0]!r}; allowed: {', '.join(Scenario.model_fields)}",
+            source=src,
+            line=_line_for((str(bad[0]),), lines) or 1,
+        )
     data = success_list_with_lines(data, lines, src)
     try:
         with raw_validation():
@@ -327,11 +340,16 @@ def load_scenario(path_or_text: str | bytes | os.PathLike[str], *, source: str |
         if scenario.agent is not None and _is_ref(scenario.agent):
             resolve_ref(scenario.agent, source=src, field="agent", line=_line_for(("agent",), lines))
         if scenario.success.state:
-            fn = resolve_ref(scenario.success.state, source=src, field="success.state",
-                             line=_line_for(("success", "state"), lines))
+            fn = resolve_ref(
+                scenario.success.state, source=src, field="success.state", line=_line_for(("success", "state"), lines)
+            )
             if not callable(fn):
-                raise PlanError(f"{scenario.success.state!r} is not callable", source=src, field="success.state",
-                                line=_line_for(("success", "state"), lines))
+                raise PlanError(
+                    f"{scenario.success.state!r} is not callable",
+                    source=src,
+                    field="success.state",
+                    line=_line_for(("success", "state"), lines),
+                )
     return scenario
 
 
@@ -341,8 +359,10 @@ def _expand(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) ->
     files: list[Path] = []
     for raw in paths:
         if not isinstance(raw, str | os.PathLike) or not str(raw).strip():
-            raise PlanError(f"expected scenario files, directories or globs (str or os.PathLike), got {raw!r:.80}",
-                            source="<python>")
+            raise PlanError(
+                f"expected scenario files, directories or globs (str or os.PathLike), got {raw!r:.80}",
+                source="<python>",
+            )
         p = Path(raw)
         if p.is_dir():
             found = sorted([*p.rglob("*.yaml"), *p.rglob("*.yml")])
@@ -368,16 +388,18 @@ def _expand(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) ->
     return out
 
 
-def load_battery(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], *,
-                 resolve: bool = True) -> list[Scenario]:
+def load_battery(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], *, resolve: bool = True
+) -> list[Scenario]:
     """Every scenario under the given files, directories and globs, in path order; names must be unique."""
     scenarios: list[Scenario] = []
     names: dict[str, str] = {}
     for f in _expand(paths):
         sc = load_scenario(f, resolve=resolve)
         if sc.name in names:
-            raise PlanError(f"scenario name {sc.name!r} is already used by {names[sc.name]}", source=str(f),
-                            field="name")
+            raise PlanError(
+                f"scenario name {sc.name!r} is already used by {names[sc.name]}", source=str(f), field="name"
+            )
         names[sc.name] = str(f)
         scenarios.append(sc)
     return scenarios

@@ -21,10 +21,12 @@ def metamorphic_check(e: EpisodeResult, ref: EpisodeResult | None) -> dict[str, 
     if e.epsilon == 0.0 or not e.oracle or ref is None or not ref.oracle:
         return None
     same = e.oracle.get("state") == ref.oracle.get("state")
-    msg = ("the perturbed task reached the same end state as the original" if same else
-           f"end state {e.oracle.get('state')} differs from the original task's {ref.oracle.get('state')}")
-    return {"name": METAMORPHIC, "passed": same, "severity": "pass" if same else "fail", "message": msg,
-            "evidence": []}
+    msg = (
+        "the perturbed task reached the same end state as the original"
+        if same
+        else f"end state {e.oracle.get('state')} differs from the original task's {ref.oracle.get('state')}"
+    )
+    return {"name": METAMORPHIC, "passed": same, "severity": "pass" if same else "fail", "message": msg, "evidence": []}
 
 
 def apply_metamorphic(episodes: Sequence[EpisodeResult]) -> None:
@@ -46,7 +48,10 @@ def _mean(xs: Iterable[float]) -> float:
 
 
 def summarize(
-    episodes: Sequence[EpisodeResult], config: Mapping[str, Any], *, baseline: Mapping[str, Any] | None = None,
+    episodes: Sequence[EpisodeResult],
+    config: Mapping[str, Any],
+    *,
+    baseline: Mapping[str, Any] | None = None,
 ) -> tuple[Summary, Verdict]:
     """Apply the metamorphic relation, aggregate the episodes, and judge them: (summary, CI verdict).
 
@@ -68,19 +73,29 @@ def summarize(
                 if not chk["passed"] and chk.get("severity", "fail") == "fail":
                     count, msg = failed.get(chk["name"], (0, chk["message"]))
                     failed[chk["name"]] = (count + 1, msg)
-        cells.append(Cell(
-            scenario=sc, epsilon=eps, intensity=lam, n=n, passes=c, pass1=Rate.of(c, n),
-            pass_k=Rate.estimate(pass_hat_k(c, n, kk), max(1, n // kk)),
-            mean_score=_mean(e.score for e in eps_list),
-            mean_attempts=_mean(e.attempts.get("total", 0) for e in eps_list),
-            failed_checks=failed, failing=[e for e in eps_list if not e.passed],
-        ))
+        cells.append(
+            Cell(
+                scenario=sc,
+                epsilon=eps,
+                intensity=lam,
+                n=n,
+                passes=c,
+                pass1=Rate.of(c, n),
+                pass_k=Rate.estimate(pass_hat_k(c, n, kk), max(1, n // kk)),
+                mean_score=_mean(e.score for e in eps_list),
+                mean_attempts=_mean(e.attempts.get("total", 0) for e in eps_list),
+                failed_checks=failed,
+                failing=[e for e in eps_list if not e.passed],
+            )
+        )
     n_all = len(episodes)
     c_all = sum(e.passed for e in episodes)
     groups_k = [c.pass_k.value for c in cells]
     n_groups = sum(c.pass_k.n for c in cells)
     overall = {
-        "episodes": n_all, "passes": c_all, "pass_at_1": Rate.of(c_all, n_all).to_dict(),
+        "episodes": n_all,
+        "passes": c_all,
+        "pass_at_1": Rate.of(c_all, n_all).to_dict(),
         "pass_hat_k": Rate.estimate(_mean(groups_k) if groups_k else 0.0, max(1, n_groups)).to_dict(),
         "mean_score": _mean(e.score for e in episodes),
         "mean_attempts": _mean(e.attempts.get("total", 0) for e in episodes),
@@ -91,7 +106,8 @@ def summarize(
         mine = [e for e in episodes if e.scenario == name]
         mc = [c for c in cells if c.scenario == name]
         scenarios[name] = {
-            "episodes": len(mine), "pass_at_1": Rate.of(sum(e.passed for e in mine), len(mine)).to_dict(),
+            "episodes": len(mine),
+            "pass_at_1": Rate.of(sum(e.passed for e in mine), len(mine)).to_dict(),
             "pass_hat_k": Rate.estimate(_mean(c.pass_k.value for c in mc), sum(c.pass_k.n for c in mc)).to_dict(),
             "mean_score": _mean(e.score for e in mine),
             "mean_attempts": _mean(e.attempts.get("total", 0) for e in mine),
@@ -115,14 +131,15 @@ def _surface(cells: Sequence[Cell], k: int, theta: float) -> tuple[list[dict[str
                 continue
             groups = sum(c.n // j for c in cs if c.n >= j)
             r = Rate.estimate(sum(vals) / len(vals), max(1, groups))
-            surface.append({"k": j, "epsilon": eps, "intensity": lam, **r.to_dict(),
-                            "episodes": sum(c.n for c in cs)})
+            surface.append({"k": j, "epsilon": eps, "intensity": lam, **r.to_dict(), "episodes": sum(c.n for c in cs)})
             if j == min(k, min(c.n for c in cs)):
                 rk[(eps, lam)] = r.value
     epsilons = sorted({e for e, _ in rk})
     lambdas = sorted({lam for _, lam in rk})
-    by_eps = {f"{e:g}": next((lam for lam in lambdas if (e, lam) in rk and rk[(e, lam)] < theta), None)
-              for e in epsilons}
-    by_lam = {f"{lam:g}": next((e for e in epsilons if (e, lam) in rk and rk[(e, lam)] < theta), None)
-              for lam in lambdas}
+    by_eps = {
+        f"{e:g}": next((lam for lam in lambdas if (e, lam) in rk and rk[(e, lam)] < theta), None) for e in epsilons
+    }
+    by_lam = {
+        f"{lam:g}": next((e for e in epsilons if (e, lam) in rk and rk[(e, lam)] < theta), None) for lam in lambdas
+    }
     return surface, {"intensity_at_epsilon": by_eps, "epsilon_at_intensity": by_lam}

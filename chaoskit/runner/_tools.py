@@ -16,6 +16,7 @@ from chaoskit.runner._scenario import Scenario
 
 __all__ = ["check_agent_tools", "check_trace_tools"]
 
+
 def _is_pattern(name: str) -> bool:
     return any(c in name for c in "*?[")
 
@@ -58,8 +59,9 @@ def _unmatched_globs(sc: Scenario, tools: Iterable[str]) -> list[tuple[str, str,
     return [g for g in _globs(sc) if not fnmatch.filter(names, g[0])]
 
 
-def _unknown_tool(sc: Scenario, name: str, field_name: str, key: tuple[Any, ...], known: Iterable[str],
-                  why: str) -> PlanError:
+def _unknown_tool(
+    sc: Scenario, name: str, field_name: str, key: tuple[Any, ...], known: Iterable[str], why: str
+) -> PlanError:
     lines: Mapping[tuple[Any, ...], int] = {}
     if sc.source is not None:
         try:
@@ -76,12 +78,18 @@ def _unknown_tool(sc: Scenario, name: str, field_name: str, key: tuple[Any, ...]
         shown, label = ", ".join(names) or "(none)", "known tools"
     if _is_pattern(name):
         # a glob that matches nothing makes its fault never fire: the scenario would pass untested
-        return PlanError(f"names tools {name!r}, {why}, so its fault never fires; {label}: {shown} "
-                         "(or \"*\" for every tool)", source=sc.source or f"scenario {sc.name}",
-                         line=_line_for(key, lines), field=field_name)
-    return PlanError(f"names tool {name!r}, {why}{_suggest(name, names)}; {label}: {shown} "
-                     "(or \"*\" for every tool)", source=sc.source or f"scenario {sc.name}",
-                     line=_line_for(key, lines), field=field_name)
+        return PlanError(
+            f'names tools {name!r}, {why}, so its fault never fires; {label}: {shown} (or "*" for every tool)',
+            source=sc.source or f"scenario {sc.name}",
+            line=_line_for(key, lines),
+            field=field_name,
+        )
+    return PlanError(
+        f'names tool {name!r}, {why}{_suggest(name, names)}; {label}: {shown} (or "*" for every tool)',
+        source=sc.source or f"scenario {sc.name}",
+        line=_line_for(key, lines),
+        field=field_name,
+    )
 
 
 def check_agent_tools(scenarios: Iterable[Scenario], known: Iterable[str]) -> list[Scenario]:
@@ -98,8 +106,9 @@ def check_agent_tools(scenarios: Iterable[Scenario], known: Iterable[str]) -> li
         unknown = [t for t in _named_tools(sc) if t[0] not in tools]
         for name, field_name, key in unknown:
             if difflib.get_close_matches(name, tools, n=1, cutoff=0.75):
-                raise _unknown_tool(sc, name, field_name, key, tools,
-                                    "which the agent does not have (no tool of that name was wrapped)")
+                raise _unknown_tool(
+                    sc, name, field_name, key, tools, "which the agent does not have (no tool of that name was wrapped)"
+                )
         # a glob matching no known tool may still match one wrapped at its first call: the trace decides
         if unknown or _unmatched_globs(sc, tools):
             deferred.append(sc)
@@ -123,8 +132,10 @@ def check_trace_tools(scenarios: Iterable[Scenario], results: Sequence[EpisodeRe
             continue
         for name, field_name, key in _named_tools(sc, for_trace=True):
             if name not in seen:
-                raise _unknown_tool(sc, name, field_name, key, seen,
-                                    "which never appeared in the trace of any of its episodes")
+                raise _unknown_tool(
+                    sc, name, field_name, key, seen, "which never appeared in the trace of any of its episodes"
+                )
         for name, field_name, key in _unmatched_globs(sc, seen):
-            raise _unknown_tool(sc, name, field_name, key, seen,
-                                "a pattern that matches no tool in the trace of any of its episodes")
+            raise _unknown_tool(
+                sc, name, field_name, key, seen, "a pattern that matches no tool in the trace of any of its episodes"
+            )

@@ -89,16 +89,24 @@ class _Tee(SpanProcessor):
             try:
                 sink.on_start(span, parent_context=parent_context)
             except Exception as exc:
-                warn_once((id(sink), "start"), "chaoskit: a span processor failed in on_start (%s: %s); ignored",
-                          type(sink).__name__, _why(exc))
+                warn_once(
+                    (id(sink), "start"),
+                    "chaoskit: a span processor failed in on_start (%s: %s); ignored",
+                    type(sink).__name__,
+                    _why(exc),
+                )
 
     def on_end(self, span: ReadableSpan) -> None:
         for sink in self.sinks:
             try:
                 sink.on_end(span)
             except Exception as exc:
-                warn_once((id(sink), "end"), "chaoskit: a span processor failed in on_end (%s: %s); ignored",
-                          type(sink).__name__, _why(exc))
+                warn_once(
+                    (id(sink), "end"),
+                    "chaoskit: a span processor failed in on_end (%s: %s); ignored",
+                    type(sink).__name__,
+                    _why(exc),
+                )
 
     def shutdown(self) -> None:
         for sink in self.sinks:
@@ -111,8 +119,12 @@ class _Tee(SpanProcessor):
             try:
                 ok = bool(sink.force_flush(timeout_millis)) and ok
             except Exception as exc:
-                warn_once((id(sink), "flush"), "chaoskit: flushing a span processor failed (%s: %s); ignored",
-                          type(sink).__name__, _why(exc))
+                warn_once(
+                    (id(sink), "flush"),
+                    "chaoskit: flushing a span processor failed (%s: %s); ignored",
+                    type(sink).__name__,
+                    _why(exc),
+                )
                 ok = False
         return ok
 
@@ -144,8 +156,11 @@ def _private_provider() -> TracerProvider:
 
                     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
                 except Exception as exc:
-                    warn_once("otlp-env", "chaoskit: could not set up OTLP export from OTEL_EXPORTER_OTLP_* (%s); "
-                              "spans stay local", _why(exc))
+                    warn_once(
+                        "otlp-env",
+                        "chaoskit: could not set up OTLP export from OTEL_EXPORTER_OTLP_* (%s); spans stay local",
+                        _why(exc),
+                    )
             _state.private = provider
         return _state.private
 
@@ -235,7 +250,8 @@ class SpanCapture:
     def attempt_spans(self, tool: str | None = None) -> list[ReadableSpan]:
         """chaoskit's tool attempt spans, optionally of one tool, in start order."""
         out = [
-            s for s in self.spans
+            s
+            for s in self.spans
             if (s.attributes or {}).get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL
             and sc.ATTEMPT in (s.attributes or {})
             and (tool is None or (s.attributes or {}).get(sc.GEN_AI_TOOL_NAME) == tool)
@@ -255,8 +271,10 @@ class SpanCapture:
         imported): this layer sits below the readers and never imports them.
         """
         if _trace_builder is None:
-            raise RuntimeError("no trace reader is registered; import chaoskit (or use chaoskit.testing."
-                               "capture_spans()) to read captured spans as a Trace")
+            raise RuntimeError(
+                "no trace reader is registered; import chaoskit (or use chaoskit.testing."
+                "capture_spans()) to read captured spans as a Trace"
+            )
         return _trace_builder(self.spans)
 
 
@@ -312,9 +330,13 @@ def _configure_from_env() -> None:
             exporter.open()  # now, so that a bad path is one warning here instead of one per batch later
         except OSError as exc:
             # a tracing setting must never stop the agent: say so once and run without the file
-            warn_once("traces-file", "chaoskit: CHAOSKIT_TRACES_FILE=%s cannot be written (%s); expected the path "
-                      "of a file in a writable directory. Spans are not written to a file; the agent goes on",
-                      path, _why(exc))
+            warn_once(
+                "traces-file",
+                "chaoskit: CHAOSKIT_TRACES_FILE=%s cannot be written (%s); expected the path "
+                "of a file in a writable directory. Spans are not written to a file; the agent goes on",
+                path,
+                _why(exc),
+            )
         else:
             _add_jsonl(exporter)
     atexit.register(flush)
@@ -375,8 +397,12 @@ class JsonLinesSpanExporter(SpanExporter):
                 self._fh.flush()
             return SpanExportResult.SUCCESS
         except Exception as exc:
-            warn_once((id(self), "export"), "chaoskit: writing spans to %s failed (%s); the agent goes on",
-                      self.path, _why(exc))
+            warn_once(
+                (id(self), "export"),
+                "chaoskit: writing spans to %s failed (%s); the agent goes on",
+                self.path,
+                _why(exc),
+            )
             return SpanExportResult.FAILURE
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:

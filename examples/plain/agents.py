@@ -45,10 +45,20 @@ class Shop:
 
     def __init__(self) -> None:
         self.orders: dict[str, dict[str, Any]] = {
-            "4832": {"order_id": "4832", "item": "kettle", "amount": 25.0, "status": "delivered",
-                     "customer_email": "ana@example.com"},
-            "5120": {"order_id": "5120", "item": "lamp", "amount": 40.0, "status": "shipped",
-                     "customer_email": "bo@example.com"},
+            "4832": {
+                "order_id": "4832",
+                "item": "kettle",
+                "amount": 25.0,
+                "status": "delivered",
+                "customer_email": "ana@example.com",
+            },
+            "5120": {
+                "order_id": "5120",
+                "item": "lamp",
+                "amount": 40.0,
+                "status": "shipped",
+                "customer_email": "bo@example.com",
+            },
         }
         self.refunds: list[dict[str, Any]] = []
         self.emails: list[dict[str, str]] = []
@@ -132,13 +142,13 @@ class PlainAgent:
                 if exc.status == 429:
                     time.sleep(exc.retry_after or 0.02)
                 elif exc.status >= 500:
-                    time.sleep(0.011 * 2 ** i)
+                    time.sleep(0.011 * 2**i)
                 else:
                     break
             except (TimeoutError, ConnectionError) as exc:
                 last = exc
                 if self.careful:
-                    time.sleep(0.011 * 2 ** i)
+                    time.sleep(0.011 * 2**i)
         raise _Failed(f"{getattr(tool, '__name__', 'tool')} failed: {last}")
 
     def _read_order(self, order_id: str) -> dict[str, Any]:
@@ -197,8 +207,11 @@ class PlainAgent:
                     raise _Failed(f"the refund of order {order_id} failed ({exc})") from None
         else:
             self._call(self.env.issue_refund, order_id, order["amount"])
-        self._call(self.env.send_email, to=order["customer_email"],
-                   body=f"Your refund of ${order['amount']:.2f} for order {order_id} is on its way.")
+        self._call(
+            self.env.send_email,
+            to=order["customer_email"],
+            body=f"Your refund of ${order['amount']:.2f} for order {order_id} is on its way.",
+        )
         return f"Refund of ${order['amount']:.2f} issued for order {order_id}; the customer was e-mailed."
 
     def _status(self, task: str) -> str:

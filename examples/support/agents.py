@@ -36,6 +36,7 @@ SYSTEM = "You are a support agent. Use lookup_order, issue_refund and send_email
 
 # -- reading the conversation ----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Result:
     ok: bool
@@ -62,7 +63,8 @@ class History:
                 name, args = calls.get(m.tool_call_id, (m.name or "", {}))
                 text = m.text
                 self.results.setdefault(name, []).append(
-                    Result(ok=m.status != "error", text=text, data=_json(text), args=args))
+                    Result(ok=m.status != "error", text=text, data=_json(text), args=args)
+                )
 
     def last(self, tool: str) -> Result | None:
         found = self.results.get(tool) or []
@@ -113,8 +115,11 @@ def naive_policy(messages: Sequence[BaseMessage]) -> AIMessage:
     email = to_customer[-1] if to_customer else None
     if email is None or (not email.ok and len(to_customer) < MAX_TRIES):
         to = order.get("customer_email", "customer@example.com")
-        return _call(h, "send_email", {"to": to, "subject": f"Refund for order {oid}",
-                                       "body": f"Your order {oid} has been refunded."})
+        return _call(
+            h,
+            "send_email",
+            {"to": to, "subject": f"Refund for order {oid}", "body": f"Your order {oid} has been refunded."},
+        )
     return _answer(f"Done! Order {oid} has been refunded and the customer has been emailed.")
 
 
@@ -128,9 +133,13 @@ def _valid(tool: str, data: Any, oid: str) -> bool:
     if not isinstance(data, dict):
         return False
     if tool == "lookup_order":
-        return (data.get("order_id") == oid and isinstance(data.get("amount"), int | float)
-                and isinstance(data.get("customer_email"), str) and "@" in data["customer_email"]
-                and data.get("status") in ("pending", "refunded"))
+        return (
+            data.get("order_id") == oid
+            and isinstance(data.get("amount"), int | float)
+            and isinstance(data.get("customer_email"), str)
+            and "@" in data["customer_email"]
+            and data.get("status") in ("pending", "refunded")
+        )
     if tool == "issue_refund":
         return isinstance(data.get("refund_id"), str) and data.get("order_id") == oid
     return data.get("sent") is True
@@ -158,8 +167,11 @@ def careful_policy(messages: Sequence[BaseMessage]) -> AIMessage:
         elif tool == "issue_refund":
             args = {"order_id": oid, "amount": order["amount"], "idempotency_key": key}
         else:
-            args = {"to": order["customer_email"], "subject": f"Refund for order {oid}",
-                    "body": f"Your order {oid} was refunded ({refund['refund_id']}, {order['amount']:.2f})."}
+            args = {
+                "to": order["customer_email"],
+                "subject": f"Refund for order {oid}",
+                "body": f"Your order {oid} was refunded ({refund['refund_id']}, {order['amount']:.2f}).",
+            }
         if last is None:
             return _call(h, tool, args)
         if last.ok and _valid(tool, last.data, oid):
@@ -174,16 +186,20 @@ def careful_policy(messages: Sequence[BaseMessage]) -> AIMessage:
                 done = f" The refund went through ({refund['refund_id']})."
             else:
                 done = " Nothing was changed."
-            return _answer(f"I could not {goals[tool]}: {_reason(last)} "
-                           f"(after {h.tries(tool)} attempt{'s' if h.tries(tool) > 1 else ''}).{done}")
+            return _answer(
+                f"I could not {goals[tool]}: {_reason(last)} "
+                f"(after {h.tries(tool)} attempt{'s' if h.tries(tool) > 1 else ''}).{done}"
+            )
         wait = _RETRY_AFTER.search(last.text)
         time.sleep(float(wait.group(1)) if wait else BACKOFF_S * 2 ** (h.tries(tool) - 1))
         return _call(h, tool, args)
-    return _answer(f"Refunded order {oid} ({order['amount']:.2f}) as {refund['refund_id']} and e-mailed "
-                   f"{order['customer_email']}.")
+    return _answer(
+        f"Refunded order {oid} ({order['amount']:.2f}) as {refund['refund_id']} and e-mailed {order['customer_email']}."
+    )
 
 
 # -- the agent ---------------------------------------------------------------------------------------------
+
 
 def _surface_error(exc: Exception, request: Any) -> str:
     # the agent's own error handling: tool exceptions go back to the model as error ToolMessages
@@ -212,8 +228,9 @@ class SupportAgent:
         return str(out["messages"][-1].text)
 
     async def ainvoke(self, task: str, *, config: dict[str, Any] | None = None) -> str:
-        out = await self.graph.ainvoke({"messages": [HumanMessage(task)]},
-                                       config={"recursion_limit": 60, **(config or {})})
+        out = await self.graph.ainvoke(
+            {"messages": [HumanMessage(task)]}, config={"recursion_limit": 60, **(config or {})}
+        )
         return str(out["messages"][-1].text)
 
 

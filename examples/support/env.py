@@ -12,10 +12,20 @@ __all__ = ["SupportEnv", "make_tools"]
 
 def _orders() -> dict[str, dict[str, Any]]:
     return {
-        "4832": {"order_id": "4832", "customer_email": "ana@example.com", "amount": 25.0, "status": "pending",
-                 "items": ["kettle"]},
-        "5120": {"order_id": "5120", "customer_email": "bo@example.com", "amount": 40.0, "status": "shipped",
-                 "items": ["lamp"]},
+        "4832": {
+            "order_id": "4832",
+            "customer_email": "ana@example.com",
+            "amount": 25.0,
+            "status": "pending",
+            "items": ["kettle"],
+        },
+        "5120": {
+            "order_id": "5120",
+            "customer_email": "bo@example.com",
+            "amount": 40.0,
+            "status": "shipped",
+            "items": ["lamp"],
+        },
     }
 
 

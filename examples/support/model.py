@@ -47,6 +47,7 @@ def tool_calls(*calls: tuple[str, dict[str, Any]], turn: int) -> AIMessage:
     """An AIMessage asking for ``calls``, with ids that are stable across runs (``call_<turn>_<i>``)."""
     return AIMessage(
         content="",
-        tool_calls=[{"name": n, "args": a, "id": f"call_{turn}_{i}", "type": "tool_call"}
-                    for i, (n, a) in enumerate(calls)],
+        tool_calls=[
+            {"name": n, "args": a, "id": f"call_{turn}_{i}", "type": "tool_call"} for i, (n, a) in enumerate(calls)
+        ],
     )

@@ -52,8 +52,14 @@ def _wrap(
 ) -> Any:
     if name is not None or description is not None:
         raise ConfigError("chaos(): name= and description= do not apply to a LangChain tool; it keeps its own")
-    return chaos_tool(tool, plan, irreversible=irreversible, idempotency_arg=idempotency_arg, idempotent=idempotent,
-                      error_result=error_result)
+    return chaos_tool(
+        tool,
+        plan,
+        irreversible=irreversible,
+        idempotency_arg=idempotency_arg,
+        idempotent=idempotent,
+        error_result=error_result,
+    )
 
 
 def chaoskit_adapter() -> tuple[Callable[[Any], bool], Callable[..., Any]]:

@@ -66,8 +66,13 @@ class ChaosCallbackHandler(BaseCallbackHandler):
         error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
     ) -> None:
         super().__init__()
-        self.specs = SpecTable(plan, irreversible=irreversible, idempotency_args=idempotency_args,
-                               idempotent=idempotent, error_result=error_result)
+        self.specs = SpecTable(
+            plan,
+            irreversible=irreversible,
+            idempotency_args=idempotency_args,
+            idempotent=idempotent,
+            error_result=error_result,
+        )
         self._open: dict[UUID, Attempt] = {}
         self._lock = threading.Lock()
 

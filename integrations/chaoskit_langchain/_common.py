@@ -16,8 +16,21 @@ from langchain_core.messages import ToolMessage
 from chaoskit import ConfigError
 from chaoskit.engine import Attempt, ErrorResult, ToolSpec, as_plan, refusal_check
 
-__all__ = ["CALL_ID", "PENDING", "Pending", "Sequencer", "SpecTable", "Ticket", "ToolErrorMessage", "lc_error_result",
-           "names", "parse_content", "render_content", "take_pending", "tool_spec"]
+__all__ = [
+    "CALL_ID",
+    "PENDING",
+    "Pending",
+    "Sequencer",
+    "SpecTable",
+    "Ticket",
+    "ToolErrorMessage",
+    "lc_error_result",
+    "names",
+    "parse_content",
+    "render_content",
+    "take_pending",
+    "tool_spec",
+]
 
 #: the ``tool_call_id`` LangChain gave ``BaseTool.run``; its ``_run``/``func`` never receive it
 CALL_ID: ContextVar[str | None] = ContextVar("chaoskit_lc_call_id", default=None)
@@ -60,6 +73,7 @@ class ToolErrorMessage(Exception):
 
 # -- ToolMessage content <-> the value a data fault transforms --------------------------------------------
 
+
 def parse_content(content: Any) -> Any:
     """LangChain JSON-encodes dict/list tool results into ToolMessage content; undo that so that
     ``empty``/``partial``/``schema_drift`` see rows and keys, as they do under ``@chaos``."""
@@ -87,6 +101,7 @@ def render_content(value: Any) -> Any:
 
 # -- returned errors: LangChain's default -----------------------------------------------------------------
 
+
 def lc_error_result(error_result: ErrorResult | None) -> Any:
     """The ``error_result`` a LangChain entry point gives the engine: a ``ToolMessage`` with
     ``status="error"`` is always a returned error; any other result (a ToolMessage's decoded content) is
@@ -107,8 +122,10 @@ def lc_error_result(error_result: ErrorResult | None) -> Any:
 def names(value: Any, argument: str) -> frozenset[str]:
     """A collection of tool names; a bare string would be read letter by letter, so it is refused."""
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Collection):
-        raise ConfigError(f"{argument}: expected a list of tool names, e.g. {argument}=['issue_refund'], "
-                          f"got {type(value).__name__} {value!r}")
+        raise ConfigError(
+            f"{argument}: expected a list of tool names, e.g. {argument}=['issue_refund'], "
+            f"got {type(value).__name__} {value!r}"
+        )
     bad = [v for v in value if not isinstance(v, str)]
     if bad:
         raise ConfigError(f"{argument}: every tool name must be a string, got {bad[0]!r}")
@@ -120,6 +137,7 @@ def _per_tool(value: Any, name: str) -> Any:
 
 
 # -- per-tool specs for entry points that see many tools ---------------------------------------------------
+
 
 class SpecTable:
     """ToolSpecs by tool name for the middleware, interceptor and callback handler (built once per name).
@@ -141,10 +159,12 @@ class SpecTable:
         self.irreversible = names(irreversible, "irreversible")
         self.idempotent = names(idempotent, "idempotent")
         if idempotency_args is not None and not isinstance(idempotency_args, Mapping):
-            raise ConfigError(f"idempotency_args: expected a mapping of tool name to argument name, got "
-                              f"{type(idempotency_args).__name__}")
+            raise ConfigError(
+                f"idempotency_args: expected a mapping of tool name to argument name, got "
+                f"{type(idempotency_args).__name__}"
+            )
         self.idempotency_args = dict(idempotency_args or {})
-        for each in (error_result.values() if isinstance(error_result, Mapping) else (error_result,)):
+        for each in error_result.values() if isinstance(error_result, Mapping) else (error_result,):
             refusal_check(each)
         self.error_result = error_result
         self._specs: dict[str, ToolSpec] = {}
@@ -166,14 +186,18 @@ class SpecTable:
             plan=self.plan,
             idempotent=name in self.idempotent or bool(own and own.idempotent),
             # a chaos_tool's own error_result is already LangChain-aware; otherwise add LangChain's default
-            error_result=(lc_error_result(_per_tool(self.error_result, name))
-                          if own is None or _per_tool(self.error_result, name) is not None else own.error_result),
+            error_result=(
+                lc_error_result(_per_tool(self.error_result, name))
+                if own is None or _per_tool(self.error_result, name) is not None
+                else own.error_result
+            ),
         )
         with self._lock:
             return self._specs.setdefault(name, spec)
 
 
 # -- deterministic order for parallel tool calls ------------------------------------------------------------
+
 
 @dataclass
 class _Step:
@@ -284,6 +308,6 @@ def _pending_ids(call_id: str, state: Any) -> tuple[str, ...] | None:
         ids = [c.get("id") for c in calls]
         if call_id not in ids:
             continue
-        answered = {getattr(m, "tool_call_id", None) for m in msgs[i + 1:]}
+        answered = {getattr(m, "tool_call_id", None) for m in msgs[i + 1 :]}
         return tuple(c for c in ids if c and (c not in answered or c == call_id))
     return None

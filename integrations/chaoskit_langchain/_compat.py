@@ -98,6 +98,7 @@ def own_run_methods(cls: type[BaseTool]) -> tuple[Callable[..., Any] | None, Cal
     BaseTool's default ``_arun`` runs ``_run`` in an executor; wrapping both would count such a call twice.
     """
     from langchain_core.tools import BaseTool
+
     run = cls._run if cls._run is not BaseTool._run else None
     arun = cls._arun if cls._arun is not BaseTool._arun else None
     return run, arun

@@ -42,8 +42,9 @@ def _call_of(request: Any) -> tuple[str, dict[str, Any], str | None]:
     return call["name"], dict(args) if isinstance(args, Mapping) else {"input": args}, call.get("id")
 
 
-def _begin(ticket: Ticket | None, spec: ToolSpec, args: dict[str, Any], call_id: str | None, *,
-           attach: bool) -> Attempt:
+def _begin(
+    ticket: Ticket | None, spec: ToolSpec, args: dict[str, Any], call_id: str | None, *, attach: bool
+) -> Attempt:
     # the ticket orders only the counting (inside begin); releasing it at once lets the calls run in parallel
     try:
         return begin(spec, args, call_id=call_id, attach=attach)
@@ -69,8 +70,13 @@ class CallInterceptor:
         idempotent: Collection[str] = (),
         error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
     ) -> None:
-        self.specs = SpecTable(plan, irreversible=irreversible, idempotency_args=idempotency_args,
-                               idempotent=idempotent, error_result=error_result)
+        self.specs = SpecTable(
+            plan,
+            irreversible=irreversible,
+            idempotency_args=idempotency_args,
+            idempotent=idempotent,
+            error_result=error_result,
+        )
         self.sequencer = Sequencer() if order_parallel_calls else None
 
     def _ticket(self, request: Any) -> Ticket | None:
@@ -205,8 +211,7 @@ def _carrying(pending: Pending) -> Iterator[None]:
     attempt = pending.attempt
     token = PENDING.set(pending)
     try:
-        with trace.use_span(attempt.span, end_on_exit=False, record_exception=False,
-                            set_status_on_exception=False):
+        with trace.use_span(attempt.span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
             yield
     except BaseException as exc:
         attempt.fail(exc)  # a no-op when the tool already closed it

@@ -28,6 +28,17 @@ T = TypeVar("T", bound=BaseTool)
 _RUNTIME_KEYS = frozenset({"callbacks", "run_manager", "config"})
 
 
+def _same_options(name: str, spec: ToolSpec, **asked: Any) -> None:
+    """Refuse options for an already wrapped tool that differ from the ones it was wrapped with."""
+    differ = [k for k, v in asked.items() if v not in (None, False) and v != getattr(spec, k, None)]
+    if differ:
+        raise ConfigError(
+            f"chaos_tool(): {name!r} already goes through chaoskit, wrapped with other options "
+            f"({', '.join(f'{k}={getattr(spec, k, None)!r}' for k in differ)}); give "
+            f"{', '.join(differ)} where it was first wrapped (@chaos under @tool, or the first chaos_tool call)"
+        )
+
+
 def is_chaos_tool(tool: Any) -> bool:
     """True when ``tool`` already routes its runs through chaoskit (made by :func:`chaos_tool`)."""
     return tool_spec(tool) is not None
@@ -52,15 +63,27 @@ def chaos_tools(
     ``idempotency_args`` maps a tool name to its key argument, ``error_result`` is one value for every tool or
     a mapping by tool name."""
     # the same checks as every entry point that sees many tools, done once for the whole list
-    table = SpecTable(plan, irreversible=_collected(irreversible), idempotency_args=idempotency_args,
-                      idempotent=_collected(idempotent), error_result=error_result)
+    table = SpecTable(
+        plan,
+        irreversible=_collected(irreversible),
+        idempotency_args=idempotency_args,
+        idempotent=_collected(idempotent),
+        error_result=error_result,
+    )
     out: list[BaseTool] = []
     for t in tools:
         base = t if isinstance(t, BaseTool) else _as_tool(t)
         own = error_result.get(base.name) if isinstance(error_result, Mapping) else error_result
-        out.append(chaos_tool(base, table.plan, irreversible=base.name in table.irreversible,
-                              idempotency_arg=table.idempotency_args.get(base.name),
-                              idempotent=base.name in table.idempotent, error_result=own))
+        out.append(
+            chaos_tool(
+                base,
+                table.plan,
+                irreversible=base.name in table.irreversible,
+                idempotency_arg=table.idempotency_args.get(base.name),
+                idempotent=base.name in table.idempotent,
+                error_result=own,
+            )
+        )
     return out
 
 
@@ -92,16 +115,29 @@ def chaos_tool(
     Plan or a dict) the faults come from that plan; without, from the active one
     (``chaoskit.episode(plan=...)``). ``idempotent`` and ``error_result`` are as for ``@chaos``; a returned
     ``ToolMessage`` with ``status="error"`` is always a returned error. Wrapping a chaos tool again returns
-    it unchanged.
+    it unchanged; options that differ from the ones it was first wrapped with are a ``ConfigError``.
     """
     if not isinstance(tool, BaseTool):
         raise ConfigError(f"chaos_tool(): expected a LangChain BaseTool, got {type(tool).__name__}")
-    if is_chaos_tool(tool):
-        return tool
     func = getattr(tool, "func", None)
     coro = getattr(tool, "coroutine", None)
-    if (func is not None and spec_of(func) is not None) or (coro is not None and spec_of(coro) is not None):
-        # @chaos under @tool: the function already makes one attempt per call; a second layer would double it
+    existing = (
+        tool_spec(tool)
+        or (spec_of(func) if func is not None else None)
+        or (spec_of(coro) if coro is not None else None)
+    )
+    if existing is not None:
+        # already a chaos tool (or @chaos under @tool): a second layer would double every attempt, and
+        # silently dropping irreversible=True here would hide duplicate writes
+        _same_options(
+            tool.name,
+            existing,
+            plan=plan,
+            irreversible=irreversible,
+            idempotency_arg=idempotency_arg,
+            idempotent=idempotent,
+            error_result=error_result,
+        )
         return tool
     desc = tool.description or ""
     spec = ToolSpec(
@@ -165,9 +201,7 @@ def _run_with_call_id(cls: type[BaseTool]) -> Callable[..., Any]:
 
 
 def _arun_with_call_id(cls: type[BaseTool]) -> Callable[..., Any]:
-    async def arun(
-        self: BaseTool, tool_input: Any, *args: Any, tool_call_id: str | None = None, **kwargs: Any
-    ) -> Any:
+    async def arun(self: BaseTool, tool_input: Any, *args: Any, tool_call_id: str | None = None, **kwargs: Any) -> Any:
         token = CALL_ID.set(tool_call_id)
         try:
             return await cls.arun(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs)
@@ -189,9 +223,14 @@ def _wrap(
             attempt = take_pending(spec.name)
             if attempt is not None:
                 return await attempt.run_async(wrapped, args, kwargs)
-            return await call_async(spec, wrapped, args, kwargs,
-                                    bound=lambda: keep(binder.bind(instance, args, kwargs)),
-                                    call_id=CALL_ID.get())
+            return await call_async(
+                spec,
+                wrapped,
+                args,
+                kwargs,
+                bound=lambda: keep(binder.bind(instance, args, kwargs)),
+                call_id=CALL_ID.get(),
+            )
 
         return async_wrapper(fn)
 
@@ -200,7 +239,8 @@ def _wrap(
         attempt = take_pending(spec.name)
         if attempt is not None:
             return attempt.run_sync(wrapped, args, kwargs)
-        return call_sync(spec, wrapped, args, kwargs, bound=lambda: keep(binder.bind(instance, args, kwargs)),
-                         call_id=CALL_ID.get())
+        return call_sync(
+            spec, wrapped, args, kwargs, bound=lambda: keep(binder.bind(instance, args, kwargs)), call_id=CALL_ID.get()
+        )
 
     return sync_wrapper(fn)

@@ -59,9 +59,14 @@ def chaos_interceptor(
     from the interceptor (the ToolNode's ``handle_tool_errors`` decides what happens next); data faults
     rewrite the ToolMessage content. To fault the raw result inside the tool, use :class:`ChaosToolNode`.
     """
-    return ChaosInterceptor(plan, irreversible=irreversible, idempotency_args=idempotency_args,
-                            order_parallel_calls=order_parallel_calls, idempotent=idempotent,
-                            error_result=error_result)
+    return ChaosInterceptor(
+        plan,
+        irreversible=irreversible,
+        idempotency_args=idempotency_args,
+        order_parallel_calls=order_parallel_calls,
+        idempotent=idempotent,
+        error_result=error_result,
+    )
 
 
 # -- the layers instrument_graph and ChaosToolNode add to a ToolNode ------------------------------------------
@@ -152,8 +157,11 @@ def _instrument_node(node: ToolNode, table: SpecTable) -> bool:
     for name, tool in list(tools.items()):
         if not is_chaos_tool(tool):
             tools[name] = chaos_tool(
-                tool, table.plan, irreversible=name in table.irreversible,
-                idempotency_arg=table.idempotency_args.get(name), idempotent=name in table.idempotent,
+                tool,
+                table.plan,
+                irreversible=name in table.irreversible,
+                idempotency_arg=table.idempotency_args.get(name),
+                idempotent=name in table.idempotent,
                 error_result=er.get(name) if isinstance(er, Mapping) else er,
             )
     set_interceptors(node, *_layers(node, saved, PendingInterceptor()))
@@ -227,12 +235,19 @@ def instrument_graph(
     ``idempotent`` lists tools whose repeats change nothing; ``error_result`` (one value, or a mapping by tool
     name) says which returned values are errors, besides an error ``ToolMessage`` (see ``@chaos``).
     """
-    table = SpecTable(plan, irreversible=irreversible, idempotency_args=idempotency_args,
-                      idempotent=idempotent, error_result=error_result)
+    table = SpecTable(
+        plan,
+        irreversible=irreversible,
+        idempotency_args=idempotency_args,
+        idempotent=idempotent,
+        error_result=error_result,
+    )
     nodes = find_tool_nodes(graph)
     if not nodes:
-        raise ValueError("instrument_graph(): no ToolNode found in this graph; wrap tools with chaos_tool "
-                         "or attach ChaosCallbackHandler instead")
+        raise ValueError(
+            "instrument_graph(): no ToolNode found in this graph; wrap tools with chaos_tool "
+            "or attach ChaosCallbackHandler instead"
+        )
     for node in nodes:
         _instrument_node(node, table)
     return graph
@@ -268,7 +283,12 @@ class ChaosToolNode(ToolNode):
         error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
         **kwargs: Any,
     ) -> None:
-        table = SpecTable(plan, irreversible=irreversible, idempotency_args=idempotency_args,
-                          idempotent=idempotent, error_result=error_result)
+        table = SpecTable(
+            plan,
+            irreversible=irreversible,
+            idempotency_args=idempotency_args,
+            idempotent=idempotent,
+            error_result=error_result,
+        )
         super().__init__(tools, **kwargs)
         _instrument_node(self, table)

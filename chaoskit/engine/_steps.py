@@ -1,0 +1,168 @@
+"""The steps of every tool call, with or without an Attempt: count and decide, then record the outcome.
+
+:class:`~chaoskit.engine._attempt.Attempt` runs them around a span; with tracing off and no fault for the call,
+:func:`~chaoskit.engine._attempt.call_sync` runs them alone (:func:`lean_end`), building no Attempt at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, DEFAULT_ON
+from opentelemetry.trace import INVALID_SPAN_CONTEXT
+
+import chaoskit.engine._config as _config
+import chaoskit.semconv as sc
+from chaoskit.engine._context import Scope, resolve
+from chaoskit.engine._info import from_raw
+from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
+from chaoskit.plan._faults import _FaultBase
+
+log = logging.getLogger("chaoskit")
+
+__all__ = ["Args", "Decided", "decide", "idempotency_key", "lean_end", "record", "records"]
+
+_now = time.time
+_OK, _ERROR, _CANCELLED = sc.OUTCOME_OK, sc.OUTCOME_ERROR, sc.OUTCOME_CANCELLED
+
+#: a call's arguments by name, or a function returning them (called only when they are needed)
+Args = Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None
+#: what :func:`decide` hands over: scope, episode, arguments, call number, decision, whether results are kept
+Decided = tuple[Scope, Any, Mapping[str, Any] | None, int, tuple[int, _FaultBase] | None, bool]
+
+
+def decide(spec: ToolSpec, args: Args, veto: Callable[[_FaultBase], str | None] | None, tracing: bool) -> Decided:
+    """Count the call and decide its fault. The arguments are bound (``args`` called) only when they are
+    recorded (tracing on), a ``match`` trigger reads them, or the idempotency key is taken from them."""
+    plan, scope, episode = resolve(spec.plan)
+    name = spec.name
+    rules = plan.rules(name) if plan is not None else None
+    if plan is None or rules is None or not rules.targeted:
+        if callable(args):
+            args = args() if tracing or spec.idempotency_arg is not None else None
+        return scope, episode, args, next(scope.counter(name)), None, False
+    if callable(args):
+        args = args() if tracing or rules.needs_args or spec.idempotency_arg is not None else None
+    n, decision = scope.next_call(plan, name, args, veto, rules)
+    return scope, episode, args, n, decision, rules.history
+
+
+def idempotency_key(spec: ToolSpec, args: Mapping[str, Any] | None) -> str | None:
+    """The call's idempotency key (the value of the tool's ``idempotency_arg``) as text, if it has one."""
+    key = args.get(spec.idempotency_arg) if spec.idempotency_arg and args is not None else None
+    return None if key is None else str(key)
+
+
+#: (tracer, its sampler, whether that sampler records every span it is asked about)
+_sampling: tuple[Any, Any, bool] = (None, None, False)
+
+
+def records(tracer: Any) -> bool:
+    """Whether spans of this tracer record as a rule: its sampler is the SDK's default (``parentbased_always_on``:
+    every span records unless its parent was sampled out) or ``always_on``. Otherwise the caller does its
+    attribute work only once ``span.is_recording()`` says so."""
+    global _sampling
+    sampler = getattr(tracer, "sampler", None)
+    if _sampling[0] is not tracer or _sampling[1] is not sampler:
+        _sampling = (tracer, sampler, sampler is ALWAYS_ON or sampler is DEFAULT_ON)
+    return _sampling[2]
+
+
+def record(
+    spec: ToolSpec,
+    episode: Any,
+    n: int,
+    outcome: str,
+    fault_type: str | None,
+    index: int | None,
+    error_type: str | None,
+    message: str | None,
+    injected: bool,
+    executed: bool,
+    args_hash: str | None,
+    idem: str | None,
+    call_id: str | None,
+    start: float,
+    end: float,
+    ctx: Any,
+    refused: bool,
+) -> None:
+    """Record a finished attempt on its episode and hand it to the ``on_attempt`` hooks."""
+    hooks = _config.CONFIG.on_attempt
+    if episode is None and not hooks:
+        return
+    # AttemptInfo's fields in order, the span context for its ids: built into an AttemptInfo when read
+    raw = (
+        spec.name,
+        n,
+        outcome,
+        fault_type,
+        index,
+        error_type,
+        message,
+        injected,
+        executed,
+        spec.irreversible,
+        args_hash,
+        idem,
+        call_id,
+        episode.id if episode is not None else None,
+        start,
+        end,
+        ctx,
+        refused,
+        spec.idempotent,
+    )
+    if not hooks:
+        episode._record(raw)
+        return
+    info = from_raw(raw)
+    if episode is not None:
+        episode._record(info)
+    for hook in hooks:
+        try:
+            hook(info)
+        except Exception:
+            log.exception("chaoskit: an on_attempt hook failed; ignored")
+
+
+def lean_end(
+    spec: ToolSpec, decided: Decided, call_id: str | None, start: float, exc: BaseException | None, result: Any
+) -> None:
+    """Finish a call that ran with tracing off and no fault: record what :meth:`Attempt.succeed` or
+    :meth:`Attempt.fail` would (a returned error, a kept result for ``stale``), with no span."""
+    refused = None
+    if exc is not None:
+        outcome = _ERROR if isinstance(exc, Exception) else _CANCELLED
+        error_type: str | None = type(exc).__qualname__
+        message: str | None = str(exc)
+    else:
+        refused = spec.refusal(result)
+        if refused is None:
+            outcome, error_type, message = _OK, None, None
+            if decided[5]:
+                decided[0].remember_result(spec.name, result)
+        else:
+            outcome, error_type, message = _ERROR, RETURNED_ERROR, refused
+    record(
+        spec,
+        decided[1],
+        decided[3],
+        outcome,
+        None,
+        None,
+        error_type,
+        message,
+        False,
+        True,
+        None,
+        idempotency_key(spec, decided[2]),
+        call_id,
+        start,
+        _now(),
+        INVALID_SPAN_CONTEXT,
+        refused is not None,
+    )
