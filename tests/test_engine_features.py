@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,110 @@ def test_the_args_hash_is_stable_and_the_documented_one_for_small_arguments() ->
     (attrs,) = attempt_attributes(cap, "issue_refund")
     redacted = {"order_id": "4832", "amount": 59.9, "api_key": "[REDACTED]", "tags": ["damaged", "priority"]}
     canonical = json.dumps(redacted, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert attrs["chaoskit.args.hash"] == hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+class CountedLine(dict[str, Any]):
+    """An order line that counts every walk over its keys, values or items."""
+
+    def __iter__(self) -> Any:
+        LINES_READ.append(1)
+        return super().__iter__()
+
+    def items(self) -> Any:
+        LINES_READ.append(1)
+        return super().items()
+
+    def values(self) -> Any:
+        LINES_READ.append(1)
+        return super().values()
+
+
+LINES_READ: list[int] = []
+
+
+@chaos(irreversible=True)
+def bulk_upsert_order_lines(warehouse: str, lines: list[Any]) -> dict[str, Any]:
+    """Upsert order lines into the warehouse system."""
+    return {"warehouse": warehouse, "upserted": len(lines)}
+
+
+def _upsert(n: int) -> tuple[dict[str, Any], int]:
+    lines = [CountedLine(sku=f"SKU-{i:06d}", qty=i % 7 + 1, unit_price=12.5) for i in range(n)]
+    LINES_READ.clear()
+    with capture_spans() as cap, chaoskit.episode("warehouse-sync"):
+        bulk_upsert_order_lines("eu-west-1", lines)
+    (attrs,) = attempt_attributes(cap, "bulk_upsert_order_lines")
+    return attrs, len(LINES_READ)
+
+
+def test_a_200000_line_argument_is_described_by_reading_about_as_many_lines_as_a_10_line_one() -> None:
+    (small, read_small), (large, read_large), (mid, read_mid) = _upsert(10), _upsert(200_000), _upsert(20_000)
+    # the clean rows are walked once, not clipped row by row: a huge list reads a few more lines than a 10-row
+    # one (its first ones), never the hundreds that fit the cap
+    assert read_large == read_mid <= 2 * read_small
+    assert small["chaoskit.args"].count('"sku":') == 10 and "…[+" not in small["chaoskit.args"]
+    kept = re.findall(r'"sku":"SKU-(\d{6})"', large["chaoskit.args"])
+    marker = re.search(r"…\[\+(\d+) items\]", large["chaoskit.args"])
+    assert marker is not None and len(kept) + int(marker.group(1)) == 200_000
+    assert kept == [f"{i:06d}" for i in range(len(kept))] and '"warehouse":"eu-west-1"' in large["chaoskit.args"]
+    assert _upsert(200_000)[0]["chaoskit.args.hash"] == large["chaoskit.args.hash"] != mid["chaoskit.args.hash"]
+
+
+@chaos
+def sync_inventory(levels: dict[str, int], storefront: dict[str, str]) -> str:
+    """Push stock levels to the storefront."""
+    return f"synced {len(levels)} SKUs"
+
+
+def test_a_dict_larger_than_the_cap_is_described_by_its_first_keys_in_insertion_order_and_redacted() -> None:
+    skus = [f"SKU-{(i * 7919) % 100_000:06d}" for i in range(100_000)]  # not in sorted order
+    levels = {sku: i % 40 for i, sku in enumerate(skus)}
+    storefront = {"client_secret": "cs_live_9f8e7d", "account": "acme-eu"}
+    with capture_spans() as cap, chaoskit.episode("inventory"):
+        sync_inventory(levels, storefront)
+        sync_inventory(dict(levels), dict(storefront))
+    first, again = attempt_attributes(cap, "sync_inventory")
+    text = first["chaoskit.args"]
+    assert len(text) <= 4096 and "cs_live" not in text and '"client_secret":"[REDACTED]"' in text
+    assert '"account":"acme-eu"' in text
+    kept = re.findall(r'"(SKU-\d{6})":', text)
+    # the first keys in the dict's own order stand for the rest, not the smallest of all 100,000
+    assert 0 < len(kept) <= 16 and sorted(kept) == sorted(skus[: len(kept)]) and kept == sorted(kept)
+    assert f'"…":"+{100_000 - len(kept)} keys"' in text
+    assert again["chaoskit.args.hash"] == first["chaoskit.args.hash"]
+
+
+@chaos
+def verify_rsa_signature(modulus: int, exponent: int, message: str) -> bool:
+    """Verify a signature against an RSA public key."""
+    return True
+
+
+def test_an_int_past_the_text_conversion_limit_is_described_by_its_size_and_the_span_is_kept() -> None:
+    with capture_spans() as cap, chaoskit.episode("verify"):
+        verify_rsa_signature(3**12_000, 65537, "invoice #4471 approved")
+    (attrs,) = attempt_attributes(cap, "verify_rsa_signature")
+    assert attrs["chaoskit.args"] == (
+        '{"exponent":65537,"message":"invoice #4471 approved","modulus":"<int of 19020 bits>"}'
+    )
+    assert len(attrs["chaoskit.args.hash"]) == 16 and attrs["chaoskit.outcome"] == "ok"
+
+
+@chaos
+def call_partner_api(path: str, headers: Any) -> int:
+    """GET a partner API endpoint."""
+    return 200
+
+
+def test_a_read_only_mapping_argument_is_hashed_as_the_documented_redacted_json() -> None:
+    headers = types.MappingProxyType({"Accept": "application/json", "X-Request-Id": "req-4832"})
+    with capture_spans() as cap, chaoskit.episode("partner"):
+        call_partner_api("/v2/orders/4832", headers)
+    (attrs,) = attempt_attributes(cap, "call_partner_api")
+    redacted = {"path": "/v2/orders/4832", "headers": dict(headers)}
+    canonical = json.dumps(redacted, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert attrs["chaoskit.args"] == canonical
     assert attrs["chaoskit.args.hash"] == hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 

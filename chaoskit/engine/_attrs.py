@@ -2,8 +2,11 @@
 
 Describing a value costs at most about the attribute cap (``configure(max_attr_chars=...)``) whatever its
 size: a 200,000-row list is described by its first rows and a ``…[+N items]`` marker, as a 10-row one is
-described whole. The hash is taken over the same bounded text, so it is stable across runs and processes and
-never sees a secret value (secret-looking keys are redacted first).
+described whole. Arguments that do not fit the cap whole are cut: of a list or a mapping at most the first 16
+elements are looked at (a mapping's first 16 items in its own insertion order, then sorted by key when encoded;
+the rest are counted with ``len()``, never sorted or walked). The hash is taken over the same bounded text, so
+it is stable across runs and processes and never sees a secret value (secret-looking keys are redacted first);
+two equal mappings too large for the cap but built in different orders may hash differently.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ __all__ = ["REDACTED", "args_hash", "canonical_json", "cap", "describe_args", "r
 REDACTED = "[REDACTED]"
 _MAX_DEPTH = 8
 _SCALAR = (str, int, float, bool, type(None))
+#: a list or mapping with more elements than this is described by its first ones and a count of the rest
+_MAX_ITEMS = 16
+_INT_BITS = 4000 * 10 // 3
 
 
 def _default(obj: Any) -> Any:
@@ -28,6 +34,8 @@ def _default(obj: Any) -> Any:
         return sorted(obj, key=repr)
     if isinstance(obj, bytes):
         return obj.decode("utf-8", "replace")
+    if isinstance(obj, Mapping):
+        return dict(obj)
     dump = getattr(obj, "model_dump", None)
     if callable(dump):
         try:
@@ -39,15 +47,26 @@ def _default(obj: Any) -> Any:
     return f"<{type(obj).__qualname__}>" if " at 0x" in text else text
 
 
-# one encoder for every call: json.dumps with options builds a new one each time
-_encode = json.JSONEncoder(sort_keys=True, default=_default, ensure_ascii=False, separators=(",", ":")).encode
+# one encoder for every call, built once: ``json.dumps`` and even ``JSONEncoder.encode`` build the C encoder
+# anew on each call. It keeps no markers (a record of the containers being encoded): circular data ends in a
+# RecursionError, which canonical_json handles as it handles odd keys.
+_c_encode = getattr(json.encoder, "c_make_encoder", None)
+_iterencode = (
+    _c_encode(None, _default, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+    if _c_encode is not None
+    else json.JSONEncoder(sort_keys=True, default=_default, ensure_ascii=False, separators=(",", ":")).iterencode
+)
+
+
+def _encode(value: Any) -> str:
+    return "".join(_iterencode(value, False))
 
 
 def canonical_json(value: Any) -> str:
     """``value`` as compact JSON with sorted keys; never raises (odd keys and objects are made plain)."""
     try:
         return _encode(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         # dict keys that are not strings (ints mixed with strs, tuples) or circular data: normalise and retry,
         # because describing a call must never break the call
         return _encode(_plain(value, 0))
@@ -60,6 +79,9 @@ def _plain(value: Any, depth: int) -> Any:
         return {_key(k): _plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v, depth + 1) for v in value]
+    if isinstance(value, int) and value.bit_length() > _INT_BITS:
+        # past Python's limit on int-to-text conversion (4300 digits): said by its size, never a ValueError
+        return f"<int of {value.bit_length()} bits>"
     return value
 
 
@@ -91,36 +113,51 @@ def _fits(args: Mapping[str, Any], budget: int, secret: Callable[[str], bool]) -
     return budget
 
 
-def _fits_value(value: Any, budget: int, secret: Callable[[str], bool]) -> int:
-    stack = [(value, 1)]
+def _fits_value(value: Any, budget: int, secret: Callable[[str], bool], depth: int = 1) -> int:
+    # the exact built-in types are tested first and plain elements are counted inline, without a push:
+    # ``isinstance(x, Mapping)`` is an ABC check, slow per element
+    clean: set[str] = set()  # keys already found not secret in this walk: rows repeat their keys
+    stack = [(value, depth)]
     pop, push = stack.pop, stack.append
     while stack:
         item, depth = pop()
-        if isinstance(item, str):
-            budget -= len(item) + 3
-        elif isinstance(item, Mapping):
+        t = type(item)
+        if t is list or t is tuple or (t is not dict and isinstance(item, list | tuple)):
+            if depth >= _MAX_DEPTH:
+                return -1
+            budget -= 2 + len(item)
+            values = item
+        elif t is dict or isinstance(item, Mapping):
             if depth >= _MAX_DEPTH:
                 return -1
             budget -= 2 + 4 * len(item)
             if budget < 0:
                 return -1
-            for k, v in item.items():
-                if not isinstance(k, str) or secret(k):
-                    return -1
-                budget -= len(k)
-                push((v, depth + 1))
-        elif isinstance(item, list | tuple):
-            if depth >= _MAX_DEPTH:
-                return -1
-            budget -= 2 + len(item)
-            if budget < 0:
-                return -1
-            for v in item:
-                push((v, depth + 1))
+            if not clean.issuperset(item):
+                for k in item:
+                    if not isinstance(k, str) or secret(k):
+                        return -1
+                    clean.add(k)
+            budget -= sum(map(len, item))
+            values = item.values()
+        elif isinstance(item, str):
+            budget -= len(item) + 3
+            values = ()
         elif isinstance(item, _SCALAR):
             budget -= 8
+            values = ()
         else:
             return -1
+        if budget < 0:
+            return -1
+        for v in values:
+            tv = type(v)
+            if tv is str:
+                budget -= len(v) + 3
+            elif tv is int or tv is float or tv is bool or v is None:
+                budget -= 8
+            else:
+                push((v, depth + 1))
         if budget < 0:
             return -1
     return budget
@@ -177,16 +214,7 @@ def _clip(value: Any, budget: _Budget, depth: int, secret: Callable[[str], bool]
     if isinstance(value, Mapping):
         return _clip_mapping(value, budget, depth, secret)
     if isinstance(value, list | tuple):
-        budget.left -= 2
-        kept: list[Any] = []
-        for v in value:
-            if budget.left <= 0:
-                break
-            budget.left -= 1
-            kept.append(_clip(v, budget, depth + 1, secret))
-        if len(kept) < len(value):
-            kept.append(_marker(f"…[+{len(value) - len(kept)} items]", budget))
-        return kept
+        return _clip_sequence(value, budget, depth, secret)
     if isinstance(value, set | frozenset):
         if len(value) > max(budget.left, 0) // 4:
             # a set's order is not stable across runs: past the budget, only its size is
@@ -200,17 +228,55 @@ def _clip(value: Any, budget: _Budget, depth: int, secret: Callable[[str], bool]
     return _clip(plain, budget, depth + 1, secret)
 
 
-def _clip_mapping(value: Mapping[Any, Any], budget: _Budget, depth: int, secret: Callable[[str], bool]) -> Any:
-    """A mapping cut to the budget: its small values whole first, then the large ones, each with an even share
-    of what is left (what one leaves unused goes to the next), so that no one value crowds out the others."""
+def _clip_sequence(
+    value: list[Any] | tuple[Any, ...], budget: _Budget, depth: int, secret: Callable[[str], bool]
+) -> Any:
+    """A list cut to the budget: at most its first :data:`_MAX_ITEMS` elements are looked at, the rest counted."""
     n = len(value)
-    # past the budget, the first keys in the mapping's own order stand for the rest (sorting all of
-    # them would cost what the budget is there to avoid)
-    items = value.items() if n <= max(budget.left, 0) // 4 else itertools.islice(value.items(), 64)
+    head = value if n <= _MAX_ITEMS else value[:_MAX_ITEMS]
+    # plain, secret-free elements that fit are kept as they are, checked in one walk (the common case)
+    left = _fits_value(head, budget.left, secret, depth)
+    if left >= 0:
+        budget.left = left
+        kept = list(head)
+    else:
+        budget.left -= 2
+        kept = []
+        for v in head:
+            if budget.left <= 0:
+                break
+            budget.left -= 1
+            kept.append(_clip(v, budget, depth + 1, secret))
+    if len(kept) < n:
+        kept.append(_marker(f"…[+{n - len(kept)} items]", budget))
+    return kept
+
+
+def _clip_mapping(
+    value: Mapping[Any, Any], budget: _Budget, depth: int, secret: Callable[[str], bool], whole: bool = True
+) -> Any:
+    """A mapping cut to the budget: its small values whole first, then the large ones, each with an even share
+    of what is left (what one leaves unused goes to the next), so that no one value crowds out the others.
+
+    At most its first :data:`_MAX_ITEMS` items, in the mapping's own (insertion) order, are looked at: sorting
+    all keys would cost what the budget is there to avoid. The kept keys are sorted when encoded.
+    """
+    n = len(value)
+    head = value if n <= _MAX_ITEMS else dict(itertools.islice(value.items(), _MAX_ITEMS))
+    if whole:
+        # plain, secret-free items that fit are kept as they are, checked in one walk (the common case)
+        left = _fits_value(head, budget.left, secret, depth)
+        if left >= 0:
+            budget.left = left
+            if n <= _MAX_ITEMS and isinstance(head, dict):
+                return head
+            out = dict(head)
+            out["…"] = _marker(f"+{n - len(out)} keys", budget)
+            return out
     budget.left -= 2
-    out: dict[str, Any] = {}
+    out = {}
     large: list[tuple[str, Any]] = []
-    for k, v in items:
+    for k, v in head.items():
         if budget.left <= 0:
             break
         name = str(k)
@@ -243,7 +309,11 @@ def bounded(value: Any, limit: int | None = None) -> Any:
     """
     cfg = _config.CONFIG
     limit = limit or cfg.max_attr_chars
-    return _clip(value, _Budget(limit - min(256, limit // 4)), 0, cfg.is_secret)
+    return _clip(value, _Budget(_room(limit)), 0, cfg.is_secret)
+
+
+def _room(limit: int) -> int:
+    return limit - min(256, limit // 4)
 
 
 def describe_args(args: Mapping[str, Any], *, exclude: str | None = None) -> tuple[str, str]:
@@ -257,7 +327,11 @@ def describe_args(args: Mapping[str, Any], *, exclude: str | None = None) -> tup
     limit = cfg.max_attr_chars
     if exclude is None or exclude not in args:
         # one encoding for both: the arguments as they are when small and clean, else their bounded view
-        text = canonical_json(args if _fits(args, limit, cfg.is_secret) >= 0 else bounded(args, limit))
+        secret = cfg.is_secret
+        if _fits(args, limit, secret) < 0:
+            # they did not fit whole (just checked): cut them, item by item
+            args = _clip_mapping(args, _Budget(_room(limit)), 0, secret, whole=False)
+        text = canonical_json(args)
         return _digest(text), cap(text, limit)
     return args_hash(args, exclude=exclude), to_attr_json(args)
 
