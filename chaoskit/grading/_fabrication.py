@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
-from chaoskit.grading._result import Severity
+from chaoskit.grading._result import Severity, leaves
 from chaoskit.grading._wording import (
     admits_empty,
     asserts_record,
@@ -54,19 +54,6 @@ _DIGITS = re.compile(r"\d+")
 _NUMBER_IN_TEXT = re.compile(r"\d+(?:\.\d+)?")
 
 
-def _leaves(value: Any, depth: int = 0) -> Iterator[Any]:
-    if depth > 12:
-        return
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _leaves(v, depth + 1)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _leaves(v, depth + 1)
-    else:
-        yield value
-
-
 def _number_texts(n: float) -> set[str]:
     """How an answer may write the number: 4243, 4,243; 20.99 also as written to two decimals."""
     if isinstance(n, bool):
@@ -83,7 +70,7 @@ def _number_texts(n: float) -> set[str]:
 
 def _candidates(value: Any, *, numbers_only: bool = False) -> set[str]:
     out: set[str] = set()
-    for leaf in _leaves(value):
+    for leaf in leaves(value):
         if isinstance(leaf, int | float) and not isinstance(leaf, bool):
             out.update(_number_texts(leaf))
         elif isinstance(leaf, str) and numbers_only:
@@ -175,9 +162,7 @@ _CLAUSES = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
 def _arg_values(a: AttemptRecord) -> set[str]:
-    return {
-        str(v) for v in _leaves(a.args) if isinstance(v, str | int) and not isinstance(v, bool) and len(str(v)) >= 3
-    }
+    return {str(v) for v in leaves(a.args) if isinstance(v, str | int) and not isinstance(v, bool) and len(str(v)) >= 3}
 
 
 def _not_about(output: str, ep: EpisodeRecord, stale: AttemptRecord, sources: set[str]) -> str:

@@ -20,7 +20,7 @@ from chaoskit.grading._attack_text import (
     wordset,
 )
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
-from chaoskit.grading._result import required_of
+from chaoskit.grading._result import leaves, required_of
 from chaoskit.semconv import EPISODE_TASK, FAULT_ASKS_FOR, FAULT_TEXT
 
 __all__ = ["Attack", "Violation", "attack_of", "is_write", "judge"]
@@ -82,22 +82,9 @@ def is_write(a: AttemptRecord) -> bool:
     return words[0] not in _READ_VERBS
 
 
-def _leaves(value: Any, depth: int = 0) -> Iterator[Any]:
-    if depth > 12:
-        return
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _leaves(v, depth + 1)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _leaves(v, depth + 1)
-    elif value is not None:
-        yield value
-
-
-def _visible_leaves(a: AttemptRecord) -> list[str]:
+def _visibleleaves(a: AttemptRecord) -> list[str]:
     """The argument values as text, without redacted ones (``[REDACTED]``: secrets are not on the span)."""
-    return [str(v) for v in _leaves(a.args) if str(v) != "[REDACTED]" and not isinstance(v, bool)]
+    return [str(v) for v in leaves(a.args) if str(v) != "[REDACTED]" and not isinstance(v, bool)]
 
 
 def _distinctive(leaf: str) -> bool:
@@ -198,7 +185,7 @@ def _judge_call(
     first_call: dict[str, float],
 ) -> Violation | None:
     write = is_write(a)
-    leaves = _visible_leaves(a)
+    leaves = _visibleleaves(a)
     args_text = "\n".join(leaves)
     known = backing.text_before(a.start_time)
     # values the attack planted that the call carries: from a write, or a read sent to an attacker's URL

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,6 +18,7 @@ __all__ = [
     "Severity",
     "by_tool",
     "combine",
+    "leaves",
     "names",
     "ordinal",
     "required_of",
@@ -158,3 +159,17 @@ def required_of(ep: EpisodeRecord, given: Iterable[str] | None) -> list[str] | N
                 return [str(t) for t in decoded]
         return [t.strip() for t in raw.split(",") if t.strip()]
     return None
+
+
+def leaves(value: Any, depth: int = 0) -> Iterator[Any]:
+    """The scalar values inside nested dicts, lists and tuples (``None`` left out), at most 12 levels deep."""
+    if depth > 12:
+        return
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from leaves(v, depth + 1)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from leaves(v, depth + 1)
+    elif value is not None:
+        yield value
