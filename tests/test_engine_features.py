@@ -45,7 +45,9 @@ def _customers(n: int) -> list[Row]:
     ]
 
 
-@chaos(irreversible=True)
+# not declared irreversible: its arguments are described and hashed at a cost bounded by the cap (an
+# irreversible tool's oversized arguments are hashed whole: test_an_irreversible_write_s_hash_covers_...)
+@chaos
 def import_customers(table: str, rows: list[Any], api_key: str) -> dict[str, Any]:
     """Bulk-import customer rows into the CRM."""
     return {"table": table, "imported": len(rows)}
@@ -117,7 +119,7 @@ class CountedLine(dict[str, Any]):
 LINES_READ: list[int] = []
 
 
-@chaos(irreversible=True)
+@chaos
 def bulk_upsert_order_lines(warehouse: str, lines: list[Any]) -> dict[str, Any]:
     """Upsert order lines into the warehouse system."""
     return {"warehouse": warehouse, "upserted": len(lines)}
@@ -151,7 +153,7 @@ def sync_inventory(levels: dict[str, int], storefront: dict[str, str]) -> str:
     return f"synced {len(levels)} SKUs"
 
 
-def test_a_dict_larger_than_the_cap_is_described_by_its_first_keys_in_insertion_order_and_redacted() -> None:
+def test_a_dict_larger_than_the_cap_is_described_by_its_smallest_keys_whatever_their_order() -> None:
     skus = [f"SKU-{(i * 7919) % 100_000:06d}" for i in range(100_000)]  # not in sorted order
     levels = {sku: i % 40 for i, sku in enumerate(skus)}
     storefront = {"client_secret": "cs_live_9f8e7d", "account": "acme-eu"}
@@ -163,10 +165,15 @@ def test_a_dict_larger_than_the_cap_is_described_by_its_first_keys_in_insertion_
     assert len(text) <= 4096 and "cs_live" not in text and '"client_secret":"[REDACTED]"' in text
     assert '"account":"acme-eu"' in text
     kept = re.findall(r'"(SKU-\d{6})":', text)
-    # the first keys in the dict's own order stand for the rest, not the smallest of all 100,000
-    assert 0 < len(kept) <= 16 and sorted(kept) == sorted(skus[: len(kept)]) and kept == sorted(kept)
+    # the smallest keys stand for the rest, so the same mapping built in another order is described alike
+    assert 0 < len(kept) <= 16 and kept == sorted(skus)[: len(kept)]
     assert f'"…":"+{100_000 - len(kept)} keys"' in text
     assert again["chaoskit.args.hash"] == first["chaoskit.args.hash"]
+    shuffled = dict(reversed(list(levels.items())))
+    with capture_spans() as cap, chaoskit.episode("inventory"):
+        sync_inventory(shuffled, storefront)
+    (reordered,) = attempt_attributes(cap, "sync_inventory")
+    assert reordered["chaoskit.args.hash"] == first["chaoskit.args.hash"]
 
 
 @chaos
@@ -529,3 +536,45 @@ def test_both_captures_read_as_traces_with_the_same_verdicts() -> None:
     assert verdicts(a) == verdicts(b)
     assert ("no_duplicate_writes", False, "fail") in [v[:3] for v in verdicts(a)]  # the verdicts say something
     assert score(a).value == score(b).value
+
+
+# --- irreversible writes: the hash covers the whole (redacted) arguments ---------------------------------
+
+
+@chaos(irreversible=True)
+def upload_price_list(supplier: str, rows: list[dict[str, Any]], api_key: str) -> str:
+    """Replace a supplier's price list (a write that cannot be undone)."""
+    return f"replaced {len(rows)} prices for {supplier}"
+
+
+def _price_rows(n: int, changed: int | None = None) -> list[dict[str, Any]]:
+    return [{"sku": f"SKU-{i:06d}", "price": 12.5 if i != changed else 13.0} for i in range(n)]
+
+
+def test_an_irreversible_write_s_hash_covers_what_lies_past_the_cap() -> None:
+    from chaoskit.testing import capture_spans as capture
+
+    with capture() as cap, chaoskit.episode("price-sync", task="Upload the two price lists"):
+        upload_price_list("acme", _price_rows(200_000), api_key="sk_live_1")
+        upload_price_list("acme", _price_rows(200_000, changed=150_000), api_key="sk_live_1")
+    trace = cap.trace()
+    first, second = trace.episodes[0].attempts
+    # two different payloads that agree on the first rows: two writes, not one repeated
+    assert first.args_hash != second.args_hash
+    assert checks.no_duplicate_writes(trace).severity == "pass"
+    assert "sk_live" not in str(first.args)
+
+
+def test_an_irreversible_write_repeated_with_a_reordered_mapping_is_a_duplicate() -> None:
+    from chaoskit.testing import capture_spans as capture
+
+    @chaos(irreversible=True)
+    def set_stock_levels(levels: dict[str, int]) -> str:
+        return f"set {len(levels)} levels"
+
+    levels = {f"SKU-{(i * 7919) % 5000:06d}": i % 40 for i in range(5000)}
+    with capture() as cap, chaoskit.episode("stock"):
+        set_stock_levels(levels)
+        set_stock_levels(dict(sorted(levels.items())))  # the same levels, sent again
+    result = checks.no_duplicate_writes(cap.trace())
+    assert result.severity == "fail" and "repeated an irreversible write" in result.message

@@ -304,7 +304,7 @@ def test_a_span_sampled_out_gets_no_argument_description() -> None:
         trace.set_tracer_provider(TracerProvider(sampler=KeepWrites()))
         described = []
         real = _attrs.describe_args
-        _attrs.describe_args = lambda args, exclude=None: described.append(dict(args)) or real(args, exclude=exclude)
+        _attrs.describe_args = lambda args, exclude=None, exact=False: described.append(dict(args)) or real(args, exclude=exclude, exact=exact)
 
         @chaos
         def search_kb(query):

@@ -53,7 +53,14 @@ _now = time.time
 
 
 class Attempt:
-    """One tool attempt in flight: its decision, its span, and how to finish it."""
+    """One tool attempt in flight: its decision, its span, and how to finish it.
+
+    An entry point that calls the tool itself, where start and end run in different frames (a callback
+    handler), reads ``before`` first: ``before.sleep`` (seconds of injected latency), ``before.exc`` (the
+    exception to raise instead of calling the tool), ``before.call`` (whether the real tool runs at all) and
+    ``before.value`` (what to return when it does not);
+    it sets ``executed = True`` once the real tool ran, then reports ``transform``/``succeed``/``fail``.
+    """
 
     # one name a line would cost 20 lines of a module near its size limit
     __slots__ = tuple(
@@ -162,7 +169,8 @@ class Attempt:
 
     def _add_args(self, attrs: dict[str, Any], args: Mapping[str, Any]) -> None:
         # the hash and the bounded JSON of the arguments, in one encoding
-        self.hash, attrs[sc.ARGS] = _attrs.describe_args(args, exclude=self.spec.idempotency_arg)
+        spec = self.spec
+        self.hash, attrs[sc.ARGS] = _attrs.describe_args(args, exclude=spec.idempotency_arg, exact=spec.irreversible)
         attrs[sc.ARGS_HASH] = self.hash
 
     def skip(self, reason: str, *, stacklevel: int = 2, counted: bool = True) -> None:

@@ -12,7 +12,7 @@ two equal mappings too large for the cap but built in different orders may hash 
 from __future__ import annotations
 
 import hashlib
-import itertools
+import heapq
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -258,11 +258,15 @@ def _clip_mapping(
     """A mapping cut to the budget: its small values whole first, then the large ones, each with an even share
     of what is left (what one leaves unused goes to the next), so that no one value crowds out the others.
 
-    At most its first :data:`_MAX_ITEMS` items, in the mapping's own (insertion) order, are looked at: sorting
-    all keys would cost what the budget is there to avoid. The kept keys are sorted when encoded.
+    At most :data:`_MAX_ITEMS` items are looked at: those with the smallest keys, found in one C-speed pass
+    (sorting all keys would cost what the budget is there to avoid), so that two equal mappings built in
+    different orders are described, and hashed, alike.
     """
     n = len(value)
-    head = value if n <= _MAX_ITEMS else dict(itertools.islice(value.items(), _MAX_ITEMS))
+    if n <= _MAX_ITEMS:
+        head: Mapping[Any, Any] = value
+    else:
+        head = {k: value[k] for k in heapq.nsmallest(_MAX_ITEMS, value, key=str)}
     if whole:
         # plain, secret-free items that fit are kept as they are, checked in one walk (the common case)
         left = _fits_value(head, budget.left, secret, depth)
@@ -316,12 +320,15 @@ def _room(limit: int) -> int:
     return limit - min(256, limit // 4)
 
 
-def describe_args(args: Mapping[str, Any], *, exclude: str | None = None) -> tuple[str, str]:
+def describe_args(args: Mapping[str, Any], *, exclude: str | None = None, exact: bool = False) -> tuple[str, str]:
     """``(hash, attribute JSON)`` of a call's arguments; runs on every traced tool call.
 
     The common call (plain data within the cap, no secret-looking key, no idempotency key) is encoded once,
     in C, and that text serves both. Otherwise the bounded, redacted view is encoded, and the hash leaves the
-    idempotency key out so that retries compare equal.
+    idempotency key out so that retries compare equal. With ``exact`` (irreversible tools, whose repeats
+    ``no_duplicate_writes`` judges by this hash) arguments over the cap are hashed whole, redacted: two
+    payloads that differ past the cap must not look like one duplicated write. That costs a walk of the whole
+    value, paid only by writes with arguments over the cap.
     """
     cfg = _config.CONFIG
     limit = cfg.max_attr_chars
@@ -330,21 +337,24 @@ def describe_args(args: Mapping[str, Any], *, exclude: str | None = None) -> tup
         secret = cfg.is_secret
         if _fits(args, limit, secret) < 0:
             # they did not fit whole (just checked): cut them, item by item
+            full = _digest(canonical_json(redact(args))) if exact else None
             args = _clip_mapping(args, _Budget(_room(limit)), 0, secret, whole=False)
+            text = canonical_json(args)
+            return full or _digest(text), cap(text, limit)
         text = canonical_json(args)
         return _digest(text), cap(text, limit)
-    return args_hash(args, exclude=exclude), to_attr_json(args)
+    return args_hash(args, exclude=exclude, exact=exact), to_attr_json(args)
 
 
-def args_hash(args: Mapping[str, Any], *, exclude: str | None = None) -> str:
-    """Stable hash of the canonical, redacted, bounded arguments.
+def args_hash(args: Mapping[str, Any], *, exclude: str | None = None, exact: bool = False) -> str:
+    """Stable hash of the canonical, redacted, bounded arguments (with ``exact``, not bounded).
 
     The idempotency key is left out so that retries compare equal; secret values are redacted first, so the
     hash cannot be used to confirm a guessed password (and a retry with a refreshed token is the same call).
     """
     if exclude is not None and exclude in args:
         args = {k: v for k, v in args.items() if k != exclude}
-    return _digest(canonical_json(bounded(args)))
+    return _digest(canonical_json(redact(args) if exact else bounded(args)))
 
 
 def redact(value: Any, depth: int = 0) -> Any:

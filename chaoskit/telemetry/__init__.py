@@ -245,6 +245,7 @@ class SpanCapture:
 
     @property
     def spans(self) -> tuple[ReadableSpan, ...]:
+        """The spans that ended since the capture started (or was cleared)."""
         return self.exporter.get_finished_spans()
 
     def attempt_spans(self, tool: str | None = None) -> list[ReadableSpan]:
@@ -259,9 +260,11 @@ class SpanCapture:
         return sorted(out, key=lambda s: s.start_time or 0)
 
     def clear(self) -> None:
+        """Forget the spans captured so far."""
         self.exporter.clear()
 
     def to_otlp_json(self) -> dict[str, Any]:
+        """The captured spans as one OTLP-JSON document (``resourceSpans``), as a Collector would export them."""
         return to_otlp_json(self.spans)
 
     def trace(self) -> Any:
@@ -388,6 +391,7 @@ class JsonLinesSpanExporter(SpanExporter):
                 self._fh = self.path.open("a", encoding="utf-8")
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Append ``spans`` to the file as one OTLP-JSON line; a write error is warned about once, never raised."""
         try:
             line = json.dumps(to_otlp_json(spans), separators=(",", ":"))
             self.open()
@@ -406,9 +410,11 @@ class JsonLinesSpanExporter(SpanExporter):
             return SpanExportResult.FAILURE
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing to do: every export writes and flushes its line."""
         return True
 
     def shutdown(self) -> None:
+        """Close the file."""
         with self._lock:
             if self._fh is not None:
                 with contextlib.suppress(Exception):
