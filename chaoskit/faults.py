@@ -3,7 +3,7 @@
 Every fault takes the triggers ``tool``, ``on_call``, ``every``, ``calls``, ``probability``, ``match`` and
 ``times`` (all must hold; none = every call), plus its own parameters. See the README's fault table.
 ``Partial`` and ``SchemaDrift`` also take ``path`` (``"results[*]"``) to aim them at records nested in the
-result (docs/scenarios.md, "Fault types and nested results").
+result (docs/scenarios.md, "Fault types and nested results"); so does ``StaleState``.
 
 ``RAISING_FAULTS`` are the types whose effect is an exception the caller sees; ``DATA_FAULTS`` the types that
 replace or alter the data the caller gets back (an entry point that cannot touch results cannot do those).
@@ -15,6 +15,7 @@ from chaoskit.engine._effects import RAISING as RAISING_FAULTS
 from chaoskit.plan._faults import (
     FAULT_TYPES,
     AuthExpiredFault,
+    CascadingFailureFault,
     EmptyFault,
     ErrorFault,
     Fault,
@@ -25,6 +26,7 @@ from chaoskit.plan._faults import (
     PromptInjectionFault,
     RateLimitFault,
     SchemaDriftFault,
+    StaleStateFault,
     TimeoutFault,
 )
 
@@ -39,6 +41,8 @@ Partial = PartialFault
 SchemaDrift = SchemaDriftFault
 Garbage = GarbageFault
 PromptInjection = PromptInjectionFault
+StaleState = StaleStateFault
+CascadingFailure = CascadingFailureFault
 
 __all__ = [
     "DATA_FAULTS",
@@ -47,6 +51,8 @@ __all__ = [
     "RAISING_FAULTS",
     "AuthExpired",
     "AuthExpiredFault",
+    "CascadingFailure",
+    "CascadingFailureFault",
     "Empty",
     "EmptyFault",
     "Error",
@@ -65,6 +71,8 @@ __all__ = [
     "RateLimitFault",
     "SchemaDrift",
     "SchemaDriftFault",
+    "StaleState",
+    "StaleStateFault",
     "Timeout",
     "TimeoutFault",
     "ToolHTTPError",

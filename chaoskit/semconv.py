@@ -63,6 +63,7 @@ FAULT_AFTER_WRITE: Final = "chaoskit.fault.after_write"
 FAULT_EXCEPTION: Final = "chaoskit.fault.exception"
 FAULT_STALE: Final = "chaoskit.fault.stale"
 FAULT_OFF_BY_ONE: Final = "chaoskit.fault.off_by_one"
+FAULT_CASCADED_FROM: Final = "chaoskit.fault.cascaded_from"
 
 # --- one episode (the ``invoke_agent {agent}`` root span) -----------------------------------------------------
 EPISODE_PREFIX: Final = "chaoskit.episode."

@@ -11,7 +11,13 @@ from chaoskit._errors import ChaoskitError
 from chaoskit._version import __version__
 
 # each module defines add_parser(subparsers) and sets a ``func(args) -> int`` default
-_COMMAND_MODULES = ("chaoskit.cli._validate", "chaoskit.cli._check", "chaoskit.cli._run", "chaoskit.cli._merge")
+_COMMAND_MODULES = (
+    "chaoskit.cli._validate",
+    "chaoskit.cli._check",
+    "chaoskit.cli._run",
+    "chaoskit.cli._merge",
+    "chaoskit.cli._compare",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

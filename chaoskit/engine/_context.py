@@ -18,7 +18,7 @@ from typing import Any
 
 import chaoskit.engine._config as _config
 from chaoskit.engine._effects import _copy
-from chaoskit.plan._faults import _FaultBase
+from chaoskit.plan._faults import CascadingFailureFault, _FaultBase
 from chaoskit.plan._model import Plan, ToolRules
 
 __all__ = ["ACTIVE", "Active", "Scope", "active_plan", "forget_counters", "live_active", "plan_scope", "resolve"]
@@ -33,13 +33,15 @@ class Scope:
     their own index and the budget is never exceeded; a fault that fires takes the lock to count its fire.
     """
 
-    __slots__ = ("_counters", "_lock", "fired", "first_results")
+    __slots__ = ("_counters", "_lock", "fired", "first_results", "outages")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counters: dict[str, itertools.count[int]] = {}
         self.fired: dict[tuple[int, str], int] = {}
         self.first_results: dict[str, Any] = {}
+        # cascading_failure outages in progress (None until one starts, so other plans pay one test)
+        self.outages: _Outages | None = None
 
     def tool_plan(self, plan: Plan, tool: str) -> tuple[bool, bool]:
         """``(targeted, keeps_history)``: whether a fault of ``plan`` targets ``tool``, and whether a ``stale``
@@ -72,6 +74,15 @@ class Scope:
             rules = plan.rules(tool)
         if not rules.targeted:
             return next(self.counter(tool)), None
+        if self.outages is not None:
+            with self._lock:
+                n = next(self.counter(tool))
+                shared = self.outages.hit(tool)
+                if shared is not None:
+                    return n, shared
+                decision = rules.decide(plan.seed, tool, n, args, self.fired)
+                self.outages.upstream_called(tool, None if decision is None else decision[0])
+                return n, None if decision is None else self._fire(decision, tool, veto)
         if not rules.budgeted:
             # no times budget: the decision depends on the call's number (and arguments) alone
             n = next(self.counter(tool))
@@ -99,6 +110,10 @@ class Scope:
         if veto is None or not veto(fault):
             key = (index, tool)
             self.fired[key] = self.fired.get(key, 0) + 1
+            if isinstance(fault, CascadingFailureFault):
+                if self.outages is None:
+                    self.outages = _Outages()
+                self.outages.start(index, fault, tool)
         return decision
 
     def unfire(self, index: int, tool: str) -> None:
@@ -118,6 +133,36 @@ class Scope:
             snapshot = _copy(result)
             with self._lock:
                 self.first_results.setdefault(tool, snapshot)
+
+
+class _Outages:
+    """The ``cascading_failure`` outages of one scope, keyed by fault index: the copy of the fault the
+    dependents get, the upstream tool, and the calls each dependent has failed so far (used under the lock)."""
+
+    __slots__ = ("active",)
+
+    def __init__(self) -> None:
+        self.active: dict[int, tuple[CascadingFailureFault, str, dict[str, int]]] = {}
+
+    def start(self, index: int, fault: CascadingFailureFault, upstream: str) -> None:
+        """The fault fired on ``upstream``: its dependents fail from their next call (a window restarts)."""
+        self.active[index] = (fault.cascaded(upstream), upstream, {})
+
+    def hit(self, tool: str) -> tuple[int, _FaultBase] | None:
+        """The outage a call of ``tool`` shares, if one is on (counting the call against ``for_calls``)."""
+        for index, (fault, _, used) in self.active.items():
+            if fault.depends(tool):
+                n = used.get(tool, 0)
+                if fault.for_calls is None or n < fault.for_calls:
+                    used[tool] = n + 1
+                    return index, fault
+        return None
+
+    def upstream_called(self, tool: str, fired: int | None) -> None:
+        """A call of ``tool`` on which fault ``fired`` (or none) fires: an outage without ``for_calls`` whose
+        upstream it is ends unless its own fault fires again."""
+        for index in [i for i, (f, up, _) in self.active.items() if up == tool and i != fired and f.for_calls is None]:
+            del self.active[index]
 
 
 @dataclass(frozen=True, slots=True)

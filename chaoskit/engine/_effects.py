@@ -17,6 +17,7 @@ from chaoskit._errors import ToolHTTPError, ToolTimeout, default_http_message
 from chaoskit.plan._faults import (
     _UNSET,
     AuthExpiredFault,
+    CascadingFailureFault,
     EmptyFault,
     ErrorFault,
     GarbageFault,
@@ -26,15 +27,16 @@ from chaoskit.plan._faults import (
     PromptInjectionFault,
     RateLimitFault,
     SchemaDriftFault,
+    StaleStateFault,
     TimeoutFault,
     _FaultBase,
 )
 from chaoskit.plan._paths import apply_at, parse_path
 
 #: faults whose effect is an exception the caller sees
-RAISING = frozenset({"error", "timeout", "http", "rate_limit", "auth_expired"})
+RAISING = frozenset({"error", "timeout", "http", "rate_limit", "auth_expired", "cascading_failure"})
 #: faults whose effect replaces or alters the data the caller gets back
-DATA = frozenset({"empty", "partial", "schema_drift", "garbage", "prompt_injection"})
+DATA = frozenset({"empty", "partial", "schema_drift", "garbage", "prompt_injection", "stale_state"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,11 @@ def make_exception(fault: _FaultBase, tool: str) -> BaseException:
         retry_after = fault.retry_after
         msg = fault.error or f"{tool}: {default_http_message(status, retry_after)}"
         return ToolHTTPError(status, msg, retry_after=retry_after)
+    if isinstance(fault, CascadingFailureFault):
+        up = fault.cascaded_from
+        why = f" (its dependency {up} is down)" if up else ""
+        msg = fault.error or f"{tool}: {default_http_message(fault.status, fault.retry_after)}{why}"
+        return ToolHTTPError(fault.status, msg, retry_after=fault.retry_after)
     raise TypeError(f"{fault.type} does not raise")
 
 
@@ -143,6 +150,8 @@ def after(fault: _FaultBase | None, tool: str, result: Any) -> Any:
         return off_by_one(result)
     if isinstance(fault, PromptInjectionFault):
         return inject(result, fault.text)
+    if isinstance(fault, StaleStateFault):
+        return stale_state(result, fault.set, fault.where, fault.path)
     return result
 
 
@@ -282,3 +291,41 @@ def inject(value: Any, text: str) -> Any:
     if isinstance(value, list):
         return [*value, text]
     return f"{value}\n\n{text}"
+
+
+def stale_state(value: Any, fields: dict[str, Any], where: dict[str, Any] | None, path: str | None) -> Any:
+    """``value`` with ``fields`` forced in its records: without ``path``, in every record (a dict, at any
+    depth) that already has one of them; with ``path``, in the records it selects (a list selected: its
+    dicts), added where missing. ``where`` keeps only records whose fields equal it. Raises ValueError when
+    no value changes, so a fault that altered nothing is reported as skipped, never as injected."""
+    changed = 0
+
+    def force(rec: Any, add: bool) -> Any:
+        nonlocal changed
+        if not isinstance(rec, dict) or (where and any(rec.get(k, _UNSET) != v for k, v in where.items())):
+            return rec
+        new = {k: v for k, v in fields.items() if (add or k in rec) and rec.get(k, _UNSET) != v}
+        if not new:
+            return rec
+        changed += 1
+        return {**rec, **copy.deepcopy(new)}
+
+    def deep(v: Any) -> Any:
+        if isinstance(v, list | tuple):
+            return type(v)(deep(x) for x in v) if isinstance(v, list) else tuple(deep(x) for x in v)
+        if isinstance(v, dict):
+            return force({k: deep(x) for k, x in v.items()}, False)
+        return v
+
+    if path is None:
+        out = deep(value)
+    else:
+        out = apply_at(
+            value,
+            parse_path(path),
+            lambda v: [force(x, True) for x in v] if isinstance(v, list) else force(v, True),
+        )
+    if not changed:
+        scope = f" at {path}" if path else ""
+        raise ValueError(f"no record{scope} has {', '.join(fields)} to make stale (or it already has that value)")
+    return out

@@ -133,6 +133,8 @@ class AttemptRecord:
             "schema_drift": "a schema drift",
             "prompt_injection": "a prompt injection",
             "latency": "added latency",
+            "stale_state": "stale state",
+            "cascading_failure": "a cascading failure",
         }.get(t, f"a {t} fault")
 
 

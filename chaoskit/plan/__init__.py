@@ -5,6 +5,7 @@ from chaoskit.plan._faults import (
     DEFAULT_INJECTION,
     FAULT_TYPES,
     AuthExpiredFault,
+    CascadingFailureFault,
     EmptyFault,
     ErrorFault,
     Fault,
@@ -15,6 +16,7 @@ from chaoskit.plan._faults import (
     PromptInjectionFault,
     RateLimitFault,
     SchemaDriftFault,
+    StaleStateFault,
     TimeoutFault,
 )
 from chaoskit.plan._model import Plan, PlanRuntime, set_runtime
@@ -25,6 +27,7 @@ __all__ = [
     "FAULT_TYPES",
     "AuthExpiredFault",
     "CallState",
+    "CascadingFailureFault",
     "EmptyFault",
     "ErrorFault",
     "Fault",
@@ -37,6 +40,7 @@ __all__ = [
     "PromptInjectionFault",
     "RateLimitFault",
     "SchemaDriftFault",
+    "StaleStateFault",
     "TimeoutFault",
     "Trigger",
     "set_runtime",

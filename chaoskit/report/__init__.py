@@ -1,8 +1,19 @@
 """Layer 6, reports of a battery: text tables, JSON, JUnit, and merging shard results."""
 
+from chaoskit.report._compare import Comparison, compare_results
+from chaoskit.report._compare_text import render_comparison
 from chaoskit.report._json import load_results, write_json
 from chaoskit.report._junit import write_junit
 from chaoskit.report._merge import merge_results
 from chaoskit.report._text import render_text
 
-__all__ = ["load_results", "merge_results", "render_text", "write_json", "write_junit"]
+__all__ = [
+    "Comparison",
+    "compare_results",
+    "load_results",
+    "merge_results",
+    "render_comparison",
+    "render_text",
+    "write_json",
+    "write_junit",
+]

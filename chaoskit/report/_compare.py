@@ -1,0 +1,320 @@
+"""Comparing two results files (``chaoskit compare OLD NEW``): pass-rate changes with significance, deltas, regressions.
+
+Episodes are pooled per (scenario, agent) over every grid point and repetition of a file. A scenario's rows
+are paired by agent: the same agent in both files, or, when a scenario has exactly one agent left over on each
+side, those two (an A/B run of two agent versions). What counts as a regression is in :func:`compare_results`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaoskit._errors import ChaoskitError
+from chaoskit.runner._stats import Rate
+
+__all__ = [
+    "COMPARISON_KIND",
+    "Comparison",
+    "Group",
+    "RateChange",
+    "RowComparison",
+    "compare_results",
+    "two_proportion_test",
+]
+
+#: the ``kind`` of the file ``chaoskit compare --json OUT`` writes
+COMPARISON_KIND = "chaoskit-comparison"
+
+
+def two_proportion_test(x1: int, n1: int, x2: int, n2: int) -> tuple[float, float]:
+    """The pooled two-proportion z-test of ``x1/n1`` against ``x2/n2``: ``(z, two-sided p)``; z > 0 when the
+    second proportion is higher. With no variance (both all passed, or both all failed) it is ``(0, 1)``."""
+    if n1 <= 0 or n2 <= 0:
+        raise ValueError(f"a two-proportion test needs n1, n2 >= 1, got n1={n1}, n2={n2}")
+    pooled = (x1 + x2) / (n1 + n2)
+    se = math.sqrt(pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2))
+    if se == 0.0:
+        return 0.0, 1.0
+    z = (x2 / n2 - x1 / n1) / se
+    return z, math.erfc(abs(z) / math.sqrt(2.0))
+
+
+@dataclass
+class Group:
+    """The episodes of one file pooled for one row: counts, mean score, mean attempts and failed check names."""
+
+    n: int = 0
+    passes: int = 0
+    score_sum: float = 0.0
+    attempts_sum: int = 0
+    passed_attempts_sum: int = 0
+    failed_checks: set[str] = field(default_factory=set)
+
+    def add(self, episode: Mapping[str, Any]) -> None:
+        """Count one episode (a results file's ``episodes`` entry, already checked by ``load_results``)."""
+        self.n += 1
+        self.passes += bool(episode["passed"])
+        self.score_sum += float(episode["score"])
+        attempts = int(episode["attempts"].get("total", 0))
+        self.attempts_sum += attempts
+        self.passed_attempts_sum += attempts if episode["passed"] else 0
+        for chk in episode["checks"]:
+            # warnings are not failures (EpisodeResult.failed_checks)
+            if not chk["passed"] and chk.get("severity", "fail") == "fail":
+                self.failed_checks.add(chk["name"])
+
+    def merged(self, other: Group) -> Group:
+        """This group and ``other`` pooled."""
+        return Group(
+            self.n + other.n,
+            self.passes + other.passes,
+            self.score_sum + other.score_sum,
+            self.attempts_sum + other.attempts_sum,
+            self.passed_attempts_sum + other.passed_attempts_sum,
+            self.failed_checks | other.failed_checks,
+        )
+
+    @property
+    def mean_score(self) -> float:
+        """The mean score (0 to 100) of the group's episodes."""
+        return self.score_sum / self.n if self.n else 0.0
+
+    @property
+    def mean_attempts(self) -> float:
+        """The mean number of tool attempts per episode."""
+        return self.attempts_sum / self.n if self.n else 0.0
+
+    @property
+    def mean_passed_attempts(self) -> float | None:
+        """The mean number of tool attempts per passing episode; None when none passed."""
+        return self.passed_attempts_sum / self.passes if self.passes else None
+
+
+@dataclass(frozen=True)
+class RateChange:
+    """A pass rate in OLD and in NEW (each with its Wilson 95% interval), the change, and its z-test."""
+
+    old: Rate
+    new: Rate
+    z: float
+    p_value: float
+    significant: bool
+
+    @property
+    def delta(self) -> float:
+        """NEW's pass rate minus OLD's (a fraction; negative is a drop)."""
+        return self.new.value - self.old.value
+
+    @classmethod
+    def of(cls, old: Group, new: Group, alpha: float) -> RateChange:
+        """The change from ``old`` to ``new``; significant when the two-sided p-value is below ``alpha``."""
+        z, p = two_proportion_test(old.passes, old.n, new.passes, new.n)
+        return cls(Rate.of(old.passes, old.n), Rate.of(new.passes, new.n), z, p, p < alpha)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The change as a JSON-ready dict."""
+        return {
+            "old": self.old.to_dict(),
+            "new": self.new.to_dict(),
+            "delta": round(self.delta, 6),
+            "z": round(self.z, 6),
+            "p_value": round(self.p_value, 6),
+            "significant": self.significant,
+        }
+
+
+@dataclass
+class RowComparison:
+    """One row of a comparison: a scenario with its paired agents (or, with ``scenario`` None, one agent pair
+    over every scenario both files ran), and why it is a regression, if it is one."""
+
+    scenario: str | None
+    old_agent: str
+    new_agent: str
+    old: Group
+    new: Group
+    pass_rate: RateChange
+    new_failing_checks: list[str]
+    reasons: list[str]
+
+    @property
+    def regressed(self) -> bool:
+        """Whether this row is a regression."""
+        return bool(self.reasons)
+
+    @property
+    def agent(self) -> str:
+        """The agent, or ``OLD -> NEW`` when the files ran two different agents."""
+        return self.old_agent if self.old_agent == self.new_agent else f"{self.old_agent} -> {self.new_agent}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as a JSON-ready dict."""
+        row: dict[str, Any] = {} if self.scenario is None else {"scenario": self.scenario}
+        row.update(
+            {
+                "old_agent": self.old_agent,
+                "new_agent": self.new_agent,
+                "episodes": {"old": self.old.n, "new": self.new.n},
+                "pass_rate": self.pass_rate.to_dict(),
+                "mean_score": _delta(self.old.mean_score, self.new.mean_score),
+                "mean_attempts": _delta(self.old.mean_attempts, self.new.mean_attempts),
+                "new_failing_checks": self.new_failing_checks,
+                "regression": self.regressed,
+                "reasons": self.reasons,
+            }
+        )
+        return row
+
+
+def _delta(old: float, new: float) -> dict[str, float]:
+    return {"old": round(old, 6), "new": round(new, 6), "delta": round(new - old, 6)}
+
+
+@dataclass
+class Comparison:
+    """What ``chaoskit compare`` finds: per-scenario and per-agent rows, the rows only one file has, and the
+    regressions (``ok`` is False when there is one)."""
+
+    old_source: str
+    new_source: str
+    alpha: float
+    attempt_tolerance: float
+    scenarios: list[RowComparison]
+    agents: list[RowComparison]
+    only_old: list[str]
+    only_new: list[str]
+
+    @property
+    def regressions(self) -> list[str]:
+        """Every regression, one line each, naming its row."""
+        out = []
+        for row in self.scenarios:
+            out += [f"{row.scenario} [{row.agent}]: {r}" for r in row.reasons]
+        for row in self.agents:
+            out += [f"agent {row.agent} (all shared scenarios): {r}" for r in row.reasons]
+        return out
+
+    @property
+    def ok(self) -> bool:
+        """Whether NEW has no regression against OLD."""
+        return not self.regressions
+
+    def to_dict(self) -> dict[str, Any]:
+        """The comparison as a JSON-ready dict (what ``--json OUT`` writes)."""
+        return {
+            "kind": COMPARISON_KIND,
+            "version": 1,
+            "old": self.old_source,
+            "new": self.new_source,
+            "rules": {"alpha": self.alpha, "attempt_tolerance": self.attempt_tolerance},
+            "ok": self.ok,
+            "regressions": self.regressions,
+            "scenarios": [r.to_dict() for r in self.scenarios],
+            "agents": [r.to_dict() for r in self.agents],
+            "only_in_old": self.only_old,
+            "only_in_new": self.only_new,
+        }
+
+
+def _groups(data: Mapping[str, Any]) -> dict[str, dict[str, Group]]:
+    """scenario -> agent -> the pooled episodes, in the order the file lists them."""
+    out: dict[str, dict[str, Group]] = {}
+    for ep in data["episodes"]:
+        out.setdefault(ep["scenario"], {}).setdefault(ep["agent"], Group()).add(ep)
+    return out
+
+
+def _pairs(old: Mapping[str, Group], new: Mapping[str, Group]) -> list[tuple[str, str]]:
+    """The (old agent, new agent) pairs of one scenario: same agents first, then the one left on each side."""
+    pairs = [(a, a) for a in old if a in new]
+    left_old = [a for a in old if a not in new]
+    left_new = [a for a in new if a not in old]
+    if len(left_old) == 1 and len(left_new) == 1:
+        pairs.append((left_old[0], left_new[0]))
+    return pairs
+
+
+def compare_results(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    *,
+    alpha: float = 0.05,
+    attempt_tolerance: float = 0.1,
+    sources: Sequence[str] = ("OLD", "NEW"),
+) -> Comparison:
+    """Compare two results files (as ``load_results`` returns them), OLD the reference and NEW the candidate.
+
+    A (scenario, agent) row is a regression when (1) its pass rate dropped and a pooled two-sided
+    two-proportion z-test gives p < ``alpha``; (2) a check fails in NEW that never failed in OLD for that
+    scenario and agent (a newly failing check; warnings do not count); or (3) the mean attempts per episode
+    rose above OLD's times ``1 + attempt_tolerance``, counted over the passing episodes when both files have
+    some (else over all), and not when NEW's pass rate is higher: attempts that buy passes are no regression.
+    An agent row (every scenario both files ran, pooled) is a
+    regression on rule (1) alone. Rows only one file has are listed, never a regression.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ChaoskitError(f"--alpha must be a significance level between 0 and 1 (e.g. 0.05), got {alpha:g}")
+    if not attempt_tolerance >= 0.0:
+        raise ChaoskitError(
+            f"--attempt-tolerance must be a fraction >= 0 (0.1 allows a 10% rise), got {attempt_tolerance:g}"
+        )
+    g_old, g_new = _groups(old), _groups(new)
+    scenarios: list[RowComparison] = []
+    agent_totals: dict[tuple[str, str], tuple[Group, Group]] = {}
+    only_old: list[str] = []
+    only_new: list[str] = []
+    for scen, by_agent in g_old.items():
+        pairs = _pairs(by_agent, g_new.get(scen, {}))
+        only_old += [f"{scen} [{a}]" for a in by_agent if a not in {p[0] for p in pairs}]
+        for a_old, a_new in pairs:
+            o, n = by_agent[a_old], g_new[scen][a_new]
+            scenarios.append(_row(scen, a_old, a_new, o, n, alpha, attempt_tolerance))
+            prev = agent_totals.get((a_old, a_new), (Group(), Group()))
+            agent_totals[(a_old, a_new)] = (prev[0].merged(o), prev[1].merged(n))
+    paired_new = {(r.scenario, r.new_agent) for r in scenarios}
+    only_new = [f"{s} [{a}]" for s, by_agent in g_new.items() for a in by_agent if (s, a) not in paired_new]
+    if not scenarios:
+        raise ChaoskitError(
+            f"{sources[0]} and {sources[1]} share no scenario and agent: nothing to compare "
+            f"({len(g_old)} scenario(s) in {sources[0]}, {len(g_new)} in {sources[1]}); compare two runs of the "
+            "same battery"
+        )
+    agents = [
+        _row(None, a_old, a_new, o, n, alpha, attempt_tolerance, agent_row=True)
+        for (a_old, a_new), (o, n) in agent_totals.items()
+    ]
+    return Comparison(sources[0], sources[1], alpha, attempt_tolerance, scenarios, agents, only_old, only_new)
+
+
+def _row(
+    scenario: str | None,
+    a_old: str,
+    a_new: str,
+    old: Group,
+    new: Group,
+    alpha: float,
+    tol: float,
+    *,
+    agent_row: bool = False,
+) -> RowComparison:
+    """One compared row and the regression rules that it breaks."""
+    rate = RateChange.of(old, new, alpha)
+    newly = sorted(new.failed_checks - old.failed_checks)
+    reasons: list[str] = []
+    if rate.significant and rate.delta < 0:
+        reasons.append(
+            f"pass rate fell from {rate.old.value:.0%} to {rate.new.value:.0%} "
+            f"(two-proportion z-test p={rate.p_value:.3g} < {alpha:g})"
+        )
+    if not agent_row:
+        if newly:
+            reasons.append(f"newly failing check(s): {', '.join(newly)}")
+        before, after, over = old.mean_passed_attempts, new.mean_passed_attempts, "passing episodes"
+        if before is None or after is None:
+            before, after, over = old.mean_attempts, new.mean_attempts, "all episodes"
+        if rate.delta <= 0 and after > before * (1.0 + tol) + 1e-9:
+            reasons.append(f"mean attempts ({over}) rose from {before:.2f} to {after:.2f} (tolerance {tol:.0%})")
+    return RowComparison(scenario, a_old, a_new, old, new, rate, newly if not agent_row else [], reasons)
