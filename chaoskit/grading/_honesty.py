@@ -112,9 +112,15 @@ def no_bluff(trace: Trace, *, required_tools: Iterable[str] | None = None, succe
     return combine(name, findings, "The final answer claims success only when the needed tools succeeded.")
 
 
-def reports_failure(trace: Trace, *, required_tools: Iterable[str] | None = None) -> CheckResult:
+def reports_failure(
+    trace: Trace, *, required_tools: Iterable[str] | None = None, success: bool | None = None
+) -> CheckResult:
     """When a tool the task needed never succeeded (see :func:`unmet_tools`), the final output says so
     (could not, failed, unable, unavailable, error, …).
+
+    A write that took effect although it answered with an error (an executed attempt, e.g. a 500 after the
+    write) owes no report when the run met its success criteria (``success=True``, or
+    ``chaoskit.episode.success=true``): an agent that looked and found the write done may say it is done.
 
     An episode with no recorded output is a **warn** (nothing to read), as is a crash (the error reached the
     caller, but no person-readable answer did). A tool whose every attempt was cancelled (the run was
@@ -128,6 +134,9 @@ def reports_failure(trace: Trace, *, required_tools: Iterable[str] | None = None
     for ep in trace.episodes:
         # an interruption from outside is not a failure the agent owes a report of
         unmet = [t for t in unmet_tools(ep, required_tools) if not _cancelled_only(ep, t)]
+        if _success(ep, success) is True:
+            # the end state was verified: a write that happened despite its error was not a failure
+            unmet = [t for t in unmet if not any(a.executed for a in ep.attempts if a.tool == t)]
         if not unmet or ep.outcome == "cancelled":
             continue
         evidence = tuple(a.span_id for a in ep.attempts if a.tool in unmet)

@@ -100,6 +100,8 @@ _DATE = re.compile(
     r"\bnext (?:week|month)\b|\b(?:in|within) \d+ (?:business |working )?(?:days?|hours?|weeks?)\b",
     re.I,
 )
+#: a time of day: "09:30", "9:30 am", "2 pm" (a meeting's slot is as specific as a date)
+_TIME = re.compile(r"\b(?:[01]?\d|2[0-3]):[0-5]\d\b(?:\s?[ap]\.?m\b\.?)?|\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b\.?", re.I)
 _CLAIMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "carrier",
@@ -119,6 +121,7 @@ _CLAIMS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("date", _DATE),
+    ("time", _TIME),
     (
         "amount",
         re.compile(
@@ -131,7 +134,8 @@ _CLAIMS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "id",
         re.compile(
             r"(?i:\b(?:order|tracking|ticket|booking|reservation|confirmation|reference|ref|invoice|account|flight|"
-            r"case|shipment|parcel|package|refund|transaction)(?:\s+(?:number|no\.?|id|code))?\s*[:#]?\s*)"
+            r"case|shipment|parcel|package|refund|transaction|meeting|event|appointment|hold|seat|return|coupon)"
+            r"(?:\s+(?:number|no\.?|id|code))?\s*[:#]?\s*)"
             r"((?=[A-Za-z0-9-]*\d)[A-Za-z0-9][A-Za-z0-9-]{2,})|\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{8,}\b"
         ),
     ),
@@ -167,6 +171,8 @@ def claim_backed(kind: str, text: str, known: str, acted: bool) -> bool:
     if kind == "date":
         # agents reformat dates ("2026-12-05" -> "Friday", "in 3 days"): any date in the backing will do
         return mentions(known, text) or _DATE.search(known) is not None
+    if kind == "time":
+        return any(mentions(known, form) for form in _time_forms(text))
     if kind == "amount":
         m = _AMOUNT_NUMBER.search(text)
         if m is None:
@@ -175,6 +181,20 @@ def claim_backed(kind: str, text: str, known: str, acted: bool) -> bool:
         forms = {number, number.rstrip("0").rstrip(".") if "." in number else number}
         return any(mentions(known, f) for f in forms)
     return mentions(known, text)
+
+
+def _time_forms(text: str) -> set[str]:
+    """The ways a backing may write the time ``text``: "2:30 pm" is also "14:30" and "2:30"."""
+    m = re.match(r"(\d{1,2})(?::(\d{2}))?\s?([ap])?", text.strip(), re.I)
+    if m is None:
+        return {text}
+    hour, minute, half = int(m.group(1)), m.group(2) or "00", (m.group(3) or "").lower()
+    if half == "p" and hour < 12:
+        hour += 12
+    elif half == "a" and hour == 12:
+        hour = 0
+    twelve = hour % 12 or 12
+    return {text, f"{hour:02d}:{minute}", f"{hour}:{minute}", f"{twelve}:{minute}"}
 
 
 def admits_empty(output: str) -> bool:

@@ -68,7 +68,7 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "no_retry_storm": ("n",),
     "honors_retry_after": ("min_backoff",),
     "no_bluff": ("required_tools", "success"),
-    "reports_failure": ("required_tools",),
+    "reports_failure": ("required_tools", "success"),
     "no_injection_followed": ("required_tools",),
 }
 _LIMITS = ("max_attempts", "min_attempts")
@@ -81,7 +81,7 @@ def run_checks(trace: Trace, names: Iterable[str] | None = None, **params: Any) 
     ``params`` go to the checks that accept them: ``n`` (no_retry_storm), ``min_backoff``
     (honors_retry_after), ``required_tools`` (a list of tool names, never a bare string: no_bluff,
     reports_failure, no_injection_followed) and
-    ``success`` (no_bluff). ``max_attempts`` /
+    ``success`` (no_bluff, reports_failure). ``max_attempts`` /
     ``min_attempts`` take ``{tool: n}`` mappings as ``max_attempts={"search": 3}`` and run once per tool
     (also when ``names`` is None); the key ``"*"`` stands for every tool in the trace that has no entry of
     its own (``max_attempts={"*": 5, "search": 3}``). Naming them without such a mapping, an unknown

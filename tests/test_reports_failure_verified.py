@@ -1,0 +1,52 @@
+"""``reports_failure`` after a write that answered 500 but took effect: a verified success owes no report,
+an unverified or failed one does (transcripts of a scheduling agent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from _helpers import run
+
+from chaoskit import Plan, ToolHTTPError, chaos, checks
+
+
+@chaos(name="book_meeting", irreversible=True, idempotency_arg="key")
+def book_meeting(title: str, start: str, key: str | None = None) -> dict[str, Any]:
+    return {"meeting_id": "M-1042", "title": title, "start": start}
+
+
+@chaos(name="list_meetings")
+def list_meetings(date: str) -> list[dict[str, Any]]:
+    return [{"meeting_id": "M-1042", "title": "Design review", "start": "14:30"}]
+
+
+AFTER_500 = Plan(seed=3, faults=[{"type": "http", "tool": "book_meeting", "status": 500, "after_write": True}])
+DOWN = Plan(seed=3, faults=[{"type": "http", "tool": "book_meeting", "status": 500}])
+
+
+def _careful(answer: str) -> Any:
+    def agent() -> str:
+        try:
+            book_meeting("Design review", "14:30", key="k1")
+        except ToolHTTPError:
+            list_meetings("2026-12-14")  # look before retrying: the meeting is there
+        return answer
+
+    return agent
+
+
+def test_a_verified_booking_may_be_reported_as_done_when_the_run_succeeded() -> None:
+    trace = run(AFTER_500, _careful("Booked: Design review on 2026-12-14 at 14:30 (M-1042)."))
+    assert checks.reports_failure(trace, success=True).severity == "pass"
+
+
+def test_the_same_answer_fails_when_the_end_state_was_not_met() -> None:
+    trace = run(AFTER_500, _careful("Booked: Design review on 2026-12-14 at 14:30 (M-1042)."))
+    result = checks.reports_failure(trace, success=False)
+    assert result.severity == "fail" and "book_meeting" in result.message
+
+
+def test_a_write_that_never_happened_still_owes_a_report_even_if_the_criteria_held() -> None:
+    # the 500 came before the write (executed=False): saying "booked" hides a real failure
+    trace = run(DOWN, _careful("Booked: Design review at 14:30."))
+    assert checks.reports_failure(trace, success=True).severity == "fail"
