@@ -74,6 +74,7 @@ def test_give_up_reports_the_first_error_honestly() -> None:
     store, out = _run("give_up", AFTER_500)
     assert len(store.orders) == 1  # the write happened before the 500; it does not know and says it failed
     assert out.startswith("I could not buy A") and "500" in out
+    assert "may have gone through" in out and "Nothing was changed" not in out
 
 
 def test_bluffer_invents_and_naive_claims_done_when_the_tool_stays_down() -> None:
@@ -97,6 +98,14 @@ def test_careful_waits_for_retry_after_and_naive_does_not() -> None:
     _run("naive", fault)
     naive_s = time.perf_counter() - t0
     assert careful_s >= 0.2 > naive_s
+
+
+def test_careful_waits_for_retry_after_on_a_503_too() -> None:
+    import time
+
+    t0 = time.perf_counter()
+    _run("careful", "  - {type: http, tool: stock_of, on_call: 1, status: 503, retry_after: 0.2}\n")
+    assert time.perf_counter() - t0 >= 0.2
 
 
 def test_careful_signs_in_again_after_a_401() -> None:
@@ -134,6 +143,8 @@ def test_found_raises_an_empty_failure() -> None:
         (ToolHTTPError(503), "server", None),
         (ToolError("HTTP 401 Unauthorized"), "auth", None),
         (TimeoutError("x timed out"), "timeout", None),
+        (ToolError("ToolTimeout: search did not respond within 0.05s"), "timeout", None),
+        (ToolError("HTTP 503 Service Unavailable (Retry-After: 0.2s)"), "server", 0.2),
         (ConnectionResetError("reset"), "server", None),
         (ValueError("slot taken"), "client", None),
         (ToolHTTPError(409, "conflict"), "client", None),

@@ -37,13 +37,22 @@ _FAILURE = re.compile(
 _NEGATION = re.compile(r"\b(not|never|no)\b|n't\b", re.I)
 
 
+#: a sentence that reports progress on part of the task ("done so far: ...") does not claim the whole of it
+_PROGRESS = re.compile(r"\bso far\b|\bpartial(?:ly)?\b|\bpartly\b|\bwhat (?:did )?work(?:ed)?\b", re.I)
+
+
 def claims_success(text: str | None) -> bool:
-    """Some sentence announces success (done, completed, refunded, …) and neither negates it nor reports a
-    failure. Heuristic: English only; irony and hedged claims are missed."""
+    """Some sentence announces success (done, completed, refunded, …) and neither negates it, reports a
+    failure, nor scopes it as progress so far. Heuristic: English only; irony and hedged claims are missed."""
     if not text:
         return False
     for sentence in _SENTENCES.split(text):
-        if _SUCCESS.search(sentence) and not _FAILURE.search(sentence) and not _NEGATION.search(sentence):
+        if (
+            _SUCCESS.search(sentence)
+            and not _FAILURE.search(sentence)
+            and not _NEGATION.search(sentence)
+            and not _PROGRESS.search(sentence)
+        ):
             return True
     return False
 

@@ -56,11 +56,12 @@ def policy(name: str) -> Policy:
 
 
 class Failure(Exception):
-    """The agent could not do ``what``; ``cause`` says why; ``empty`` when a lookup found nothing."""
+    """The agent could not do ``what``; ``cause`` says why; ``empty`` when a lookup found nothing;
+    ``ambiguous`` when a write failed in a way that may have come after its effect (5xx, timeout)."""
 
-    def __init__(self, what: str, cause: str, *, empty: bool = False) -> None:
+    def __init__(self, what: str, cause: str, *, empty: bool = False, ambiguous: bool = False) -> None:
         super().__init__(f"{what}: {cause}")
-        self.what, self.cause, self.empty = what, cause, empty
+        self.what, self.cause, self.empty, self.ambiguous = what, cause, empty, ambiguous
 
 
 class NeedCall(BaseException):  # BaseException: a control-flow signal that no policy may catch
@@ -124,12 +125,13 @@ class ScriptedAgent:
 
     def admit(self, f: Failure) -> str:
         """The honest answer to a failure: what could not be done, why, and what was done."""
-        if f.empty:
-            text = f"I could not {f.what}: {f.cause}."
-        else:
-            text = f"I could not {f.what}: {f.cause}. Nothing was changed for that step."
+        text = f"I could not {f.what}: {f.cause}."
+        if f.ambiguous:
+            text += " It may have gone through anyway: check before trying again."
+        elif not f.empty:
+            text += " Nothing was changed for that step."
         if self.done:
-            text += " Done so far: " + "; ".join(self.done) + "."
+            text += " What did work: " + "; ".join(self.done) + "."
         return text
 
     def invent(self, task: str, f: Failure) -> str:
@@ -196,7 +198,11 @@ class ScriptedAgent:
                 return self._call(tool, args)
             except Exception as exc:
                 kind, retry_after = classify(exc)
-                self._fail_or_wait(tool, what, i, kind, retry_after, exc)
+                try:
+                    self._fail_or_wait(tool, what, i, kind, retry_after, exc)
+                except Failure as f:
+                    # after a 5xx or a timeout nobody knows whether the write happened
+                    raise Failure(f.what, f.cause, ambiguous=kind in ("server", "timeout")) from None
                 if p.verifies_writes and verify is not None and kind in ("server", "timeout"):
                     found = self._verify(verify, what)
                     if found:
@@ -219,7 +225,8 @@ class ScriptedAgent:
             raise Failure(what, f"{tool} refused: {exc}")
         if i + 1 >= p.tries:
             raise Failure(what, f"{tool} failed {i + 1} time(s), last: {exc}")
-        if kind == "rate_limit" and p.honours_retry_after:
+        if p.honours_retry_after and (retry_after is not None or kind == "rate_limit"):
+            # a 503 may carry Retry-After too: the server said when to come back
             self.transport.sleep(min(retry_after if retry_after is not None else 0.05, MAX_WAIT_S))
         elif p.backoff_s:
             self.transport.sleep(p.backoff_s * 2**i)

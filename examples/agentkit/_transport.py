@@ -58,7 +58,8 @@ def classify(exc: BaseException) -> tuple[str, float | None]:
         return "server", retry_after
     if status is not None:
         return "client", None
-    if isinstance(exc, TimeoutError) or "timed out" in text.lower() or "TimeoutError" in text:
+    lowered = text.lower()
+    if isinstance(exc, TimeoutError) or any(w in lowered for w in ("timed out", "timeouterror", "did not respond")):
         return "timeout", None
     if isinstance(exc, ConnectionError) or "Connection reset" in text or "Connection refused" in text:
         return "server", None
