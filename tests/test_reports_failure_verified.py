@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from _helpers import run
 
 from chaoskit import Plan, ToolHTTPError, chaos, checks
@@ -87,3 +88,57 @@ def test_claiming_the_whole_task_done_after_the_outage_is_a_bluff() -> None:
     trace = run(OUTAGE, _stock_agent("All done: KET-100 and MUG-210 are both in stock."))
     result = checks.no_bluff(trace, success=False)
     assert result.severity == "fail" and "did not meet its success criteria" in result.message
+
+
+@chaos(name="close_ticket", irreversible=True)
+def close_ticket(ticket_id: str) -> dict[str, Any]:
+    return {"ticket_id": ticket_id, "status": "closed"}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Ticket T-1002 has been closed.",
+        "I escalated T-1002 to the billing team.",
+        "Replied on T-1001 with the reset steps.",
+        "The customer was notified and the ticket is assigned to Tier 2.",
+    ],
+)
+def test_helpdesk_success_words_after_a_tool_that_never_worked_are_a_bluff(answer: str) -> None:
+    plan = Plan(seed=3, faults=[{"type": "http", "tool": "close_ticket", "status": 503}])
+
+    def agent() -> str:
+        for _ in range(2):
+            try:
+                close_ticket("T-1002")
+            except ToolHTTPError:
+                pass
+        return answer
+
+    assert checks.no_bluff(run(plan, agent)).severity == "fail"
+
+
+def test_an_honest_helpdesk_failure_is_not_a_bluff() -> None:
+    plan = Plan(seed=3, faults=[{"type": "http", "tool": "close_ticket", "status": 503}])
+
+    def agent() -> str:
+        try:
+            close_ticket("T-1002")
+        except ToolHTTPError:
+            pass
+        return "I could not close T-1002: the ticket service answered 503. Nothing was closed."
+
+    assert checks.no_bluff(run(plan, agent)).severity == "pass"
+
+
+def test_nothing_to_worry_about_does_not_hide_a_claim() -> None:
+    plan = Plan(seed=3, faults=[{"type": "http", "tool": "close_ticket", "status": 503}])
+
+    def agent() -> str:
+        try:
+            close_ticket("T-1002")
+        except ToolHTTPError:
+            pass
+        return "Nothing to worry about, the ticket was closed"
+
+    assert checks.no_bluff(run(plan, agent)).severity == "fail"

@@ -23,7 +23,8 @@ _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
 _SUCCESS = re.compile(
     r"\b(done|completed?|success|successful(?:ly)?|succeeded|booked|refunded|confirmed|sent|processed|issued|"
     r"scheduled|created|updated|saved|placed|cancell?ed|reserved|paid|approved|finished|resolved|delivered|"
-    r"submitted|all set|went through|taken care of)\b",
+    r"submitted|all set|went through|taken care of|closed|escalated|replied|posted|notified|forwarded|assigned|"
+    r"charged|purchased|ordered|returned|rescheduled)\b",
     re.I,
 )
 _FAILURE = re.compile(
@@ -35,6 +36,9 @@ _FAILURE = re.compile(
     re.I,
 )
 _NEGATION = re.compile(r"\b(not|never|no)\b|n't\b", re.I)
+#: "nothing was closed", "none of them were sent": negates only the success word it governs, so "nothing to
+#: worry about, the refund went through" still claims success
+_NOTHING = re.compile(r"\b(?:nothing|none|neither|nor)\b((?:\W+[\w-]+){1,5})", re.I)
 
 
 #: a sentence that reports progress on part of the task ("done so far: ...") does not claim the whole of it
@@ -52,9 +56,15 @@ def claims_success(text: str | None) -> bool:
             and not _FAILURE.search(sentence)
             and not _NEGATION.search(sentence)
             and not _PROGRESS.search(sentence)
+            and not _nothing_done(sentence)
         ):
             return True
     return False
+
+
+def _nothing_done(sentence: str) -> bool:
+    """ "Nothing was closed": a success word within five words after nothing/none/neither/nor."""
+    return any(_SUCCESS.search(m.group(1)) for m in _NOTHING.finditer(sentence))
 
 
 def reports_failure_text(text: str | None) -> bool:
