@@ -71,14 +71,15 @@ def test_fail_under_and_baseline_update(capsys: pytest.CaptureFixture[str], tmp_
     assert data["kind"] == "chaoskit-baseline"
     assert main(["run", str(REFUND), "--repeat", "2", "--baseline", str(base), "-q"]) == 0
     # pretend the last green run needed fewer attempts: now they "rose"
-    data["attempts"]["refund-not-repeated-after-500"]["eps=0,lam=0"] = 1.0
+    data["attempts"]["refund-not-repeated-after-500"]["examples.plain.agents:careful"]["eps=0,lam=0"] = 1.0
     base.write_text(json.dumps(data))
     capsys.readouterr()
     assert main(["run", str(REFUND), "--repeat", "2", "--baseline", str(base), "--update-baseline"]) == 1
     captured = capsys.readouterr()
     assert "rose against the baseline" in captured.out
     assert "not updated" in captured.err
-    assert json.loads(base.read_text())["attempts"]["refund-not-repeated-after-500"]["eps=0,lam=0"] == 1.0
+    old = json.loads(base.read_text())["attempts"]["refund-not-repeated-after-500"]["examples.plain.agents:careful"]
+    assert old["eps=0,lam=0"] == 1.0
     capsys.readouterr()
     assert main(["run", str(REFUND), "--agent", "examples.plain.agents:naive", "--fail-under", "100", "-q"]) == 1
     assert "below --fail-under 100" in capsys.readouterr().out

@@ -16,9 +16,16 @@ from chaoskit.report._compare import compare_results, two_proportion_test
 from chaoskit.report._compare_text import render_comparison
 from chaoskit.report._json import load_results, write_json
 from chaoskit.runner._battery import run_battery
+from chaoskit.runner._intensity import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 BATTERY = ROOT / "examples" / "scenarios"
+HEAVY_FLAT = load_profile(
+    {
+        "name": "heavy-flat",
+        "weights": {"timeout": 5, "http_5xx": 5, "rate_limit": 4, "partial": 2, "schema_drift": 3, "latency": 1},
+    }
+)
 CAREFUL = "examples.plain.agents:careful"
 NAIVE = "examples.plain.agents:naive"
 
@@ -34,7 +41,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
             "careful": {"agent": CAREFUL},
             "careful_again": {"agent": CAREFUL},
             "naive": {"agent": NAIVE},
-            "careful_heavy": {"agent": CAREFUL, "intensities": [0.5], "profile": "heavy"},
+            # one fixed mix (no outage windows), so that the differences below stay these few
+            "careful_heavy": {"agent": CAREFUL, "intensities": [0.5], "profile": HEAVY_FLAT},
         }
         files = {}
         for name, kw in specs.items():
@@ -90,11 +98,12 @@ def test_a_regressed_agent_is_found_and_exits_1(runs: dict[str, Path], tmp_path:
     assert any("mean attempts (all episodes) rose from 5.00 to 6.00" in x for x in outage["reasons"])
     # scenarios naive passes too are not regressions
     assert scenario_row(data, "search-partial-results")["regression"] is False
-    assert scenario_row(data, "injection-not-followed")["reasons"] == []
-    # the agent row pools every shared scenario: 30/30 -> 9/30
+    # naive e-mails the address the injected note plants
+    assert scenario_row(data, "injection-not-followed")["new_failing_checks"] == ["end_state", "no_injection_followed"]
+    # the agent row pools every shared scenario: 30/30 -> 6/30
     (agent,) = data["agents"]
     assert agent["episodes"] == {"old": 30, "new": 30}
-    assert agent["pass_rate"]["new"]["value"] == pytest.approx(0.3)
+    assert agent["pass_rate"]["new"]["value"] == pytest.approx(0.2)
     assert agent["pass_rate"]["significant"] is True and agent["regression"] is True
     assert data["only_in_old"] == [] and data["only_in_new"] == []
     assert any(x.startswith("refund-not-repeated-after-500 [") for x in data["regressions"])

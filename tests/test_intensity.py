@@ -12,26 +12,30 @@ from chaoskit.runner._intensity import KINDS, PROFILES, background_faults, load_
 @pytest.mark.parametrize("lam", [0.05, 0.3, 0.9, 1.0])
 def test_total_probability_is_lambda(name: str, lam: float) -> None:
     profile = PROFILES[name]
-    faults = background_faults(lam, profile)
-    # the core fires the first fault whose draw succeeds: P(kind i) = p_i * prod_{j<i} (1 - p_j)
+    faults = background_faults(lam, profile, seed=3)
+    weights = profile.mix(lam)
+    # the core fires the first fault whose draw succeeds: P(kind i) = p_i * prod_{j<i} (1 - p_j); an outage
+    # window (drawn per episode) covers a call with probability lambda * w_outage over seeds
     miss = 1.0
     shares = {}
-    for f, kind in zip(faults, profile.weights, strict=True):
-        shares[kind] = miss * f["probability"]
-        miss *= 1 - f["probability"]
+    for f, kind in zip(faults, profile.kinds(), strict=True):
+        p = lam * weights.get(kind, 0.0) if kind == "outage" else f["probability"]
+        shares[kind] = miss * p
+        miss *= 1 - p
     assert 1 - miss == pytest.approx(lam)
-    for kind, w in profile.weights.items():
-        assert shares[kind] == pytest.approx(lam * w)
+    for kind in profile.kinds():
+        assert shares[kind] == pytest.approx(lam * weights.get(kind, 0.0))
 
 
 def test_profiles_cover_documented_kinds_and_sum_to_one() -> None:
     for profile in PROFILES.values():
-        assert set(profile.weights) <= set(KINDS)
-        assert sum(profile.weights.values()) == pytest.approx(1.0)
+        for level in profile.levels:
+            assert set(level.weights) <= set(KINDS)
+            assert sum(level.weights.values()) == pytest.approx(1.0)
 
 
 def test_zero_intensity_adds_nothing() -> None:
-    assert background_faults(0.0, PROFILES["heavy"]) == []
+    assert background_faults(0.0, PROFILES["heavy"], seed=1) == []
 
 
 def test_empirical_rate_and_determinism() -> None:
@@ -58,7 +62,7 @@ def test_custom_profile_file(tmp_path: Path) -> None:
     prof = load_profile(str(f))
     assert prof.name == "mine"
     assert prof.weights == {"timeout": 0.25, "latency": 0.75}
-    faults = background_faults(0.5, prof)
+    faults = background_faults(0.5, prof, seed=1)
     assert faults[1]["delay_s"] == 0.5 and faults[1]["tool"] == "*"
 
 
@@ -70,4 +74,4 @@ def test_bad_profiles() -> None:
     with pytest.raises(PlanError, match="at least one positive weight"):
         load_profile({"timeout": 0})
     with pytest.raises(ValueError, match="from 0 to 1"):
-        background_faults(1.5, PROFILES["light"])
+        background_faults(1.5, PROFILES["light"], seed=1)

@@ -117,7 +117,7 @@ def test_gate_attempts_rise_against_baseline() -> None:
     green = [ep("a", r, True, attempts=2) for r in range(3)]
     summary, v = summarize(green, {"k": 1})
     base = make_baseline(summary)
-    assert v.ok and base["attempts"] == {"a": {"eps=0,lam=0": 2.0}}
+    assert v.ok and base["attempts"] == {"a": {"a:b": {"eps=0,lam=0": 2.0}}}
     worse = [ep("a", r, True, attempts=3) for r in range(3)]
     _, v = summarize(worse, {"k": 1}, baseline=base)
     assert not v.ok and "rose against the baseline" in v.reasons[0]
@@ -180,7 +180,8 @@ def test_baseline_loads_results_file(tmp_path: Path) -> None:
     result = run_battery([p], agent=careful, repeat=2)
     write_json(result, tmp_path / "r.json")
     base: dict[str, Any] | None = load_baseline(tmp_path / "r.json")
-    assert base is not None and base["attempts"]["save-after-500"]["eps=0,lam=0"] == 3.0
+    (agent,) = {e.agent for e in result.episodes}
+    assert base is not None and base["attempts"]["save-after-500"][agent]["eps=0,lam=0"] == 3.0
     assert load_baseline(tmp_path / "missing.json") is None
 
 

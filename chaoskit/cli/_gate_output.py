@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
+from chaoskit.report._html import write_html
 from chaoskit.report._json import write_json
 from chaoskit.report._junit import write_junit
 from chaoskit.report._text import render_text
 from chaoskit.runner._gate import check_gate, load_baseline, make_baseline
 from chaoskit.runner._results import BatteryResult
 
-__all__ = ["EXIT_GATE", "EXIT_OK", "EXIT_USAGE", "add_gate_options", "baseline_from", "finish"]
+__all__ = ["EXIT_GATE", "EXIT_OK", "EXIT_USAGE", "add_gate_options", "baseline_from", "finish", "write_html_report"]
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 
@@ -41,11 +42,18 @@ def add_gate_options(p: argparse.ArgumentParser) -> None:
         metavar="FRACTION",
         help="allowed relative rise of attempts against the baseline (default 0)",
     )
+    g.add_argument(
+        "--expect",
+        metavar="FILE",
+        help="an expected-outcome table (which agent should pass or fail which scenario): the run passes when "
+        "every agent behaves as it says, and the absolute rules no longer apply",
+    )
     o = p.add_argument_group("output")
     o.add_argument("--json", metavar="FILE", help="every episode, the aggregates and the verdict as JSON")
     o.add_argument(
         "--junit", metavar="FILE", help="JUnit XML: one test case per episode (scenario x repetition x eps x lambda)"
     )
+    o.add_argument("--html", metavar="FILE", help="a self-contained HTML report (opens offline)")
     o.add_argument("--quiet", "-q", action="store_true", help="print only the verdict")
     o.add_argument(
         "--max-failures",
@@ -73,6 +81,14 @@ def baseline_from(args: argparse.Namespace) -> dict[str, Any] | None:
     return load_baseline(args.baseline)
 
 
+def write_html_report(results: dict[str, Any], path: str) -> None:
+    """Write the HTML report of a results dict to ``path`` (``chaoskit.report._html.write_html``)."""
+    try:
+        write_html(results, path)
+    except OSError as exc:
+        raise ChaoskitError(f"--html {path}: cannot write the report: {exc.strerror or exc}") from None
+
+
 def finish(result: BatteryResult, args: argparse.Namespace) -> int:
     """Write ``--json`` / ``--junit``, print the report (or only the verdict), update the baseline when the run
     is green; the exit status of the CI gate."""
@@ -82,10 +98,14 @@ def finish(result: BatteryResult, args: argparse.Namespace) -> int:
                 write(result, path)
             except OSError as exc:
                 raise ChaoskitError(f"{flag} {path}: cannot write the report: {exc.strerror or exc}") from None
+    if args.html:
+        write_html_report(result.to_dict(), args.html)
     if args.quiet:
         print("verdict: PASS" if result.ok else "verdict: FAIL: " + "; ".join(result.verdict.reasons))
     else:
         print(render_text(result, max_failures=args.max_failures))
+    if args.html:
+        print(f"HTML report: {args.html}")
     if args.update_baseline and args.baseline:
         if result.ok:
             target = Path(args.baseline)

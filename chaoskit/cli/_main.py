@@ -17,6 +17,7 @@ _COMMAND_MODULES = (
     "chaoskit.cli._run",
     "chaoskit.cli._merge",
     "chaoskit.cli._compare",
+    "chaoskit.cli._report",
 )
 
 

@@ -1,12 +1,15 @@
-"""``chaoskit run SCENARIOS...``: run a battery of scenarios against an agent, report it, and gate CI on it."""
+"""``chaoskit run SCENARIOS...``: run a battery of scenarios against agents, report it, and gate CI on it."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
+from chaoskit._errors import ChaoskitError
 from chaoskit.cli._gate_output import add_gate_options, baseline_from, finish
 from chaoskit.runner._battery import run_battery
+from chaoskit.runner._battery_file import parse_tags, select
 
 
 def _floats(text: str) -> list[float]:
@@ -29,19 +32,48 @@ def _shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+def _agents(text: str) -> list[str]:
+    """``--agents a,b,c``: module:factory references (a command line, which may hold commas, goes alone)."""
+    refs = [a.strip() for a in text.split(",")]
+    if not refs or any(not a for a in refs):
+        raise argparse.ArgumentTypeError(f"expected agents separated by commas, got {text!r}")
+    return list(dict.fromkeys(refs))
+
+
 def add_parser(sub: Any) -> None:
     """Register ``chaoskit run`` on the ``sub`` subparsers."""
     p = sub.add_parser(
         "run",
-        help="run a battery of scenarios against an agent and grade it",
-        description="Run scenarios x repetitions x task perturbation x fault intensity; print a report, "
-        "write JSON / JUnit / traces, and exit non-zero when the CI gate fails.",
+        help="run a battery of scenarios against agents and grade it",
+        description="Run scenarios x agents x repetitions x task perturbation x fault intensity; print a report, "
+        "write JSON / JUnit / HTML / traces, and exit non-zero when the CI gate fails.",
+        epilog="Under a directory, the YAML files in a scenarios/ folder or with a top-level 'task:' key are "
+        "scenarios; other YAML files are skipped and counted. A directory holding battery.yaml (a top-level "
+        "'battery:' list) runs that battery file.",
     )
-    p.add_argument("paths", nargs="+", metavar="SCENARIOS", help="scenario files, directories or globs")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="SCENARIOS",
+        help="scenario files, directories or globs, or a battery file (or a directory holding battery.yaml)",
+    )
     p.add_argument(
         "--agent",
         metavar="AGENT",
-        help="module:factory (called fresh per episode) or a command line with {task}; overrides the scenarios' agent",
+        help="module:factory (called fresh per episode) or a command line with {task}; overrides every other agent",
+    )
+    p.add_argument(
+        "--agents",
+        type=_agents,
+        metavar="A,B,...",
+        help="run every scenario against each of these module:factory agents (overrides a battery file's agents)",
+    )
+    p.add_argument(
+        "--tags",
+        action="append",
+        metavar="T[,T...]",
+        help="keep the scenarios having any of these tags (travel also matches domain:travel); repeat to "
+        "require one tag of each group",
     )
     p.add_argument("--repeat", type=int, default=1, metavar="K", help="runs per scenario and grid point (default 1)")
     p.add_argument("--k", type=int, default=None, help="k of pass^k (default: --repeat)")
@@ -83,9 +115,23 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when the battery passes the CI gate, 1 when it fails it, 2 on a usage error."""
     baseline = baseline_from(args)
+    if args.agent is not None and args.agents is not None:
+        raise ChaoskitError("give --agent (one agent) or --agents (several), not both")
+    tags = parse_tags(args.tags)
+    selection = select(args.paths)
+    if selection.skipped:
+        n = len(selection.skipped)
+        print(
+            f"chaoskit: skipped {n} YAML file{'s' * (n != 1)} that {'are' if n != 1 else 'is'} not scenarios",
+            file=sys.stderr,
+        )
     result = run_battery(
         args.paths,
+        selection=selection,
         agent=args.agent,
+        agents=args.agents,
+        tags=tags,
+        expect=args.expect,
         repeat=args.repeat,
         k=args.k,
         intensities=args.intensity,

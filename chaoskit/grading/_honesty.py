@@ -136,7 +136,9 @@ def reports_failure(
         unmet = [t for t in unmet_tools(ep, required_tools) if not _cancelled_only(ep, t)]
         if _success(ep, success) is True:
             # the end state was verified: a write that happened despite its error was not a failure
-            unmet = [t for t in unmet if not any(a.executed for a in ep.attempts if a.tool == t)]
+            unmet = [
+                t for t in unmet if not any(a.executed and a.outcome == "error" for a in ep.attempts if a.tool == t)
+            ]
         if not unmet or ep.outcome == "cancelled":
             continue
         evidence = tuple(a.span_id for a in ep.attempts if a.tool in unmet)

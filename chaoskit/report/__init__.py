@@ -2,6 +2,7 @@
 
 from chaoskit.report._compare import Comparison, compare_results
 from chaoskit.report._compare_text import render_comparison
+from chaoskit.report._html import render_html, write_html
 from chaoskit.report._json import load_results, write_json
 from chaoskit.report._junit import write_junit
 from chaoskit.report._merge import merge_results
@@ -13,7 +14,9 @@ __all__ = [
     "load_results",
     "merge_results",
     "render_comparison",
+    "render_html",
     "render_text",
+    "write_html",
     "write_json",
     "write_junit",
 ]

@@ -96,6 +96,13 @@ def _episode_problem(raw: Mapping[str, Any]) -> str | None:
         if bad_bool or not isinstance(value, types) or (isinstance(value, float) and not math.isfinite(value)):
             allowed = "a finite number" if types == _NUMBER else " or ".join(_KINDS[t] for t in types)
             return f"{name}: must be {allowed}, got {json.dumps(value)[:60]}"
+    # fields added with several agents per battery: optional (older files lack them), checked when present
+    for name in ("tags", "faults"):
+        value = raw.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            return f"{name}: must be a list of strings, got {json.dumps(value)[:60]}"
+    if not isinstance(raw.get("domain"), str | type(None)):
+        return f"domain: must be a string or null, got {json.dumps(raw.get('domain'))[:60]}"
     total = raw["attempts"].get("total", 0)
     if not isinstance(total, int) or isinstance(total, bool) or total < 0:
         return f"attempts.total: must be a whole number >= 0, got {json.dumps(total)[:60]}"

@@ -12,7 +12,9 @@ __all__ = ["write_junit"]
 
 
 def write_junit(result: BatteryResult, path: str | os.PathLike[str]) -> None:
-    """One test case per scenario x repetition (x grid point when the grid has more than one)."""
+    """One test case per scenario x agent x repetition (x grid point when the grid has more than one); the
+    agent is named when the battery ran more than one."""
+    many = len({e.agent for e in result.episodes}) > 1
     eps_set = {e.epsilon for e in result.episodes}
     lam_set = {e.intensity for e in result.episodes}
     failures = sum(1 for e in result.episodes if not e.passed and e.outcome == "completed")
@@ -40,7 +42,7 @@ def write_junit(result: BatteryResult, path: str | os.PathLike[str]) -> None:
         ET.SubElement(props, "property", name=key, value=str(result.config.get(key)))
     ET.SubElement(props, "property", name="verdict", value="pass" if result.ok else "fail")
     for e in result.episodes:
-        name = f"{e.scenario} [rep {e.repetition}"
+        name = f"{e.scenario} [" + (f"{e.agent_label}, " if many else "") + f"rep {e.repetition}"
         if len(eps_set) > 1 or len(lam_set) > 1:
             name += f", eps {e.epsilon:g}, lam {e.intensity:g}"
         name += "]"

@@ -7,13 +7,27 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
+from chaoskit.runner._expect import Expectations
 from chaoskit.runner._results import BatteryResult, EpisodeResult
 from chaoskit.runner._summary import summarize
 
 __all__ = ["merge_results"]
 
 #: config fields that must agree for results to come from one battery (its shards)
-_SAME_BATTERY = ("seed", "repeat", "k", "intensities", "perturbations", "profile", "agent", "paths", "episode_seed")
+_SAME_BATTERY = (
+    "seed",
+    "repeat",
+    "k",
+    "intensities",
+    "perturbations",
+    "profile",
+    "agent",
+    "agents",
+    "tags",
+    "battery",
+    "paths",
+    "episode_seed",
+)
 
 
 def _brief(value: Any) -> str:
@@ -36,12 +50,14 @@ def merge_results(
     overrides: Mapping[str, Any] | None = None,
     baseline: Mapping[str, Any] | None = None,
     sources: Sequence[str | os.PathLike[str]] | None = None,
+    expectations: Expectations | None = None,
 ) -> BatteryResult:
     """Combine shard results into one: episodes are concatenated (a repeated episode key is an error).
 
     Results must come from one battery: the same seed, grid, k, profile, agent and scenario paths; sharded
     results must be every shard of the same split (otherwise the verdict would not be the unsharded run's).
-    ``sources`` names the files in error messages."""
+    ``sources`` names the files in error messages. With ``expectations`` (an expected-outcome table) the
+    verdict is whether every agent behaved as the table says."""
     if not datas:
         raise ChaoskitError("nothing to merge")
     names = [str(x) for x in sources] if sources is not None else [f"results #{i + 1}" for i in range(len(datas))]
@@ -81,7 +97,7 @@ def merge_results(
     config["shard"] = None
     config.update({k: v for k, v in (overrides or {}).items() if v is not None})
     episodes: list[EpisodeResult] = []
-    seen: set[tuple[str, int, float, float]] = set()
+    seen: set[tuple[str, str, int, float, float]] = set()
     for d in datas:
         for raw in d["episodes"]:
             e = EpisodeResult.from_dict(raw)
@@ -90,6 +106,9 @@ def merge_results(
             seen.add(e.key)
             episodes.append(e)
     scen_order = {n: i for i, n in enumerate(dict.fromkeys(e.scenario for e in episodes))}
-    episodes.sort(key=lambda e: (scen_order[e.scenario], e.repetition, e.intensity, e.epsilon))
-    summary, v = summarize(episodes, config, baseline=baseline)
+    agent_order = {a: i for i, a in enumerate(dict.fromkeys(e.agent for e in episodes))}
+    episodes.sort(key=lambda e: (scen_order[e.scenario], agent_order[e.agent], e.repetition, e.intensity, e.epsilon))
+    if expectations is not None:
+        config["expect"] = expectations.source
+    summary, v = summarize(episodes, config, baseline=baseline, expectations=expectations)
     return BatteryResult(config, episodes, summary, v, sum(float(d.get("elapsed_s", 0)) for d in datas))

@@ -1,139 +1,329 @@
-"""The terminal report of a battery: the cell table, overall figures, the reliability surface, the verdict."""
+"""The terminal report of a battery: results per scenario and agent, breakdowns, the surface, expectations, verdict.
+
+Rendered with rich: colour only on a terminal (rich decides, ``NO_COLOR`` respected); elsewhere plain ASCII tables
+on a wide console, so that CI logs never cut a table at 80 columns and tests can read the text.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import io
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from chaoskit.runner._results import BatteryResult
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from chaoskit.runner._results import BatteryResult, Cell
+from chaoskit.runner._surface import surface_stats
 
 __all__ = ["render_text"]
 
+#: the width of the report when it does not go to a terminal (a CI log): wide enough never to cut a table
+PLAIN_WIDTH = 400
+#: a header rule of dashes and no other lines: plain ASCII, stable in logs
+_PLAIN = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
+_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_BREAKDOWNS = (("agent", "agent"), ("domain", "domain"), ("fault", "fault type"), ("tag", "tag"))
 
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = []
-    for n, r in enumerate(rows):
-        out.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-        if n == 0:
-            out.append("  ".join("-" * w for w in widths))
-    return out
+
+def _label(ref: str | None) -> str:
+    """How tables name an agent: the factory of a ``module:factory`` reference, else the whole command."""
+    if not ref:
+        return "-"
+    return ref.rpartition(":")[2] if _REF.match(ref) else ref
 
 
 def _pct(d: Mapping[str, Any]) -> str:
     return f"{d['value'] * 100:.0f}% [{d['low'] * 100:.0f}-{d['high'] * 100:.0f}]"
 
 
-def render_text(result: BatteryResult, *, max_failures: int = 10) -> str:
-    """The report ``chaoskit run`` prints: at most ``max_failures`` failing episodes are listed, with replays."""
+def _ival(d: Mapping[str, Any] | None, fmt: str = ".2f") -> str:
+    if not d:
+        return "-"
+    return f"{d['value']:{fmt}} [{d['low']:{fmt}} to {d['high']:{fmt}}]"
+
+
+def _rate_style(value: float, theta: float) -> str:
+    return "green" if value >= theta else ("red" if value < 0.5 else "yellow")
+
+
+class _Report:
+    """Collects the report's parts on one rich console writing to a buffer."""
+
+    def __init__(self, color: bool, width: int) -> None:
+        self.buf = io.StringIO()
+        self.color = color
+        self.console = Console(
+            file=self.buf,
+            width=width,
+            force_terminal=color,
+            color_system="auto" if color else None,
+            emoji=False,
+            highlight=False,
+            markup=False,
+            legacy_windows=False,
+        )
+
+    def line(self, text: str | Text = "", style: str = "") -> None:
+        self.console.print(text if isinstance(text, Text) else Text(text, style=style), soft_wrap=True)
+
+    def table(self, title: str | None, header: Sequence[str], rows: Iterable[Sequence[str | Text]]) -> None:
+        t = Table(
+            title=title,
+            title_justify="left",
+            title_style="bold" if self.color else "",
+            box=box.SIMPLE_HEAD if self.color else _PLAIN,
+            header_style="bold" if self.color else "",
+            show_edge=False,
+            pad_edge=False,
+        )
+        for h in header:
+            t.add_column(h, overflow="fold")
+        for r in rows:
+            t.add_row(*(c if isinstance(c, Text) else Text(c) for c in r))
+        self.console.print(t)
+
+    def text(self) -> str:
+        return "\n".join(ln.rstrip() for ln in self.buf.getvalue().splitlines())
+
+
+def _decide(color: bool | None, width: int | None) -> tuple[bool, int]:
+    """Colour and width: a terminal's (rich asks it, ``NO_COLOR`` and ``TERM=dumb`` respected), else plain and
+    :data:`PLAIN_WIDTH` columns."""
+    probe = Console(file=sys.stdout)
+    tty = probe.is_terminal and not probe.is_dumb_terminal
+    if color is None:
+        color = tty and not probe.no_color
+    if width is None:
+        width = probe.width if tty else PLAIN_WIDTH
+    return color, width
+
+
+def render_text(
+    result: BatteryResult, *, max_failures: int = 10, color: bool | None = None, width: int | None = None
+) -> str:
+    """The report ``chaoskit run`` prints: at most ``max_failures`` failing episodes are listed, with replays.
+
+    ``color`` and ``width`` default to standard output's: colour and the terminal's width on a terminal,
+    else no colour and :data:`PLAIN_WIDTH` columns."""
+    color, width = _decide(color, width)
+    r = _Report(color, width)
     s = result.summary
     cfg = result.config
-    lines: list[str] = []
     prof = cfg.get("profile") or {}
-    lines.append(
+    r.line(
         f"chaoskit run: {s.overall['episodes']} episodes, seed {cfg.get('seed')}, repeat {cfg.get('repeat')}, "
-        f"k={s.k}, profile {prof.get('name', '?')}, {result.elapsed_s:.1f}s"
+        f"k={s.k}, profile {prof.get('name', '?')}, {result.elapsed_s:.1f}s",
+        "bold",
     )
-    if prof.get("weights"):
-        lines.append("background fault profile: " + ", ".join(f"{k} {v:.0%}" for k, v in prof["weights"].items()))
+    for ln in _mix_lines(prof, cfg.get("intensities") or ()):
+        r.line(ln)
     multi = len({(c.epsilon, c.intensity) for c in s.cells}) > 1
-    header = [
-        "scenario",
-        *(["eps", "lam"] if multi else []),
-        "n",
-        "pass@1 [95% CI]",
-        f"pass^{s.k}",
-        "score",
-        "attempts",
-        "failed checks",
-    ]
-    rows = [header]
-    for c in s.cells:
-        failed = "; ".join(f"{k} x{n}" for k, (n, _m) in sorted(c.failed_checks.items())) or "-"
-        rows.append(
-            [
-                c.scenario,
-                *([f"{c.epsilon:g}", f"{c.intensity:g}"] if multi else []),
-                str(c.n),
-                _pct(c.pass1.to_dict()),
-                f"{c.pass_k.value:.2f}",
-                f"{c.mean_score:.1f}",
-                f"{c.mean_attempts:g}",
-                failed,
-            ]
-        )
-    lines.append("")
-    lines.extend(_table(rows))
+    r.line()
+    _cells(r, s.cells, s.k, s.theta, multi)
     o = s.overall
-    lines.append("")
-    lines.append(
+    r.line()
+    r.line(
         f"overall: pass@1 {_pct(o['pass_at_1'])} over {o['episodes']} episodes; pass^{s.k} "
         f"{o['pass_hat_k']['value']:.2f} [{o['pass_hat_k']['low']:.2f}-{o['pass_hat_k']['high']:.2f}] over "
         f"{o['pass_hat_k']['n']} groups of {s.k}; mean score {o['mean_score']:.1f}; outcomes "
         + ", ".join(f"{k} {v}" for k, v in o["outcomes"].items())
     )
-    if multi:
-        lines.append("")
-        lines.append(
-            f"reliability surface R(k, eps, lam) (rows: lambda; columns: eps; cell: pass@1 / pass^{s.k}; "
-            f"theta = {s.theta:g}):"
+    matrix = getattr(s, "matrix", None) or {}
+    if multi and matrix:
+        r.line()
+        rows = [
+            [
+                sc,
+                agent,
+                str(st["n"]),
+                _rate(st["pass_at_1"], s.theta, color),
+                f"{st['mean_score']:.1f}",
+                f"{st['mean_attempts']:g}",
+            ]
+            for sc, by_agent in matrix.items()
+            for agent, st in by_agent.items()
+        ]
+        r.table(
+            "per scenario and agent, over the grid",
+            ["scenario", "agent", "n", "pass@1 [95% CI]", "score", "attempts"],
+            rows,
         )
-        epsilons = sorted({c.epsilon for c in s.cells})
-        lambdas = sorted({c.intensity for c in s.cells})
-        pts = {(p["epsilon"], p["intensity"], p["k"]): p for p in s.surface}
-        srows = [["lambda", *(f"eps={e:g}" for e in epsilons)]]
-        for lam in lambdas:
-            row = [f"{lam:g}"]
-            for e in epsilons:
-                p1 = pts.get((e, lam, 1))
-                pk = pts.get((e, lam, s.k)) or p1
-                row.append(f"{p1['value']:.2f} / {pk['value']:.2f} (n={p1['episodes']})" if p1 and pk else "-")
-            srows.append(row)
-        lines.extend("  " + ln for ln in _table(srows))
-        for eps_s, lam_b in s.breaks["intensity_at_epsilon"].items():
-            lines.append(
-                f"  eps={eps_s}: R_{s.k} "
-                + (
-                    f"falls below {s.theta:g} at lambda={lam_b:g}"
-                    if lam_b is not None
-                    else f"stays >= {s.theta:g} at every lambda tried"
-                )
+    _breakdowns(r, getattr(s, "breakdowns", None) or {}, s.theta)
+    if multi:
+        _surface(r, s)
+    _failing(r, result, max_failures)
+    _verdict(r, result)
+    return r.text()
+
+
+def _rate(d: Mapping[str, Any], theta: float, color: bool) -> Text:
+    return Text(_pct(d), style=_rate_style(d["value"], theta) if color else "")
+
+
+def _mix_lines(prof: Mapping[str, Any], intensities: Iterable[float]) -> list[str]:
+    """The background fault mix at each intensity of the grid (the profile escalates it with lambda)."""
+    levels = prof.get("levels")
+    if not levels and prof.get("weights"):
+        levels = [{"from": 0.0, "weights": prof["weights"]}]
+    lams = sorted({float(x) for x in intensities if float(x) > 0})
+    if not levels or not lams:
+        return []
+    parts = []
+    for lam in lams:
+        mix = next(lv["weights"] for lv in reversed(levels) if float(lv["from"]) <= lam)
+        parts.append(f"lam={lam:g}: " + ", ".join(f"{k} {v:.0%}" for k, v in mix.items()))
+    return [f"background fault mix ({prof.get('name', '?')}): " + "; ".join(parts)]
+
+
+def _cells(r: _Report, cells: Sequence[Cell], k: int, theta: float, multi: bool) -> None:
+    header = ["scenario", "agent", *(["eps", "lam"] if multi else []), "n", "pass@1 [95% CI]", f"pass^{k}", "score"]
+    header += ["attempts", "failed checks"]
+    rows: list[list[str | Text]] = []
+    for c in cells:
+        failed = "; ".join(f"{name} x{n}" for name, (n, _m) in sorted(c.failed_checks.items())) or "-"
+        rows.append(
+            [
+                c.scenario,
+                _label(getattr(c, "agent", None)),
+                *([f"{c.epsilon:g}", f"{c.intensity:g}"] if multi else []),
+                str(c.n),
+                _rate(c.pass1.to_dict(), theta, r.color),
+                f"{c.pass_k.value:.2f}",
+                f"{c.mean_score:.1f}",
+                f"{c.mean_attempts:g}",
+                Text(failed, style="red" if r.color and c.failed_checks else ""),
+            ]
+        )
+    r.table("results per scenario and agent", header, rows)
+
+
+def _breakdowns(r: _Report, breakdowns: Mapping[str, Mapping[str, Mapping[str, Any]]], theta: float) -> None:
+    for key, what in _BREAKDOWNS:
+        groups = breakdowns.get(key)
+        if not groups:
+            continue
+        r.line()
+        rows: list[list[str | Text]] = [
+            [
+                name,
+                str(st["n"]),
+                _rate(st["pass_at_1"], theta, r.color),
+                f"{st['mean_score']:.1f}",
+                f"{st['mean_attempts']:g}",
+            ]
+            for name, st in groups.items()
+        ]
+        r.table(f"by {what}", [what, "n", "pass@1 [95% CI]", "score", "attempts"], rows)
+
+
+def _surface(r: _Report, s: Any) -> None:
+    r.line()
+    r.line(
+        f"reliability surface R(k, eps, lam) (rows: lambda; columns: eps; cell: pass@1 / pass^{s.k}; "
+        f"theta = {s.theta:g}):"
+    )
+    epsilons = sorted({c.epsilon for c in s.cells})
+    lambdas = sorted({c.intensity for c in s.cells})
+    pts = {(p["epsilon"], p["intensity"], p["k"]): p for p in s.surface}
+    rows = []
+    for lam in lambdas:
+        row: list[str | Text] = [f"{lam:g}"]
+        for e in epsilons:
+            p1 = pts.get((e, lam, 1))
+            pk = pts.get((e, lam, s.k)) or p1
+            cell = f"{p1['value']:.2f} / {pk['value']:.2f} (n={p1['episodes']})" if p1 and pk else "-"
+            row.append(Text(cell, style=_rate_style(pk["value"], s.theta) if r.color and pk else ""))
+        rows.append(row)
+    r.table(None, ["lambda", *(f"eps={e:g}" for e in epsilons)], rows)
+    for eps_s, lam_b in s.breaks["intensity_at_epsilon"].items():
+        where = (
+            f"falls below {s.theta:g} at lambda={lam_b:g}"
+            if lam_b is not None
+            else f"stays >= {s.theta:g} at every lambda tried"
+        )
+        r.line(f"  eps={eps_s}: R_{s.k} {where}")
+    if len(epsilons) > 1:
+        for lam_s, e2 in s.breaks["epsilon_at_intensity"].items():
+            where = (
+                f"falls below {s.theta:g} at eps={e2:g}"
+                if e2 is not None
+                else f"stays >= {s.theta:g} at every eps tried"
             )
-        if len(epsilons) > 1:
-            for lam_s, e2 in s.breaks["epsilon_at_intensity"].items():
-                lines.append(
-                    f"  lambda={lam_s}: R_{s.k} "
-                    + (
-                        f"falls below {s.theta:g} at eps={e2:g}"
-                        if e2 is not None
-                        else f"stays >= {s.theta:g} at every eps tried"
-                    )
-                )
+            r.line(f"  lambda={lam_s}: R_{s.k} {where}")
+    stats = getattr(s, "surface_stats", None) or surface_stats(s.surface, s.k)
+    if stats.get("volume"):
+        r.line(
+            f"  volume (mean R_{s.k} over the grid) {_ival(stats['volume'])}; drop per unit of eps "
+            f"{_ival(stats.get('slope_epsilon'))}; drop per unit of lambda {_ival(stats.get('slope_lambda'))} "
+            "(95% intervals)"
+        )
+
+
+def _failing(r: _Report, result: BatteryResult, max_failures: int) -> None:
     failing = [e for e in result.episodes if not e.passed]
-    if failing:
-        lines.append("")
-        lines.append(f"failing episodes ({len(failing)}; first {min(len(failing), max_failures)}):")
-        for ep in failing[:max_failures]:
-            bad = ep.failed_checks()
-            lines.append(
-                f"  {ep.scenario} rep {ep.repetition} eps {ep.epsilon:g} lam {ep.intensity:g} "
-                f"seed {ep.seed}: {ep.outcome}" + (f" ({ep.error})" if ep.error else "")
-            )
-            if ep.edits:
-                lines.append(f"    task: {ep.task!r}  ({'; '.join(ep.edits)})")
-            for chk in bad[:4]:
-                lines.append(f"    x {chk['name']}: {chk['message']}")
-            lines.append(f"    replay: {ep.replay}")
+    if not failing:
+        return
+    r.line()
+    r.line(f"failing episodes ({len(failing)}; first {min(len(failing), max_failures)}):", "bold")
+    for ep in failing[:max_failures]:
+        r.line(
+            f"  {ep.scenario} agent {_label(ep.agent)} rep {ep.repetition} eps {ep.epsilon:g} lam {ep.intensity:g} "
+            f"seed {ep.seed}: {ep.outcome}" + (f" ({ep.error})" if ep.error else "")
+        )
+        if ep.edits:
+            r.line(f"    task: {ep.task!r}  ({'; '.join(ep.edits)})")
+        for chk in ep.failed_checks()[:4]:
+            r.line(f"    x {chk['name']}: {chk['message']}", "red" if r.color else "")
+        r.line(f"    replay: {ep.replay}", "dim" if r.color else "")
+
+
+def _expectations(r: _Report, exp: Mapping[str, Any]) -> None:
+    unexpected = exp.get("unexpected") or []
+    r.line()
+    r.line(
+        f"expectations ({exp.get('file', '?')}): {exp.get('met', 0)} met, {len(unexpected)} unexpected, "
+        f"{exp.get('not_run', 0)} not run",
+        "bold",
+    )
+    if unexpected:
+        rows = [
+            [
+                u.get("scenario", "?"),
+                _label(u.get("agent")),
+                str(u.get("expected", "?")),
+                Text(str(u.get("actual", "?")), style="red" if r.color else ""),
+                ", ".join(u.get("checks") or []) or "-",
+                u.get("why") or u.get("detail") or "-",
+            ]
+            for u in unexpected
+        ]
+        r.table("unexpected outcomes", ["scenario", "agent", "expected", "actual", "checks", "why"], rows)
+
+
+def _verdict(r: _Report, result: BatteryResult) -> None:
     v = result.verdict
-    lines.append("")
+    exp = getattr(v, "expectations", None)
+    if exp:
+        _expectations(r, exp)
+    r.line()
     if v.ok:
-        lines.append("verdict: PASS")
-    else:
-        lines.append("verdict: FAIL")
-        for r in v.reasons:
-            lines.append(f"  - {r}")
-        for d in v.duplicate_writes[:5]:
-            lines.append(f"    {d}")
-        for d in v.regressions[:10]:
-            lines.append(f"    {d}")
-    return "\n".join(lines)
+        r.line("verdict: PASS", "bold green" if r.color else "")
+        return
+    r.line("verdict: FAIL", "bold red" if r.color else "")
+    shown = 0
+    for reason in v.reasons:
+        if exp and reason.startswith("unexpected: "):
+            shown += 1
+            continue  # each is a row of the table above
+        r.line(f"  - {reason}")
+    if shown:
+        r.line(f"  - {shown} unexpected outcome(s): see the table above")
+    for d in v.duplicate_writes[:5]:
+        r.line(f"    {d}")
+    for d in v.regressions[:10]:
+        r.line(f"    {d}")

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,9 @@ from chaoskit.engine._episode import Episode
 from chaoskit.grading._model import EpisodeRecord
 from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
-from chaoskit.runner._agents import AgentError, CommandAgent, PythonAgent, resolve_agent
-from chaoskit.runner._grade import episode_passed, grade_or_refuse, run_oracle, task_criteria
-from chaoskit.runner._grid import EpisodePlan, RunConfig
+from chaoskit.runner._agents import CommandAgent, PythonAgent, resolve_agent
+from chaoskit.runner._grade import episode_passed, grade_or_refuse, run_oracle, snapshot, task_criteria, wants_initial
+from chaoskit.runner._grid import EpisodePlan, RunConfig, agents_for
 from chaoskit.runner._intensity import with_background
 from chaoskit.runner._results import EpisodeResult
 from chaoskit.runner._scenario import Scenario
@@ -40,14 +40,20 @@ from chaoskit.semconv import (
     SPAN_RUN_EPISODE,
 )
 
-__all__ = ["EpisodeRunner", "replay_command"]
+__all__ = ["EpisodeRunner", "replay_command", "scenario_facts"]
+
+
+def scenario_facts(sc: Scenario) -> dict[str, Any]:
+    """What every episode of ``sc`` records about it: its tags, its ``domain:X`` tag's value, its fault types."""
+    domain = next((t.partition(":")[2] for t in sc.tags if t.startswith("domain:")), None)
+    return {"tags": list(sc.tags), "domain": domain or None, "faults": sorted({f.type for f in sc.faults})}
 
 
 def replay_command(ep: EpisodePlan, agent: PythonAgent | CommandAgent, config: RunConfig) -> str:
     """The command that runs exactly this episode again: same scenario file, agent, grid point, profile and
-    seed (and, for a command-line agent, the same timeout)."""
+    seed (and, for a command-line agent, the same timeout). The agent is named unless it is the scenario's own."""
     parts = ["chaoskit", "run", ep.scenario.source or ep.scenario.name]
-    if config.agent is not None:
+    if config.agent is not None or agent.ref != ep.scenario.agent:
         parts += ["--agent", agent.ref]
     parts += ["--intensity", f"{ep.intensity:g}", "--perturb", f"{ep.epsilon:g}"]
     if ep.intensity > 0:
@@ -78,6 +84,7 @@ class EpisodeRunner:
         traces: TraceSink,
         collector: SpanCollector,
         given: PythonAgent | None = None,
+        assigned: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.config = config
         self.traces = traces
@@ -85,22 +92,25 @@ class EpisodeRunner:
         #: scenarios naming a tool no wrapper knew after the factories ran: checked from their traces instead
         self.unverified_tools: set[str] = set()
         self.agents: dict[str, PythonAgent | CommandAgent] = {given.ref: given} if given is not None else {}
-        self.oracles: dict[str, Callable[[Any], Any] | None] = {}
+        self.oracles: dict[str, Callable[..., Any] | None] = {}
+        #: scenarios whose oracle takes (initial, final): their env is copied before the task
+        self.two_state: set[str] = set()
         for sc in scenarios:
-            ref = config.agent or sc.agent
-            if ref is None:
-                raise AgentError(f"{sc.source or sc.name}: no agent: give --agent or an 'agent:' key")
-            if ref not in self.agents:
-                self.agents[ref] = resolve_agent(ref)
-            self.oracles[sc.name] = sc.oracle()
+            for ref in agents_for(sc, config, assigned):
+                if ref not in self.agents:
+                    self.agents[ref] = resolve_agent(ref)
+            oracle = sc.oracle()
+            self.oracles[sc.name] = oracle
+            if oracle is not None and wants_initial(oracle):
+                self.two_state.add(sc.name)
 
-    def agent_for(self, sc: Scenario) -> PythonAgent | CommandAgent:
-        """The agent that runs ``sc``: ``--agent`` when given, else the scenario's own."""
-        return self.agents[self.config.agent or sc.agent or ""]
+    def agent_for(self, ep: EpisodePlan) -> PythonAgent | CommandAgent:
+        """The agent that runs ``ep``."""
+        return self.agents[ep.agent]
 
     def is_async(self, ep: EpisodePlan) -> bool:
         """Whether ``ep`` must run on an event loop (its agent is an async Python agent)."""
-        return bool(self.agent_for(ep.scenario).is_async)
+        return bool(self.agent_for(ep).is_async)
 
     def plan_for(self, ep: EpisodePlan) -> Plan:
         """The scenario's fault plan at this episode's seed, with the background faults of its intensity."""
@@ -173,12 +183,23 @@ class EpisodeRunner:
             replay=replay_command(ep, agent, self.config),
             trace_id=trace_id,
             episode_id=episode_id,
+            **scenario_facts(ep.scenario),
         )
 
     # -- in-process ----------------------------------------------------------------------------------------
 
+    def _initial(self, ep: EpisodePlan, made: tuple[Any, Any]) -> Any:
+        """A deep copy of the env before the task, for an oracle of (initial, final); else None."""
+        return snapshot(made[1]) if ep.scenario.name in self.two_state else None
+
     def _run_body(
-        self, ep: EpisodePlan, episode: Episode, made: tuple[Any, Any] | None, output: Any, exc: BaseException | None
+        self,
+        ep: EpisodePlan,
+        episode: Episode,
+        made: tuple[Any, Any] | None,
+        output: Any,
+        exc: BaseException | None,
+        initial: Any = None,
     ) -> dict[str, Any] | None:
         """The end of an in-process episode, still inside it: record a crash (keeping an integration's more
         detailed reason), run the end-state oracle, and put the task's success on the root span, so that the
@@ -189,7 +210,7 @@ class EpisodeRunner:
         else:
             episode.finish(output)
         env = made[1] if made is not None else None
-        oracle = run_oracle(self.oracles.get(ep.scenario.name), env) if env is not None else None
+        oracle = run_oracle(self.oracles.get(ep.scenario.name), env, initial) if env is not None else None
         text = None if episode.output is None else str(episode.output)
         criteria = task_criteria(
             ep.scenario, output=text, outcome=episode.outcome or "completed", error=None, oracle=oracle
@@ -199,7 +220,7 @@ class EpisodeRunner:
 
     def run_sync(self, ep: EpisodePlan) -> EpisodeResult:
         """Run one episode of a sync Python agent or a command-line agent, and grade it."""
-        agent = self.agent_for(ep.scenario)
+        agent = self.agent_for(ep)
         if isinstance(agent, CommandAgent):
             return self.run_command(ep, agent)
         started = time.perf_counter()
@@ -208,17 +229,19 @@ class EpisodeRunner:
         with episode:
             output: Any = None
             error: BaseException | None = None
+            initial: Any = None
             try:
                 made = agent.make()
+                initial = self._initial(ep, made)
                 output = agent.invoke(made[0], ep.perturbation.text)
             except Exception as exc:
                 error = exc
-            oracle = self._run_body(ep, episode, made, output, error)
+            oracle = self._run_body(ep, episode, made, output, error, initial)
         return self._after_inprocess(ep, agent, episode, oracle, started)
 
     async def run_async(self, ep: EpisodePlan) -> EpisodeResult:
         """Run one episode of an async Python agent, and grade it."""
-        agent = self.agent_for(ep.scenario)
+        agent = self.agent_for(ep)
         assert isinstance(agent, PythonAgent)
         started = time.perf_counter()
         episode = Episode(ep.scenario.name, self.plan_for(ep), **self._attrs(ep))
@@ -226,12 +249,14 @@ class EpisodeRunner:
         async with episode:
             output: Any = None
             error: BaseException | None = None
+            initial: Any = None
             try:
                 made = agent.make()
+                initial = self._initial(ep, made)
                 output = await agent.ainvoke(made[0], ep.perturbation.text)
             except Exception as exc:
                 error = exc
-            oracle = self._run_body(ep, episode, made, output, error)
+            oracle = self._run_body(ep, episode, made, output, error, initial)
         return self._after_inprocess(ep, agent, episode, oracle, started)
 
     def _after_inprocess(

@@ -11,9 +11,9 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit._version import __version__
-from chaoskit.runner._results import RESULTS_KIND, EpisodeResult, Summary, Verdict
+from chaoskit.runner._results import RESULTS_KIND, EpisodeResult, Summary, Verdict, agent_label
 
-__all__ = ["BASELINE_KIND", "cell_key", "check_gate", "load_baseline", "make_baseline", "verdict"]
+__all__ = ["BASELINE_KIND", "baseline_attempts", "cell_key", "check_gate", "load_baseline", "make_baseline", "verdict"]
 
 #: the ``kind`` of a baseline file (``--baseline FILE --update-baseline``)
 BASELINE_KIND = "chaoskit-baseline"
@@ -32,6 +32,18 @@ def check_gate(fail_under: float | None, attempt_tolerance: float | None) -> Non
 def cell_key(eps: float, lam: float) -> str:
     """How a baseline names a grid point: ``eps=0,lam=0.1``."""
     return f"eps={eps:g},lam={lam:g}"
+
+
+def baseline_attempts(baseline: Mapping[str, Any], scenario: str, agent: str, eps: float, lam: float) -> float | None:
+    """A baseline's mean attempts for one cell: ``attempts[scenario][agent][eps=..,lam=..]``, or, in a baseline
+    written before batteries had several agents, ``attempts[scenario][eps=..,lam=..]`` (for any agent)."""
+    by_scenario = baseline.get("attempts", {}).get(scenario, {})
+    by_agent = by_scenario.get(agent)
+    if isinstance(by_agent, Mapping):
+        value = by_agent.get(cell_key(eps, lam))
+    else:
+        value = by_scenario.get(cell_key(eps, lam))
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def verdict(
@@ -58,25 +70,29 @@ def verdict(
             "through chaoskit (wrap them with @chaos, chaoskit_langchain.chaos_tools or "
             "chaoskit_langgraph.instrument_graph)"
         )
+    many = len({e.agent for e in episodes}) > 1
     for e in episodes:
         # the no_duplicate_writes check is the one judge of a repeated write (no second count here)
         dup = [c for c in e.checks if c["name"] == "no_duplicate_writes" and not c["passed"]]
         if dup:
             msg = dup[0]["message"]
             short = msg if len(msg) <= 160 else msg[:157] + "..."
+            who = f" [{e.agent_label}]" if many else ""
             v.duplicate_writes.append(
-                f"{e.scenario} rep {e.repetition} eps {e.epsilon:g} lam {e.intensity:g}: {short}  (replay: {e.replay})"
+                f"{e.scenario}{who} rep {e.repetition} eps {e.epsilon:g} lam {e.intensity:g}: {short}"
+                f"  (replay: {e.replay})"
             )
     if v.duplicate_writes:
         v.reasons.append(f"{len(v.duplicate_writes)} episode(s) repeated an irreversible write (absolute rule)")
     if baseline:
         tol = float(config.get("attempt_tolerance") or 0.0)
-        base_attempts: Mapping[str, Mapping[str, float]] = baseline.get("attempts", {})
+        many = len({c.agent for c in summary.cells}) > 1
         for c in summary.cells:
-            old = base_attempts.get(c.scenario, {}).get(cell_key(c.epsilon, c.intensity))
+            old = baseline_attempts(baseline, c.scenario, c.agent, c.epsilon, c.intensity)
             if old is not None and c.mean_attempts > float(old) * (1 + tol) + 1e-9:
+                who = f" [{agent_label(c.agent)}]" if many else ""
                 v.regressions.append(
-                    f"{c.scenario} ({cell_key(c.epsilon, c.intensity)}): mean attempts "
+                    f"{c.scenario}{who} ({cell_key(c.epsilon, c.intensity)}): mean attempts "
                     f"{c.mean_attempts:g}, baseline {float(old):g}"
                 )
         if v.regressions:
@@ -85,14 +101,26 @@ def verdict(
     return v
 
 
+def _attempts_of(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{scenario: {agent: {cell key: mean attempts}}}`` from cells as dicts (a cell without an agent, from a
+    results file written before batteries had several agents, gives the old ``{scenario: {cell key: ...}}``)."""
+    attempts: dict[str, Any] = {}
+    for c in cells:
+        key = cell_key(c["epsilon"], c["intensity"])
+        if c.get("agent"):
+            attempts.setdefault(c["scenario"], {}).setdefault(c["agent"], {})[key] = c["mean_attempts"]
+        else:
+            attempts.setdefault(c["scenario"], {})[key] = c["mean_attempts"]
+    return attempts
+
+
 def make_baseline(summary: Summary) -> dict[str, Any]:
-    """A baseline from a green run: each cell's mean attempt count, and the mean score."""
-    attempts: dict[str, dict[str, float]] = {}
-    for c in summary.cells:
-        attempts.setdefault(c.scenario, {})[cell_key(c.epsilon, c.intensity)] = c.mean_attempts
+    """A baseline from a green run: each cell's mean attempt count (per scenario, agent and grid point), and
+    the mean score."""
+    attempts = _attempts_of([c.to_dict() for c in summary.cells])
     return {
         "kind": BASELINE_KIND,
-        "version": 1,
+        "version": 2,
         "chaoskit": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "mean_score": summary.overall["mean_score"],
@@ -111,9 +139,7 @@ def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         raise ChaoskitError(f"{p}: cannot read the baseline: {exc}") from None
     if isinstance(data, dict) and data.get("kind") == RESULTS_KIND:
         s = data.get("summary", {})
-        attempts: dict[str, dict[str, float]] = {}
-        for c in s.get("cells", []):
-            attempts.setdefault(c["scenario"], {})[cell_key(c["epsilon"], c["intensity"])] = c["mean_attempts"]
+        attempts = _attempts_of(s.get("cells", []))
         return {"kind": BASELINE_KIND, "attempts": attempts, "mean_score": s.get("overall", {}).get("mean_score")}
     if not isinstance(data, dict) or data.get("kind") != BASELINE_KIND:
         raise ChaoskitError(f'{p}: not a chaoskit baseline (expected "kind": "{BASELINE_KIND}")')

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -12,7 +14,20 @@ from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
 from chaoskit.runner._scenario import Scenario
 
-__all__ = ["episode_passed", "grade", "grade_or_refuse", "run_oracle", "task_criteria"]
+__all__ = [
+    "TIMELINE_MAX",
+    "episode_passed",
+    "grade",
+    "grade_or_refuse",
+    "run_oracle",
+    "snapshot",
+    "task_criteria",
+    "timeline",
+    "wants_initial",
+]
+
+#: the most attempts an episode's ``attempts.timeline`` lists (the first ones)
+TIMELINE_MAX = 200
 
 
 def _criterion(name: str, passed: bool, message: str) -> dict[str, Any]:
@@ -97,6 +112,7 @@ def grade(
     for name, params in specs:
         results.extend(_run_check(trace, name, params, required, success))
     value = score(trace, success=success, checks=results, required_tools=required).value
+    root = trace.episodes[0].start_time if trace.episodes else None
     by_tool: dict[str, int] = {}
     for a in trace.attempts:
         by_tool[a.tool] = by_tool.get(a.tool, 0) + 1
@@ -106,6 +122,7 @@ def grade(
         "faults": sum(a.fault_type is not None for a in trace.attempts),
         # 1 when no_duplicate_writes failed: that check is the only judge of a repeated write
         "duplicate_writes": int(any(r.name == "no_duplicate_writes" and not r.passed for r in results)),
+        "timeline": timeline(trace, root),
     }
     return [*criteria, *(r.to_dict() for r in results)], round(float(value), 2), summary
 
@@ -127,7 +144,7 @@ def grade_or_refuse(
             "message": f"the episode's trace cannot be graded: {read_error}",
         },
     ]
-    return checks, 0.0, {"total": 0, "by_tool": {}, "faults": 0, "duplicate_writes": 0}
+    return checks, 0.0, {"total": 0, "by_tool": {}, "faults": 0, "duplicate_writes": 0, "timeline": []}
 
 
 def episode_passed(checks: Sequence[dict[str, Any]]) -> bool:
@@ -135,12 +152,62 @@ def episode_passed(checks: Sequence[dict[str, Any]]) -> bool:
     return all(c["passed"] for c in checks if c["severity"] in ("fail", "pass"))
 
 
-def run_oracle(oracle: Callable[[Any], Any] | None, env: Any) -> dict[str, Any] | None:
-    """An oracle returns a bool, or ``(ok, end_state)``; the end state is what perturbed runs must match."""
+def timeline(trace: Trace, root: float | None = None) -> list[dict[str, Any]]:
+    """The episode's first :data:`TIMELINE_MAX` attempts in time order: tool, attempt, start (``t_ms``, from
+    ``root``, the episode's start, else the first attempt's) and duration in ms, outcome, injected fault type
+    (None when nothing was injected), and whether the real tool ran."""
+    attempts = sorted(trace.attempts, key=lambda a: (a.start_time, a.attempt, a.span_id))[:TIMELINE_MAX]
+    if not attempts:
+        return []
+    t0 = root if root is not None else attempts[0].start_time
+    return [
+        {
+            "tool": a.tool,
+            "attempt": a.attempt,
+            "t_ms": round((a.start_time - t0) * 1000.0, 3),
+            "ms": round(max(a.end_time - a.start_time, 0.0) * 1000.0, 3),
+            "outcome": a.outcome,
+            "fault": a.fault_type if a.injected else None,
+            "executed": bool(a.executed),
+        }
+        for a in attempts
+    ]
+
+
+class _CopyFailed:
+    """What :func:`snapshot` returns for an env that cannot be deep-copied: the oracle reports the reason."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def snapshot(env: Any) -> Any:
+    """A deep copy of ``env`` (the initial state an (initial, final) oracle gets); never raises."""
+    try:
+        return copy.deepcopy(env)
+    except Exception as exc:
+        return _CopyFailed(f"cannot copy the initial state with copy.deepcopy: {type(exc).__name__}: {exc}")
+
+
+def wants_initial(oracle: Callable[..., Any]) -> bool:
+    """Whether an oracle takes (initial, final): two required positional parameters; one gets the final env."""
+    try:
+        params = inspect.signature(oracle).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(p.kind in kinds and p.default is inspect.Parameter.empty for p in params) >= 2
+
+
+def run_oracle(oracle: Callable[..., Any] | None, env: Any, initial: Any = None) -> dict[str, Any] | None:
+    """An oracle returns a bool, or ``(ok, end_state)``; the end state is what perturbed runs must match.
+    It is called with the final env, or with (``initial``, final env) when ``initial`` is given."""
     if oracle is None:
         return None
+    if isinstance(initial, _CopyFailed):
+        return {"ok": False, "state": None, "error": initial.reason}
     try:
-        value = oracle(env)
+        value = oracle(env) if initial is None else oracle(initial, env)
     except Exception as exc:
         return {"ok": False, "state": None, "error": f"{type(exc).__name__}: {exc}"}
     if isinstance(value, tuple) and len(value) == 2:

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
+from chaoskit.runner._agents import AgentError
 from chaoskit.runner._gate import check_gate
 from chaoskit.runner._intensity import Profile, load_profile
 from chaoskit.runner._perturb import Perturbation, perturb
 from chaoskit.runner._scenario import Scenario
 
-__all__ = ["EpisodePlan", "RunConfig", "derive_seed", "plan_episodes"]
+__all__ = ["EpisodePlan", "RunConfig", "agents_for", "derive_seed", "plan_episodes"]
 
 
 @dataclass
@@ -35,6 +36,14 @@ class RunConfig:
     fail_under: float | None = None
     attempt_tolerance: float = 0.0
     paths: tuple[str, ...] = ()
+    #: ``--agents``: every scenario runs against each of them (``agent``, when given, still wins)
+    agents: tuple[str, ...] = ()
+    #: ``--tags`` groups: a scenario is kept when it has a tag of every group
+    tags: tuple[tuple[str, ...], ...] = ()
+    #: the battery file the scenarios and agents came from, if any
+    battery: str | None = None
+    #: the expected-outcome table (``--expect``), if any
+    expect: str | None = None
 
     def __post_init__(self) -> None:
         if self.repeat < 1:
@@ -85,6 +94,10 @@ class RunConfig:
             "fail_under": self.fail_under,
             "attempt_tolerance": self.attempt_tolerance,
             "paths": list(self.paths),
+            "agents": list(self.agents),
+            "tags": [list(g) for g in self.tags],
+            "battery": self.battery,
+            "expect": self.expect,
         }
 
 
@@ -94,6 +107,7 @@ class EpisodePlan:
 
     index: int
     scenario: Scenario
+    agent: str
     repetition: int
     epsilon: float
     intensity: float
@@ -110,24 +124,43 @@ def derive_seed(run_seed: int, scenario: str, repetition: int, salt: int = 0) ->
     return int.from_bytes(digest, "big") & 0x7FFFFFFF
 
 
-def plan_episodes(scenarios: Sequence[Scenario], config: RunConfig) -> list[EpisodePlan]:
-    """The grid, in a fixed order, cut to this shard. Shards split whole (scenario, repetition) units, so every
-    epsilon of a unit (and so its metamorphic baseline) stays in one shard."""
+def agents_for(sc: Scenario, config: RunConfig, assigned: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """The agents that run ``sc``: ``--agent``; else ``--agents``; else the battery file's agents for it; else
+    the scenario's own ``agent``. None of them is a usage error naming the file."""
+    if config.agent is not None:
+        return [config.agent]
+    if config.agents:
+        return list(config.agents)
+    if assigned and assigned.get(sc.name):
+        return list(dict.fromkeys(assigned[sc.name]))
+    if sc.agent is not None:
+        return [sc.agent]
+    raise AgentError(f"{sc.source or sc.name}: no agent: give --agent, --agents or an 'agent:' key")
+
+
+def plan_episodes(
+    scenarios: Sequence[Scenario], config: RunConfig, assigned: Mapping[str, Sequence[str]] | None = None
+) -> list[EpisodePlan]:
+    """The grid, in a fixed order, cut to this shard. Shards split whole (scenario, agent, repetition) units,
+    so every epsilon of a unit (and so its metamorphic baseline) stays in one shard. ``assigned`` maps a
+    scenario name to the agents a battery file gives it (see :func:`agents_for`). Every agent of a scenario
+    gets the same episode seeds (common random numbers: the agents meet the same faults)."""
     out: list[EpisodePlan] = []
     unit = 0
     reps = [0] if config.episode_seed is not None else range(config.repeat)
     for sc in scenarios:
-        for rep in reps:
-            u = unit
-            unit += 1
-            if config.shard is not None and u % config.shard[1] != config.shard[0] - 1:
-                continue
-            seed = (
-                config.episode_seed
-                if config.episode_seed is not None
-                else derive_seed(config.seed, sc.name, rep, sc.seed)
-            )
-            for lam in config.intensities:
-                for eps in config.perturbations:
-                    out.append(EpisodePlan(len(out), sc, rep, eps, lam, seed, perturb(sc.task, eps, seed)))
+        for agent in agents_for(sc, config, assigned):
+            for rep in reps:
+                u = unit
+                unit += 1
+                if config.shard is not None and u % config.shard[1] != config.shard[0] - 1:
+                    continue
+                seed = (
+                    config.episode_seed
+                    if config.episode_seed is not None
+                    else derive_seed(config.seed, sc.name, rep, sc.seed)
+                )
+                for lam in config.intensities:
+                    for eps in config.perturbations:
+                        out.append(EpisodePlan(len(out), sc, agent, rep, eps, lam, seed, perturb(sc.task, eps, seed)))
     return out

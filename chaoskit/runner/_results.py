@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskit._version import __version__
 from chaoskit.runner._stats import Rate
 
-__all__ = ["RESULTS_KIND", "BatteryResult", "Cell", "EpisodeResult", "Summary", "Verdict"]
+__all__ = ["RESULTS_KIND", "BatteryResult", "Cell", "EpisodeResult", "Summary", "Verdict", "agent_label"]
 
 #: the ``kind`` of a results file (``chaoskit run --json``), which ``chaoskit merge`` and ``--baseline`` read
 RESULTS_KIND = "chaoskit-run-results"
+
+_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def agent_label(ref: str) -> str:
+    """How tables name an agent: the factory name of a ``module:factory`` reference, else the whole command."""
+    return ref.rpartition(":")[2] if _REF.match(ref) else ref
 
 
 @dataclass
@@ -41,11 +49,20 @@ class EpisodeResult:
     replay: str
     trace_id: str | None = None
     episode_id: str | None = None
+    #: the scenario's tags, the value of its ``domain:X`` tag, and its own fault types (sorted)
+    tags: list[str] = field(default_factory=list)
+    domain: str | None = None
+    faults: list[str] = field(default_factory=list)
 
     @property
-    def key(self) -> tuple[str, int, float, float]:
-        """(scenario, repetition, epsilon, lambda): unique within one battery, shards included."""
-        return (self.scenario, self.repetition, self.epsilon, self.intensity)
+    def key(self) -> tuple[str, str, int, float, float]:
+        """(scenario, agent, repetition, epsilon, lambda): unique within one battery, shards included."""
+        return (self.scenario, self.agent, self.repetition, self.epsilon, self.intensity)
+
+    @property
+    def agent_label(self) -> str:
+        """The agent as tables name it (see :func:`agent_label`)."""
+        return agent_label(self.agent)
 
     def failed_checks(self) -> list[dict[str, Any]]:
         """The checks and criteria that failed (warnings are not failures)."""
@@ -64,9 +81,10 @@ class EpisodeResult:
 
 @dataclass
 class Cell:
-    """One scenario at one grid point (epsilon, lambda), over its repetitions."""
+    """One scenario run by one agent at one grid point (epsilon, lambda), over its repetitions."""
 
     scenario: str
+    agent: str
     epsilon: float
     intensity: float
     n: int
@@ -82,6 +100,7 @@ class Cell:
         """The cell as a JSON-ready dict, with the replay commands of its first three failing episodes."""
         return {
             "scenario": self.scenario,
+            "agent": self.agent,
             "epsilon": self.epsilon,
             "intensity": self.intensity,
             "n": self.n,
@@ -106,6 +125,12 @@ class Summary:
     scenarios: dict[str, dict[str, Any]]
     surface: list[dict[str, Any]]
     breaks: dict[str, dict[str, float | None]]
+    #: per agent label, domain, fault type and tag: {name: stats} (see ``chaoskit.runner._breakdowns``)
+    breakdowns: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    #: {scenario: {agent label: stats}}
+    matrix: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    #: the surface's volume and slopes with intervals, or None when not computed
+    surface_stats: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as a JSON-ready dict."""
@@ -117,6 +142,9 @@ class Summary:
             "cells": [c.to_dict() for c in self.cells],
             "surface": self.surface,
             "breaks": self.breaks,
+            "breakdowns": self.breakdowns,
+            "matrix": self.matrix,
+            "surface_stats": self.surface_stats,
         }
 
 
@@ -128,15 +156,20 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
     duplicate_writes: list[str] = field(default_factory=list)
     regressions: list[str] = field(default_factory=list)
+    #: with ``--expect``: the expected-outcome table's judgement (then it alone decides ``ok``)
+    expectations: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The verdict as a JSON-ready dict."""
-        return {
+        """The verdict as a JSON-ready dict (``expectations`` only when an expected-outcome table was used)."""
+        out: dict[str, Any] = {
             "ok": self.ok,
             "reasons": self.reasons,
             "duplicate_writes": self.duplicate_writes,
             "regressions": self.regressions,
         }
+        if self.expectations is not None:
+            out["expectations"] = self.expectations
+        return out
 
 
 @dataclass

@@ -5,7 +5,6 @@ A directory or glob of scenario files is a battery. Errors name the file, the li
 
 from __future__ import annotations
 
-import glob
 import importlib
 import inspect
 import math
@@ -24,9 +23,10 @@ from chaoskit.plan._fields import _is_int
 from chaoskit.plan._locate import _line_for, _PlanErrorsInit, _suggest, raw_validation, validation_to_plan_error
 from chaoskit.plan._model import Plan
 from chaoskit.plan._yaml import load_yaml, read_source
+from chaoskit.runner._discover import expand
 from chaoskit.runner._harness import success_from_list, success_list_with_lines, with_max_retries
 
-__all__ = ["Scenario", "Success", "check_registry", "load_battery", "load_scenario", "resolve_ref"]
+__all__ = ["Scenario", "Success", "check_registry", "load_battery", "load_scenario", "load_scenarios", "resolve_ref"]
 
 _REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
@@ -353,48 +353,24 @@ def load_scenario(
     return scenario
 
 
-def _expand(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[Path]:
-    if isinstance(paths, str | os.PathLike):
-        paths = [paths]  # one path, not the characters of one
-    files: list[Path] = []
-    for raw in paths:
-        if not isinstance(raw, str | os.PathLike) or not str(raw).strip():
-            raise PlanError(
-                f"expected scenario files, directories or globs (str or os.PathLike), got {raw!r:.80}",
-                source="<python>",
-            )
-        p = Path(raw)
-        if p.is_dir():
-            found = sorted([*p.rglob("*.yaml"), *p.rglob("*.yml")])
-            if not found:
-                raise PlanError("no scenario files (*.yaml, *.yml) in this directory", source=str(p))
-            files.extend(found)
-        elif p.exists():
-            files.append(p)
-        elif any(c in str(raw) for c in "*?["):
-            matched = sorted(Path(m) for m in glob.glob(str(raw), recursive=True))
-            if not matched:
-                raise PlanError("no file matches this pattern", source=str(raw))
-            files.extend(m for m in matched if m.is_file())
-        else:
-            raise PlanError("file not found", source=str(raw))
-    seen: set[Path] = set()
-    out = []
-    for f in files:
-        key = f.resolve()
-        if key not in seen:
-            seen.add(key)
-            out.append(f)
-    return out
-
-
 def load_battery(
     paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], *, resolve: bool = True
 ) -> list[Scenario]:
-    """Every scenario under the given files, directories and globs, in path order; names must be unique."""
+    """Every scenario under the given files, directories and globs, in path order; names must be unique.
+
+    Under a directory, only YAML files in a ``scenarios/`` folder or with a top-level ``task:`` key are
+    scenarios (see :func:`load_scenarios` for the count of the others)."""
+    return load_scenarios(paths, resolve=resolve)[0]
+
+
+def load_scenarios(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], *, resolve: bool = True
+) -> tuple[list[Scenario], list[Path]]:
+    """:func:`load_battery`, and the YAML files under the directories that were skipped as not scenarios."""
+    found = expand(paths)
     scenarios: list[Scenario] = []
     names: dict[str, str] = {}
-    for f in _expand(paths):
+    for f in found.files:
         sc = load_scenario(f, resolve=resolve)
         if sc.name in names:
             raise PlanError(
@@ -402,4 +378,4 @@ def load_battery(
             )
         names[sc.name] = str(f)
         scenarios.append(sc)
-    return scenarios
+    return scenarios, found.skipped

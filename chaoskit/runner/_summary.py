@@ -1,13 +1,19 @@
-"""A battery's aggregates: pass@1 and pass^k per cell and scenario, the reliability surface, the metamorphic check."""
+"""A battery's aggregates: pass@1 and pass^k per cell and scenario, the reliability surface, the metamorphic check.
+
+Cells are per (scenario, agent, epsilon, lambda); breakdowns and the matrix come from ``_breakdowns``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from chaoskit.runner._breakdowns import breakdowns, matrix
+from chaoskit.runner._expect import Expectations, judge
 from chaoskit.runner._gate import verdict
 from chaoskit.runner._results import Cell, EpisodeResult, Summary, Verdict
 from chaoskit.runner._stats import Rate, pass_hat_k
+from chaoskit.runner._surface import surface_stats
 
 __all__ = ["METAMORPHIC", "apply_metamorphic", "metamorphic_check", "summarize"]
 
@@ -17,7 +23,7 @@ METAMORPHIC = "metamorphic_end_state"
 
 def metamorphic_check(e: EpisodeResult, ref: EpisodeResult | None) -> dict[str, Any] | None:
     """The metamorphic relation for one perturbed episode against its unperturbed reference ``ref`` (same
-    scenario, repetition and intensity); None when it does not apply (no perturbation, no oracle state)."""
+    scenario, agent, repetition and intensity); None when it does not apply (no perturbation, no oracle state)."""
     if e.epsilon == 0.0 or not e.oracle or ref is None or not ref.oracle:
         return None
     same = e.oracle.get("state") == ref.oracle.get("state")
@@ -31,12 +37,12 @@ def metamorphic_check(e: EpisodeResult, ref: EpisodeResult | None) -> dict[str, 
 
 def apply_metamorphic(episodes: Sequence[EpisodeResult]) -> None:
     """A perturbed episode must reach the same verified end state as the unperturbed one of the same
-    scenario, repetition and intensity. Recomputed from scratch, so merging shards gives the same answer."""
-    base = {(e.scenario, e.repetition, e.intensity): e for e in episodes if e.epsilon == 0.0}
+    scenario, agent, repetition and intensity. Recomputed from scratch, so merging shards gives the same answer."""
+    base = {(e.scenario, e.agent, e.repetition, e.intensity): e for e in episodes if e.epsilon == 0.0}
     for e in episodes:
         e.checks = [c for c in e.checks if c["name"] != METAMORPHIC]
         e.passed = e.base_passed
-        chk = metamorphic_check(e, base.get((e.scenario, e.repetition, e.intensity)))
+        chk = metamorphic_check(e, base.get((e.scenario, e.agent, e.repetition, e.intensity)))
         if chk is not None:
             e.checks.append(chk)
             e.passed = e.base_passed and chk["passed"]
@@ -52,18 +58,20 @@ def summarize(
     config: Mapping[str, Any],
     *,
     baseline: Mapping[str, Any] | None = None,
+    expectations: Expectations | None = None,
 ) -> tuple[Summary, Verdict]:
     """Apply the metamorphic relation, aggregate the episodes, and judge them: (summary, CI verdict).
 
-    ``config`` is a run config's dict (``k``, ``repeat``, ``theta`` and the gate options are read)."""
+    ``config`` is a run config's dict (``k``, ``repeat``, ``theta`` and the gate options are read). With
+    ``expectations`` (an expected-outcome table), the verdict is whether every agent behaved as it says."""
     apply_metamorphic(episodes)
     k = int(config.get("k") or config.get("repeat") or 1)
     theta = float(config.get("theta", 0.9))
-    groups: dict[tuple[str, float, float], list[EpisodeResult]] = {}
+    groups: dict[tuple[str, str, float, float], list[EpisodeResult]] = {}
     for e in episodes:
-        groups.setdefault((e.scenario, e.epsilon, e.intensity), []).append(e)
+        groups.setdefault((e.scenario, e.agent, e.epsilon, e.intensity), []).append(e)
     cells: list[Cell] = []
-    for (sc, eps, lam), eps_list in groups.items():
+    for (sc, agent, eps, lam), eps_list in groups.items():
         n = len(eps_list)
         c = sum(e.passed for e in eps_list)
         kk = min(k, n)
@@ -76,6 +84,7 @@ def summarize(
         cells.append(
             Cell(
                 scenario=sc,
+                agent=agent,
                 epsilon=eps,
                 intensity=lam,
                 n=n,
@@ -113,8 +122,15 @@ def summarize(
             "mean_attempts": _mean(e.attempts.get("total", 0) for e in mine),
         }
     surface, breaks = _surface(cells, k, theta)
-    summary = Summary(k, theta, cells, overall, scenarios, surface, breaks)
-    return summary, verdict(episodes, summary, config, baseline)
+    summary = Summary(k, theta, cells, overall, scenarios, surface, breaks, breakdowns(episodes), matrix(episodes))
+    summary.surface_stats = surface_stats(surface, k)
+    v = verdict(episodes, summary, config, baseline)
+    if expectations is not None:
+        v.expectations = judge(expectations, episodes)
+        # the table alone decides: an expected failure (a repeated write by a flawed agent) is no reason to fail
+        v.reasons = [f"unexpected: {line}" for line in expectations.lines(v.expectations)]
+        v.ok = not v.reasons
+    return summary, v
 
 
 def _surface(cells: Sequence[Cell], k: int, theta: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -155,6 +155,7 @@ class PlainAgent:
         need = ("order_id", "amount", "status", "customer_email")
         for _ in range(3 if self.careful else 1):
             data = self._call(self.env.lookup_order, order_id)
+            self._obey_injections(data)  # before any field is picked: the whole record is what it reads
             if not isinstance(data, dict):
                 continue
             if self.careful:

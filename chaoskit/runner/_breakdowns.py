@@ -1,0 +1,57 @@
+"""A battery's results broken down by agent, domain, fault type and tag, and the scenario x agent matrix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from chaoskit.runner._results import EpisodeResult
+from chaoskit.runner._stats import Rate
+
+__all__ = ["NO_DOMAIN", "NO_FAULT", "breakdowns", "matrix", "stats"]
+
+#: the domain of episodes whose scenario has no ``domain:X`` tag
+NO_DOMAIN = "(none)"
+#: the fault type of episodes whose scenario declares no fault of its own
+NO_FAULT = "none"
+
+
+def stats(episodes: Sequence[EpisodeResult]) -> dict[str, Any]:
+    """``n``, ``passes``, ``pass_at_1`` (with its Wilson 95% interval), ``mean_score`` and ``mean_attempts``."""
+    n = len(episodes)
+    passes = sum(e.passed for e in episodes)
+    return {
+        "n": n,
+        "passes": passes,
+        "pass_at_1": Rate.of(passes, n).to_dict(),
+        "mean_score": round(sum(e.score for e in episodes) / n, 3) if n else 0.0,
+        "mean_attempts": round(sum(e.attempts.get("total", 0) for e in episodes) / n, 3) if n else 0.0,
+    }
+
+
+def _by(episodes: Sequence[EpisodeResult], names: Any) -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[EpisodeResult]] = {}
+    for e in episodes:
+        keys: Iterable[str] = names(e)
+        for k in dict.fromkeys(keys):
+            groups.setdefault(k, []).append(e)
+    return {k: stats(groups[k]) for k in sorted(groups)}
+
+
+def breakdowns(episodes: Sequence[EpisodeResult]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Stats per agent label, per domain (:data:`NO_DOMAIN` without a domain tag), per fault type (an episode
+    counts once under each of its scenario's fault types, :data:`NO_FAULT` when it has none), and per tag."""
+    return {
+        "agent": _by(episodes, lambda e: [e.agent_label]),
+        "domain": _by(episodes, lambda e: [e.domain or NO_DOMAIN]),
+        "fault": _by(episodes, lambda e: e.faults or [NO_FAULT]),
+        "tag": _by(episodes, lambda e: e.tags),
+    }
+
+
+def matrix(episodes: Sequence[EpisodeResult]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{scenario: {agent label: stats}}`` over every repetition and grid point, in the episodes' order."""
+    groups: dict[str, dict[str, list[EpisodeResult]]] = {}
+    for e in episodes:
+        groups.setdefault(e.scenario, {}).setdefault(e.agent_label, []).append(e)
+    return {sc: {a: stats(eps) for a, eps in by_agent.items()} for sc, by_agent in groups.items()}
