@@ -19,7 +19,7 @@ from chaoskit.report._svg import esc
 __all__ = ["render_html", "write_html"]
 
 #: how many episodes the page lists in full (failing ones first); the rest are counted
-MAX_EPISODES = 60
+MAX_EPISODES = 250
 _DOT = " \u00b7 "
 
 
