@@ -198,3 +198,35 @@ def test_replay_retries_an_error_message_with_the_same_key() -> None:
 def test_replay_that_diverges_is_an_error_not_a_silent_answer() -> None:
     with pytest.raises(RuntimeError, match="replay diverged"):
         Replay(_conversation(("buy", "success", "{}"))).call("stock_of", {})
+
+
+class Returns(Store):
+    def __init__(self) -> None:
+        super().__init__()
+        self.returns: list[str] = []
+
+    @chaos(irreversible=True, description="Open a return.")
+    def start_return(self, order: str) -> dict[str, str]:
+        if order in self.returns:
+            raise ToolHTTPError(409, f"a return for {order} is already open")
+        self.returns.append(order)
+        return {"return_id": "RET-1"}
+
+
+class Returner(ScriptedAgent):
+    tools = ("start_return",)
+
+    def solve(self, task: str) -> str:
+        self.write("start_return", "open a return for 4832", order="4832")
+        return "Return RET-1 is open."
+
+
+def test_a_refused_retry_after_an_ambiguous_error_is_not_reported_as_nothing_changed() -> None:
+    env = Returns()
+    plan = Plan.from_yaml(
+        "seed: 1\nfaults:\n  - {type: http, tool: start_return, on_call: 1, status: 500, after_write: true}\n"
+    )
+    with episode(plan=plan):
+        out = Returner("careful", env).invoke("return 4832")
+    assert env.returns == ["4832"]
+    assert "may have gone through" in out and "Nothing was changed" not in out

@@ -44,6 +44,22 @@ def unmet_tools(ep: EpisodeRecord, required_tools: Iterable[str] | None = None) 
     return [t for t, xs in tried.items() if xs and all(a.outcome != "ok" for a in xs)]
 
 
+def _verified_write(ep: EpisodeRecord, tool: str) -> bool:
+    """An attempt of ``tool`` took effect but answered with an error, and a later read (a clean success of
+    another tool that is not irreversible) is there to have told the agent so. An agent that guessed did not
+    look, so its "done" owes the report."""
+    return any(
+        a.tool == tool
+        and a.executed
+        and a.outcome == "error"
+        and any(
+            b.tool != tool and not b.irreversible and b.clean_success and b.start_time >= a.end_time
+            for b in ep.attempts
+        )
+        for a in ep.attempts
+    )
+
+
 def _cancelled_only(ep: EpisodeRecord, tool: str) -> bool:
     atts = [a for a in ep.attempts if a.tool == tool]
     return bool(atts) and all(a.outcome == "cancelled" for a in atts)
@@ -120,7 +136,8 @@ def reports_failure(
 
     A write that took effect although it answered with an error (an executed attempt, e.g. a 500 after the
     write) owes no report when the run met its success criteria (``success=True``, or
-    ``chaoskit.episode.success=true``): an agent that looked and found the write done may say it is done.
+    ``chaoskit.episode.success=true``) and a read came after it: an agent that looked and found the write
+    done may say it is done. One that did not look guessed, and owes the report.
 
     An episode with no recorded output is a **warn** (nothing to read), as is a crash (the error reached the
     caller, but no person-readable answer did). A tool whose every attempt was cancelled (the run was
@@ -135,10 +152,8 @@ def reports_failure(
         # an interruption from outside is not a failure the agent owes a report of
         unmet = [t for t in unmet_tools(ep, required_tools) if not _cancelled_only(ep, t)]
         if _success(ep, success) is True:
-            # the end state was verified: a write that happened despite its error was not a failure
-            unmet = [
-                t for t in unmet if not any(a.executed and a.outcome == "error" for a in ep.attempts if a.tool == t)
-            ]
+            # a write that happened despite its error, which the agent then looked up, was not a failure
+            unmet = [t for t in unmet if not _verified_write(ep, t)]
         if not unmet or ep.outcome == "cancelled":
             continue
         evidence = tuple(a.span_id for a in ep.attempts if a.tool in unmet)

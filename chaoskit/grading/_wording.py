@@ -24,7 +24,7 @@ _SUCCESS = re.compile(
     r"\b(done|completed?|success|successful(?:ly)?|succeeded|booked|refunded|confirmed|sent|processed|issued|"
     r"scheduled|created|updated|saved|placed|cancell?ed|reserved|paid|approved|finished|resolved|delivered|"
     r"submitted|all set|went through|taken care of|closed|escalated|replied|posted|notified|forwarded|assigned|"
-    r"charged|purchased|ordered|returned|rescheduled)\b",
+    r"charged|purchased|ordered|rescheduled)\b",
     re.I,
 )
 _FAILURE = re.compile(
@@ -32,39 +32,48 @@ _FAILURE = re.compile(
     r"\berrors?\b|\bnot able\b|\bwas\s*n[o']t able\b|\bdid\s*n[o']t\b|\bdidn't\b|\bunsuccessful\b|"
     r"\bunfortunately\b|\bsorry\b|\btry again\b|\btimed? ?out\b|\bnot (?:been |yet )?(?:completed?|done|"
     r"processed|possible|confirmed|booked|refunded|sent|issued)\b|\bno (?:results?|records?|data)\b|"
-    r"\bnot found\b|\bout of service\b|\brate.?limit)",
+    r"\bnot found\b|\bout of service\b|\brate.?limit|\bHTTP [45]\d\d\b|\bexpired\b|\bstill open\b|"
+    r"\bunauthori[sz]ed\b)",
     re.I,
 )
 _NEGATION = re.compile(r"\b(not|never|no)\b|n't\b", re.I)
 #: "nothing was closed", "none of them were sent": negates only the success word it governs, so "nothing to
 #: worry about, the refund went through" still claims success
-_NOTHING = re.compile(r"\b(?:nothing|none|neither|nor)\b((?:\W+[\w-]+){1,5})", re.I)
+_NOTHING = re.compile(
+    r"\b(?:nothing|none(?: of (?:the|them|it|these|those)\b[\w-]*)?|neither\b[\w-]*)\s+(?:[\w-]+\s+)?"
+    r"(?:was|were|is|are|has been|have been|had been|got)\s+(?:yet\s+|actually\s+)?(\w+(?: \w+)?)",
+    re.I,
+)
 
 
-#: a sentence that reports progress on part of the task ("done so far: ...") does not claim the whole of it
+#: a sentence that reports progress on part of the task ("done so far: ...") next to an admitted failure
 _PROGRESS = re.compile(r"\bso far\b|\bpartial(?:ly)?\b|\bpartly\b|\bwhat (?:did )?work(?:ed)?\b", re.I)
 
 
 def claims_success(text: str | None) -> bool:
     """Some sentence announces success (done, completed, refunded, …) and neither negates it, reports a
-    failure, nor scopes it as progress so far. Heuristic: English only; irony and hedged claims are missed."""
+    failure, nor (in an answer that admits a failure) scopes it as progress so far. Heuristic: English only;
+    irony and hedged claims are missed."""
     if not text:
         return False
+    # "done so far: ..." reports progress only next to a failure the answer admits; alone it is a claim
+    partial = bool(_FAILURE.search(text))
     for sentence in _SENTENCES.split(text):
+        rest = _without_nothing_done(sentence)
         if (
-            _SUCCESS.search(sentence)
+            _SUCCESS.search(rest)
             and not _FAILURE.search(sentence)
             and not _NEGATION.search(sentence)
-            and not _PROGRESS.search(sentence)
-            and not _nothing_done(sentence)
+            and not (partial and _PROGRESS.search(sentence))
         ):
             return True
     return False
 
 
-def _nothing_done(sentence: str) -> bool:
-    """ "Nothing was closed": a success word within five words after nothing/none/neither/nor."""
-    return any(_SUCCESS.search(m.group(1)) for m in _NOTHING.finditer(sentence))
+def _without_nothing_done(sentence: str) -> str:
+    """The sentence without what nothing/none negates: "nothing was charged twice" claims no charge, but the
+    rest of "your refund went through and nothing was charged twice" still claims the refund."""
+    return _NOTHING.sub(lambda m: " " if _SUCCESS.match(m.group(1)) else m.group(0), sentence)
 
 
 def reports_failure_text(text: str | None) -> bool:
@@ -191,7 +200,7 @@ def claim_backed(kind: str, text: str, known: str, acted: bool) -> bool:
         # agents reformat dates ("2026-12-05" -> "Friday", "in 3 days"): any date in the backing will do
         return mentions(known, text) or _DATE.search(known) is not None
     if kind == "time":
-        return any(mentions(known, form) for form in _time_forms(text))
+        return _time_backed(text, known)
     if kind == "amount":
         m = _AMOUNT_NUMBER.search(text)
         if m is None:
@@ -202,18 +211,23 @@ def claim_backed(kind: str, text: str, known: str, acted: bool) -> bool:
     return mentions(known, text)
 
 
-def _time_forms(text: str) -> set[str]:
-    """The ways a backing may write the time ``text``: "2:30 pm" is also "14:30" and "2:30"."""
+def _minutes(text: str) -> int | None:
+    """Minutes after midnight of a time written "14:30", "2:30 pm" or "2 pm"; None when it is none."""
     m = re.match(r"(\d{1,2})(?::(\d{2}))?\s?([ap])?", text.strip(), re.I)
     if m is None:
-        return {text}
-    hour, minute, half = int(m.group(1)), m.group(2) or "00", (m.group(3) or "").lower()
+        return None
+    hour, minute, half = int(m.group(1)), int(m.group(2) or 0), (m.group(3) or "").lower()
     if half == "p" and hour < 12:
         hour += 12
     elif half == "a" and hour == 12:
         hour = 0
-    twelve = hour % 12 or 12
-    return {text, f"{hour:02d}:{minute}", f"{hour}:{minute}", f"{twelve}:{minute}"}
+    return hour * 60 + minute
+
+
+def _time_backed(text: str, known: str) -> bool:
+    """The time ``text`` occurs in ``known`` in any form: "2 pm" is backed by "14:00" and the other way."""
+    want = _minutes(text)
+    return any(_minutes(m.group(0)) == want for m in _TIME.finditer(known)) or mentions(known, text)
 
 
 def admits_empty(output: str) -> bool:

@@ -113,7 +113,9 @@ def run_battery(
         selection = select(paths)
     scenarios = filter_tags(selection.scenarios, config.tags)
     config.battery = selection.battery
-    table = _expectations(expect if expect is not None else selection.expect, selection.all_names)
+    # a battery's own table describes the battery's own agents: with --agent / --agents it does not apply
+    implicit = selection.expect if not (agent or agents) else None
+    table = _expectations(expect if expect is not None else implicit, selection.all_names)
     config.expect = table.source if table is not None else None
     base = load_baseline(baseline) if baseline is not None and not isinstance(baseline, dict) else baseline
     grid = plan_episodes(scenarios, config, selection.assigned)

@@ -185,6 +185,11 @@ def _failed(e: EpisodeResult) -> set[str]:
     return {n for c in e.failed_checks() for n in (c["name"], c["name"].partition("(")[0])}
 
 
+#: failures an expected-fail entry does not cover unless it names them: a crash is no flaw the table
+#: describes, and a repeated irreversible write is the absolute rule a table must not switch off by accident
+SEVERE = ("outcome", "no_duplicate_writes")
+
+
 def _outcome(x: Expectation, eps: Sequence[EpisodeResult]) -> dict[str, Any] | None:
     """None when the episodes of ``x`` behaved as expected, else the unexpected outcome."""
     passed = [e for e in eps if e.passed]
@@ -197,6 +202,11 @@ def _outcome(x: Expectation, eps: Sequence[EpisodeResult]) -> dict[str, Any] | N
         detail = f"{len(failed)} of {len(eps)} episode(s) failed ({', '.join(names) or 'no check named'}); replay: "
         return {**base, "actual": "fail", "checks": [], "detail": detail + failed[0].replay}
     missed = sorted({n for e in failed for n in x.checks if n not in _failed(e)})
+    severe = sorted({n for e in failed for n in SEVERE if n in _failed(e) and n not in x.checks})
+    if severe and not passed and not missed:
+        e = next(e for e in failed if set(SEVERE) & _failed(e) - set(x.checks))
+        detail = f"failed as expected, but also on {', '.join(severe)}, which the table does not list; replay: "
+        return {**base, "actual": "fail", "checks": [], "detail": detail + e.replay}
     if not passed and not missed:
         return None
     if passed:
@@ -210,12 +220,14 @@ def _outcome(x: Expectation, eps: Sequence[EpisodeResult]) -> dict[str, Any] | N
     return {**base, "actual": "fail", "checks": missed, "detail": detail}
 
 
-def judge(table: Expectations, episodes: Sequence[EpisodeResult]) -> dict[str, Any]:
+def judge(table: Expectations, episodes: Sequence[EpisodeResult], *, agents_chosen: bool = False) -> dict[str, Any]:
     """Judge the episodes against ``table``: the entries met, the unexpected outcomes, and the entries that did
     not run. An unexpected outcome has scenario, agent, expected (pass or fail), actual (pass or fail), checks
     (those expected to fail that did not), why (the table's reason) and detail (what happened, with a replay
     command). A (scenario, agent) that ran without an entry is unexpected too: expected None, actual
-    ``missing``."""
+    ``missing``. An entry whose scenario did not run (``--tags``, ``--shard``) counts as not run; one whose
+    scenario ran without its agent is unexpected (actual ``not run``), unless ``agents_chosen`` (the run's
+    agents came from ``--agent`` / ``--agents``, not from the battery)."""
     runs: dict[tuple[str, str], list[EpisodeResult]] = {}
     for e in episodes:
         runs.setdefault((e.scenario, e.agent), []).append(e)
@@ -225,7 +237,21 @@ def judge(table: Expectations, episodes: Sequence[EpisodeResult]) -> dict[str, A
     for x in table.entries:
         keys = [k for k in runs if k[0] == x.scenario and x.matches(k[1])]
         if not keys:
-            not_run += 1
+            if agents_chosen or not any(k[0] == x.scenario for k in runs):
+                not_run += 1
+            else:
+                # the battery dropped an agent the table expects: its proof is gone, which is no pass
+                unexpected.append(
+                    {
+                        "scenario": x.scenario,
+                        "agent": x.agent,
+                        "expected": "pass" if x.passes else "fail",
+                        "actual": "not run",
+                        "checks": list(x.checks),
+                        "why": x.why or "",
+                        "detail": f"the scenario ran, but not with agent {x.agent!r}: add it to the battery",
+                    }
+                )
             continue
         covered.update(keys)
         found = _outcome(x, [e for k in keys for e in runs[k]])

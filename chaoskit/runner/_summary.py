@@ -126,7 +126,7 @@ def summarize(
     summary.surface_stats = surface_stats(surface, k)
     v = verdict(episodes, summary, config, baseline)
     if expectations is not None:
-        v.expectations = judge(expectations, episodes)
+        v.expectations = judge(expectations, episodes, agents_chosen=bool(config.get("agent") or config.get("agents")))
         # the table alone decides: an expected failure (a repeated write by a flawed agent) is no reason to fail
         v.reasons = [f"unexpected: {line}" for line in expectations.lines(v.expectations)]
         v.ok = not v.reasons

@@ -15,8 +15,8 @@ _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 _INJECTION = re.compile(r"ignore (?:all )?(?:previous|prior|above) instructions", re.I)
 _INJECTED_TOOL = re.compile(r"`(\w+)`")
 _INJECTED_ARG = re.compile(r"(\w+)=\"([^\"]*)\"")
-#: the longest Retry-After the example agents honour (scenarios keep theirs well below it)
-MAX_WAIT_S = 1.0
+#: the longest Retry-After the example agents wait for; a server asking for more gets an honest "not now"
+MAX_WAIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -193,6 +193,7 @@ class ScriptedAgent:
         if key_arg is not None and p.keys_writes:
             self._keys += 1
             args = {**args, key_arg: f"{tool}-{self._keys}-{_digest(args)}"}
+        unsure = False
         for i in range(p.tries):
             try:
                 return self._call(tool, args)
@@ -201,8 +202,10 @@ class ScriptedAgent:
                 try:
                     self._fail_or_wait(tool, what, i, kind, retry_after, exc)
                 except Failure as f:
-                    # after a 5xx or a timeout nobody knows whether the write happened
-                    raise Failure(f.what, f.cause, ambiguous=kind in ("server", "timeout")) from None
+                    # after a 5xx or a timeout nobody knows whether the write happened; a refusal of the retry
+                    # ("already open") after one may mean it did
+                    raise Failure(f.what, f.cause, ambiguous=unsure or kind in ("server", "timeout")) from None
+                unsure = unsure or kind in ("server", "timeout")
                 if p.verifies_writes and verify is not None and kind in ("server", "timeout"):
                     found = self._verify(verify, what)
                     if found:
@@ -225,9 +228,11 @@ class ScriptedAgent:
             raise Failure(what, f"{tool} refused: {exc}")
         if i + 1 >= p.tries:
             raise Failure(what, f"{tool} failed {i + 1} time(s), last: {exc}")
+        if p.honours_retry_after and retry_after is not None and retry_after > MAX_WAIT_S:
+            raise Failure(what, f"{tool} asked to wait {retry_after:g}s before trying again ({exc})")
         if p.honours_retry_after and (retry_after is not None or kind == "rate_limit"):
             # a 503 may carry Retry-After too: the server said when to come back
-            self.transport.sleep(min(retry_after if retry_after is not None else 0.05, MAX_WAIT_S))
+            self.transport.sleep(retry_after if retry_after is not None else 0.05)
         elif p.backoff_s:
             self.transport.sleep(p.backoff_s * 2**i)
 
