@@ -12,6 +12,7 @@ from chaoskit.engine._info import AttemptInfo
 from chaoskit.engine._runtime import reset
 from chaoskit.engine._spec import ToolSpec
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
+from chaoskit.grading._phoenix import fetch_phoenix
 from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import Score, score
 from chaoskit.grading._trace import Trace
@@ -57,6 +58,7 @@ __all__ = [
     "current_episode",
     "episode",
     "faults",
+    "fetch_phoenix",
     "load_battery",
     "load_scenario",
     "reset",

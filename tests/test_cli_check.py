@@ -121,7 +121,7 @@ class _StubJaeger(BaseHTTPRequestHandler):
 def jaeger() -> Iterator[tuple[str, type[_StubJaeger]]]:
     handler = type("Handler", (_StubJaeger,), {"queries": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", handler

@@ -1,8 +1,8 @@
-"""``chaoskit check TRACES...``: grade recovery from exported traces (files, or a running Jaeger).
+"""``chaoskit check TRACES...``: grade recovery from exported traces (files, a running Jaeger or Phoenix).
 
 Exit status: 0 when every check passed (warnings allowed), 1 when the traces were graded and a check failed,
-2 when they could not be graded (unreadable, untrustworthy, nothing to grade, Jaeger unreachable) or on a usage
-error. A trace that cannot be graded is never a pass. The verdicts come from ``checks.run_checks`` and
+2 when they could not be graded (unreadable, untrustworthy, nothing to grade, the backend unreachable) or on a
+usage error. A trace that cannot be graded is never a pass. The verdicts come from ``checks.run_checks`` and
 ``score`` alone.
 """
 
@@ -10,37 +10,33 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import re
 import sys
-from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.grading._jaeger import check_jaeger_url, fetch_jaeger
+from chaoskit.cli._check_sources import add_source_options, check_sources, read_sources
 from chaoskit.grading._model import TraceReadError
-from chaoskit.grading._readers import FORMATS, nothing_to_grade, read_with_builder
+from chaoskit.grading._readers import FORMATS
 from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import score
-from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
 
 _EXIT_CODES = """exit status:
   0  graded: every check passed (warnings allowed)
   1  graded: at least one check failed
-  2  could not grade, never a pass: a file or Jaeger answer that cannot be read, a chaoskit span that cannot
-     be graded (no ids or times, an end before its start, a tool span without chaoskit.attempt, a chaoskit
-     attribute of the wrong type, a span id used twice with different content, an episode missing some of
-     its attempts), nothing to grade (no chaoskit spans, no traces in Jaeger), Jaeger unreachable; or a
-     usage error. The reason is printed as one line naming the file, the line and the span."""
+  2  could not grade, never a pass: a file or backend answer that cannot be read, a chaoskit span that
+     cannot be graded (no ids or times, an end before its start, a tool span without chaoskit.attempt, a
+     chaoskit attribute of the wrong type, a span id used twice with different content, an episode missing
+     some of its attempts), nothing to grade (no chaoskit spans, no traces in Jaeger or Phoenix), the
+     backend unreachable, too slow (--timeout) or answering an error; or a usage error. The reason is
+     printed as one line naming the file or URL, the line and the span."""
 
 
 def add_parser(sub: Any) -> None:
     """Register ``chaoskit check`` and its options on the subcommand parsers ``sub``."""
     p = sub.add_parser(
         "check",
-        help="grade agent recovery from exported traces (OTLP-JSON, JSON Lines, Jaeger JSON)",
+        help="grade agent recovery from exported traces (OTLP-JSON, JSON Lines, Jaeger JSON, Jaeger, Phoenix)",
         description="Read traces, run recovery checks per episode, print a table; exit 1 when a check fails, "
         "2 when the traces cannot be graded.",
         epilog=_EXIT_CODES,
@@ -82,18 +78,7 @@ def add_parser(sub: Any) -> None:
         metavar="TOOL",
         help="a tool the task needs (repeatable); default: every tool that only ever failed",
     )
-    p.add_argument(
-        "--from-jaeger",
-        metavar="URL",
-        help="query a running Jaeger's query service (api_v3): an http:// or https:// URL such as "
-        "http://localhost:16686",
-    )
-    p.add_argument("--service", metavar="NAME", help="service name to query in Jaeger (with --from-jaeger)")
-    p.add_argument(
-        "--since", default="1h", metavar="DURATION", help="how far back to query Jaeger: 30m, 1h, 2d … (default 1h)"
-    )
-    p.add_argument("--limit", type=int, default=100, metavar="N", help="at most N traces from Jaeger (default 100)")
-    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="Jaeger request timeout")
+    add_source_options(p)
     p.set_defaults(func=run)
 
 
@@ -107,18 +92,6 @@ def _limits(values: list[str], flag: str) -> dict[str, int]:
     return out
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-
-
-def parse_duration(text: str) -> timedelta:
-    """``--since``'s value (``30m``, ``1h``, ``2d``, …) as a timedelta; a usage error otherwise."""
-    m = _DURATION.match(text)
-    if not m:
-        raise ChaoskitError(f"--since expects a duration such as 30m, 1h or 2d, got {text!r}")
-    unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m.group(2)]
-    return timedelta(**{unit: float(m.group(1))})
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``chaoskit check`` with parsed arguments; returns the exit status (0 passed, 1 failed, 2 ungradable)."""
     names = [n.strip() for n in args.checks.split(",") if n.strip()] if args.checks is not None else None
@@ -130,10 +103,7 @@ def run(args: argparse.Namespace) -> int:
             raise ChaoskitError(f"unknown check(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
     if args.retry_storm < 1:
         raise ChaoskitError(f"--retry-storm must be a whole number >= 1, got {args.retry_storm}")
-    if args.limit < 1:
-        raise ChaoskitError(f"--limit must be a whole number >= 1, got {args.limit}")
-    if not (args.timeout > 0 and math.isfinite(args.timeout)):
-        raise ChaoskitError(f"--timeout must be a finite number of seconds > 0, got {args.timeout:g}")
+    check_sources(args)
     params: dict[str, Any] = {
         "n": args.retry_storm,
         "required_tools": args.require or None,
@@ -145,15 +115,8 @@ def run(args: argparse.Namespace) -> int:
             if params[flag] and flag not in names:
                 names.append(flag)
 
-    if args.from_jaeger is not None:
-        check_jaeger_url(args.from_jaeger)
-        if not args.service:
-            raise ChaoskitError("--from-jaeger needs --service NAME")
-    elif not args.traces:
-        raise ChaoskitError("give trace files, or --from-jaeger URL --service NAME")
-    since = parse_duration(args.since)
     try:
-        sources = _read_sources(args, since)
+        sources = read_sources(args)
     except TraceReadError as exc:
         print(f"chaoskit: cannot grade: {exc}", file=sys.stderr)
         return 2
@@ -172,30 +135,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_tables(report, failed)
     return 1 if failed else 0
-
-
-def _read_sources(args: argparse.Namespace, since: timedelta) -> list[tuple[str, Trace]]:
-    """Every source read and holding something to grade; the first one that cannot be graded raises."""
-    sources: list[tuple[str, Trace]] = []
-    if args.from_jaeger is not None:
-        fetched = fetch_jaeger(args.from_jaeger, args.service, since, limit=args.limit, timeout=args.timeout)
-        if fetched is None:
-            raise TraceReadError(
-                f"nothing to grade: Jaeger has no traces for service {args.service!r} in the last {args.since}",
-                source=args.from_jaeger,
-            )
-        episodes, builder = fetched
-        if not episodes:
-            raise nothing_to_grade(args.from_jaeger, builder)
-        sources.append((args.from_jaeger, Trace(episodes)))
-    for path in args.traces:
-        if not path.strip():
-            raise TraceReadError("expected the path of a trace file, got an empty argument", source=repr(path))
-        episodes, builder = read_with_builder(Path(path), args.format)
-        if not episodes:
-            raise nothing_to_grade(path, builder)
-        sources.append((path, Trace(episodes)))
-    return sources
 
 
 def _as_json(report: list[dict[str, Any]], failed: bool) -> dict[str, Any]:

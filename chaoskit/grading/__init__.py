@@ -1,6 +1,7 @@
 """Layer 4, grading: traces in (in-memory spans, OTLP-JSON, Jaeger), verdicts and the recovery score out."""
 
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
+from chaoskit.grading._phoenix import fetch_phoenix
 from chaoskit.grading._result import CheckResult, Severity
 from chaoskit.grading._score import WEIGHTS, Score, ScorePart, score
 from chaoskit.grading._trace import Trace
@@ -18,6 +19,7 @@ __all__ = [
     "Severity",
     "Trace",
     "TraceReadError",
+    "fetch_phoenix",
     "run_checks",
     "score",
 ]

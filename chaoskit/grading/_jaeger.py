@@ -1,8 +1,19 @@
-"""Read traces from a running Jaeger: query its api_v3 over HTTP and hand the answer to the OTLP reader."""
+"""Read traces from a running Jaeger: query its api_v3 over HTTP and hand the answer to the OTLP reader.
+
+``GET /api/v3/traces`` answers one JSON object, ``{"result": {"resourceSpans": [...]}}`` (one entry per trace
+and resource), or ``404 {"error": {"httpCode": 404, "message": "No traces found"}}``. The answer is received in
+chunks into one buffer (at most :data:`MAX_ANSWER_BYTES`), decoded once, and its ``resourceSpans`` are parsed and
+read one entry at a time, so the whole parsed document (several times the size of the text) never sits in
+memory; any answer of another shape is read whole by the OTLP reader, which names what is wrong. api_v3 has
+no paging: ``--limit`` is sent as ``query.num_traces``, the one name every Jaeger release reads.
+"""
 
 from __future__ import annotations
 
 import http.client
+import json
+import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -10,18 +21,30 @@ from datetime import UTC, datetime, timedelta
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.grading._build import TraceBuilder
+from chaoskit.grading._formats import dispatch
 from chaoskit.grading._model import EpisodeRecord, TraceReadError, show
-from chaoskit.grading._readers import read_with_builder
+from chaoskit.grading._readers import _no_gc, read_with_builder
 
-__all__ = ["check_jaeger_url", "fetch_jaeger"]
+__all__ = ["MAX_ANSWER_BYTES", "check_http_url", "check_jaeger_url", "fetch_jaeger", "read_answer"]
+
+#: the largest answer read from Jaeger (1 GiB); a larger one is an error that says how to narrow the query
+MAX_ANSWER_BYTES = 1 << 30
+
+_CHUNK = 1 << 20
+_ERROR_BODY = 64 * 1024
+_NO_TRACES = "no traces found"
+_WS = re.compile(r"[ \t\n\r]*")
 
 
 def check_jaeger_url(url: str) -> str:
     """``url`` when it is an http(s) URL with a host (and a valid port); a usage error naming the option if not."""
-    problem = (
-        f"--from-jaeger expects the http:// or https:// URL of Jaeger's query service, such as "
-        f"http://localhost:16686, got {show(url)}"
-    )
+    return check_http_url(url, "--from-jaeger", "Jaeger's query service", "http://localhost:16686")
+
+
+def check_http_url(url: str, flag: str, what: str, example: str) -> str:
+    """``url`` when it is an http(s) URL with a host, a valid port and no query; else a usage error naming
+    ``flag``, what it expects (``what``, such as ``example``) and what it got."""
+    problem = f"{flag} expects the http:// or https:// URL of {what}, such as {example}, got {show(url)}"
     try:
         parts = urllib.parse.urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
@@ -35,7 +58,8 @@ def check_jaeger_url(url: str) -> str:
 def fetch_jaeger(
     url: str, service: str, since: timedelta, *, limit: int = 100, timeout: float = 30.0
 ) -> tuple[list[EpisodeRecord], TraceBuilder] | None:
-    """Query Jaeger's api_v3 ``GET /api/v3/traces`` for ``service``: the episodes and how they were read (for a
+    """Query Jaeger's api_v3 ``GET /api/v3/traces`` for the last ``since`` of ``service`` (at most ``limit``
+    traces, the whole answer within about ``timeout`` seconds): the episodes and how they were read (for a
     "nothing to grade" message), or None when Jaeger found no traces. Every failure is a TraceReadError."""
     now = datetime.now(UTC)
     query = urllib.parse.urlencode(
@@ -43,41 +67,273 @@ def fetch_jaeger(
             "query.service_name": service,
             "query.start_time_min": _rfc3339(now - since),
             "query.start_time_max": _rfc3339(now + timedelta(minutes=1)),
-            "query.search_depth": limit,
+            "query.num_traces": limit,
         }
     )
     base = f"{check_jaeger_url(url).rstrip('/')}/api/v3/traces"
-    request = urllib.request.Request(f"{base}?{query}", headers={"Accept": "application/json"})
+    text = _receive(f"{base}?{query}", base, url, timeout)
+    return None if text is None else read_answer(text, base)
+
+
+def read_answer(text: str, source: str) -> tuple[list[EpisodeRecord], TraceBuilder]:
+    """The episodes in api_v3's answer ``text``: ``result.resourceSpans`` read one entry at a time when the
+    answer has that shape, else (or when an entry cannot be read) the whole answer by the OTLP reader, whose
+    error names the JSON path. ``source`` names the answer in errors."""
+    builder = TraceBuilder(source)
+    builder.line = 1
+    try:
+        with _no_gc():
+            if _stream(text, builder):
+                return builder.build(), builder
+    except (TraceReadError, RecursionError, AttributeError, KeyError, TypeError, ValueError, IndexError):
+        pass  # read again whole below: the same reader, with the exact JSON path in its message
+    return read_with_builder(text, "otlp", name=source)
+
+
+# --- receiving the answer ---------------------------------------------------------------------------------
+
+
+def _receive(target: str, base: str, url: str, timeout: float) -> str | None:
+    """The answer's text, or None for Jaeger's "No traces found"; a TraceReadError for anything else."""
+    request = urllib.request.Request(target, headers={"Accept": "application/json"})
+    deadline = time.monotonic() + timeout
     try:
         with urllib.request.urlopen(request, timeout=timeout) as resp:
-            body = resp.read().decode("utf-8", "replace")
+            encoding = resp.headers.get("Content-Encoding", "identity").strip().lower()
+            if encoding not in ("", "identity"):
+                raise TraceReadError(
+                    f"Jaeger answered with Content-Encoding {show(encoding)}, which chaoskit did not ask for",
+                    source=base,
+                )
+            body = _read_body(resp, base, timeout, deadline)
+    except TraceReadError:
+        raise
     except urllib.error.HTTPError as exc:
-        text = exc.read().decode("utf-8", "replace")
-        if exc.code == 404:
-            return None  # api_v3 answers 404 {"error": {"message": "No traces found"}}
-        raise TraceReadError(f"Jaeger answered HTTP {exc.code}: {_one_line(text)}", source=base) from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
+        error = _http_error(exc, base, url)
+        if error is None:
+            return None
+        raise error from None
+    except TimeoutError:
+        raise _timeout(base, timeout, "did not answer within") from None
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, TimeoutError):
+            raise _timeout(base, timeout, "did not answer within") from None
         raise TraceReadError(
-            f"cannot reach Jaeger ({_one_line(str(reason))}); is its query service running at {url}?", source=base
+            f"cannot reach Jaeger ({_one_line(str(exc.reason))}); is its query service running at {url}?",
+            source=base,
         ) from None
     except (http.client.HTTPException, ValueError) as exc:
         raise TraceReadError(
             f"Jaeger's answer was cut short or malformed ({type(exc).__name__}: {_one_line(str(exc))})", source=base
         ) from None
-    if not body.lstrip().startswith(("{", "[")):
+    except OSError as exc:
         raise TraceReadError(
-            f"Jaeger did not answer with JSON (it began {show(body.lstrip()[:60])}); is {url} "
+            f"cannot reach Jaeger ({_one_line(str(exc))}); is its query service running at {url}?", source=base
+        ) from None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceReadError(
+            f"Jaeger's answer is not UTF-8 text (byte 0x{body[exc.start]:02x} at offset {exc.start})", source=base
+        ) from None
+    del body
+    if not text.lstrip().startswith(("{", "[")):
+        raise TraceReadError(
+            f"Jaeger did not answer with JSON (it began {show(text.lstrip()[:60])}); is {url} "
             "Jaeger's query service (port 16686 by default)?",
             source=base,
         )
-    return read_with_builder(body, "otlp", name=base)
+    if len(text) <= _ERROR_BODY and (_error_message(text) or "").lower().startswith(_NO_TRACES):
+        return None  # the same "No traces found" error object, with status 200 (older gateways)
+    return text
+
+
+def _read_body(resp: http.client.HTTPResponse, base: str, timeout: float, deadline: float) -> bytearray:
+    """The body, received in chunks, within ``MAX_ANSWER_BYTES`` and by ``deadline``."""
+    declared = resp.headers.get("Content-Length")
+    size = int(declared) if declared is not None and declared.strip().isdigit() else None
+    if size is not None and size > MAX_ANSWER_BYTES:
+        raise _too_large(base, f"{size:,} bytes")
+    body = bytearray()
+    while True:
+        try:
+            chunk = resp.read1(_CHUNK)
+        except TimeoutError:
+            raise _timeout(base, timeout, f"stopped sending its answer after {len(body):,} bytes for") from None
+        except OSError as exc:
+            raise TraceReadError(
+                f"the connection to Jaeger broke after {len(body):,} bytes of its answer ({_one_line(exc)})",
+                source=base,
+            ) from None
+        if not chunk:
+            break
+        body += chunk
+        if len(body) > MAX_ANSWER_BYTES:
+            raise _too_large(base, f"more than {MAX_ANSWER_BYTES:,} bytes")
+        if time.monotonic() > deadline:
+            raise _timeout(base, timeout, f"had sent only {len(body):,} bytes of its answer after")
+    if size is not None and len(body) < size:
+        raise TraceReadError(
+            f"Jaeger's answer was cut short: {len(body):,} of the {size:,} bytes it announced arrived", source=base
+        )
+    return body
+
+
+def _http_error(exc: urllib.error.HTTPError, base: str, url: str) -> TraceReadError | None:
+    """None for api_v3's "No traces found" (a 404 holding Jaeger's error object), else the error to raise."""
+    try:
+        raw = exc.read(_ERROR_BODY)
+    except (OSError, http.client.HTTPException):
+        raw = b""
+    text = raw.decode("utf-8", "replace")
+    message = _error_message(text)
+    if exc.code == 404 and message is not None:
+        # Jaeger's own 404: {"error": {"httpCode": 404, "message": "No traces found"}} (or, from some storage
+        # backends, "trace not found"): the query ran and matched nothing
+        return None
+    if exc.code == 404:
+        return TraceReadError(
+            f"Jaeger answered HTTP 404 ({_one_line(text) or 'no body'}): {url} does not serve api_v3 at "
+            "/api/v3/traces; give the URL of Jaeger's query service (its UI, port 16686 by default), with its "
+            "base path if it has one (such as http://host:16686/jaeger)",
+            source=base,
+        )
+    if exc.code in (301, 302, 303, 307, 308):
+        where = exc.headers.get("Location", "elsewhere") if exc.headers else "elsewhere"
+        return TraceReadError(f"Jaeger answered HTTP {exc.code}, redirecting to {show(where)}", source=base)
+    detail = message if message is not None else _one_line(text)
+    hint = " (Jaeger rejected the query)" if exc.code == 400 else ""
+    return TraceReadError(f"Jaeger answered HTTP {exc.code}{hint}: {detail}", source=base)
+
+
+def _error_message(text: str) -> str | None:
+    """The message of api_v3's error object ``{"error": {"httpCode": ..., "message": ...}}``, else None."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    err = doc.get("error") if isinstance(doc, dict) else None
+    message = err.get("message") if isinstance(err, dict) else None
+    return _one_line(message) if isinstance(message, str) else None
+
+
+def _timeout(base: str, timeout: float, what: str) -> TraceReadError:
+    return TraceReadError(
+        f"Jaeger {what} {timeout:g} s (--timeout); is it overloaded, or the query too wide (--since, --limit)?",
+        source=base,
+    )
+
+
+def _too_large(base: str, size: str) -> TraceReadError:
+    return TraceReadError(
+        f"Jaeger's answer is {size}, above chaoskit's limit of {MAX_ANSWER_BYTES:,} bytes; ask for fewer "
+        "traces with --limit or a shorter --since",
+        source=base,
+    )
+
+
+# --- reading result.resourceSpans one entry at a time ------------------------------------------------------
+
+_DECODER = json.JSONDecoder()
+
+
+def _stream(text: str, builder: TraceBuilder) -> bool:
+    """Dispatch each entry of ``result.resourceSpans`` on its own; False when ``text`` is not exactly one
+    ``{"result": {"resourceSpans": [...]}}`` object with each key once (the caller then reads it whole)."""
+    pos = _skip(text, 0)
+    if not text.startswith("{", pos):
+        return False
+    seen_result = False
+    pos, key = _key(text, pos + 1)
+    while key is not None:
+        if key == "result":
+            if seen_result:
+                return False
+            seen_result = True
+            if not text.startswith("{", pos):
+                return False
+            pos = _result(text, pos + 1, builder)
+            if pos < 0:
+                return False
+        elif key in ("error", "resourceSpans"):
+            return False
+        else:
+            pos = _skip_value(text, pos)
+        pos, key = _next_key(text, pos)
+    return seen_result and _skip(text, pos) == len(text)
+
+
+def _result(text: str, pos: int, builder: TraceBuilder) -> int:
+    """Read the members of the ``result`` object opened before ``pos``; the position after it, or -1."""
+    seen = False
+    pos, key = _key(text, pos)
+    while key is not None:
+        if key == "resourceSpans":
+            if seen:
+                return -1
+            seen = True
+            if not text.startswith("[", pos):
+                return -1  # null, or not a list: the whole-answer reader says so
+            pos = _skip(text, pos + 1)
+            if text.startswith("]", pos):
+                pos += 1
+            else:
+                while True:
+                    entry, pos = _DECODER.raw_decode(text, pos)
+                    dispatch({"resourceSpans": [entry]}, "otlp", builder)
+                    del entry
+                    pos = _skip(text, pos)
+                    if text.startswith("]", pos):
+                        pos += 1
+                        break
+                    if not text.startswith(",", pos):
+                        return -1
+                    pos = _skip(text, pos + 1)
+        else:
+            pos = _skip_value(text, pos)
+        pos, key = _next_key(text, pos)
+    return pos if seen else -1
+
+
+def _key(text: str, pos: int) -> tuple[int, str | None]:
+    """After ``{``: the position of the first member's value and its key, or (after ``}``, None)."""
+    pos = _skip(text, pos)
+    if text.startswith("}", pos):
+        return pos + 1, None
+    return _member(text, pos)
+
+
+def _next_key(text: str, pos: int) -> tuple[int, str | None]:
+    """After a member's value: the next member's value position and key, or (after ``}``, None)."""
+    pos = _skip(text, pos)
+    if text.startswith("}", pos):
+        return pos + 1, None
+    if not text.startswith(",", pos):
+        raise ValueError("expected , or }")
+    return _member(text, _skip(text, pos + 1))
+
+
+def _member(text: str, pos: int) -> tuple[int, str]:
+    key, pos = _DECODER.raw_decode(text, pos)
+    pos = _skip(text, pos)
+    if not isinstance(key, str) or not text.startswith(":", pos):
+        raise ValueError("expected a key")
+    return _skip(text, pos + 1), key
+
+
+def _skip_value(text: str, pos: int) -> int:
+    return _DECODER.raw_decode(text, pos)[1]
+
+
+def _skip(text: str, pos: int) -> int:
+    m = _WS.match(text, pos)
+    return m.end() if m else pos
 
 
 def _rfc3339(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _one_line(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
+def _one_line(text: object, limit: int = 200) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"

@@ -1,0 +1,173 @@
+"""Where ``chaoskit check`` reads its traces from: trace files, a running Jaeger, or a running Phoenix.
+
+The three are exclusive: trace files, or ``--from-jaeger URL --service NAME``, or ``--from-phoenix URL --project
+NAME``. ``--since``, ``--limit`` and ``--timeout`` apply to the two backends, ``--format`` to files. A source
+that cannot be graded (unreadable, nothing to grade, the backend unreachable) raises a TraceReadError.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from datetime import timedelta
+from pathlib import Path
+
+from chaoskit._errors import ChaoskitError
+from chaoskit.grading._jaeger import check_http_url, check_jaeger_url, fetch_jaeger
+from chaoskit.grading._model import TraceReadError
+from chaoskit.grading._readers import nothing_to_grade, read_with_builder
+from chaoskit.grading._trace import Trace
+
+__all__ = ["add_source_options", "check_sources", "parse_duration", "read_sources"]
+
+_DEFAULT_SINCE = "1h"
+_DEFAULT_LIMIT = 100
+_DEFAULT_TIMEOUT = 30.0
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+
+
+def add_source_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--from-jaeger``, ``--service``, ``--from-phoenix``, ``--project``, ``--since``, ``--limit`` and
+    ``--timeout`` to the ``check`` parser ``p``."""
+    g = p.add_argument_group("reading from a backend (instead of trace files)")
+    g.add_argument(
+        "--from-jaeger",
+        metavar="URL",
+        help="query a running Jaeger's query service (api_v3): an http:// or https:// URL such as "
+        "http://localhost:16686",
+    )
+    g.add_argument("--service", metavar="NAME", help="the service to query in Jaeger (with --from-jaeger)")
+    g.add_argument(
+        "--from-phoenix",
+        metavar="URL",
+        help="read the spans of a running Arize Phoenix over its REST API: a URL such as http://localhost:6006",
+    )
+    g.add_argument("--project", metavar="NAME", help="the Phoenix project to read (with --from-phoenix)")
+    g.add_argument(
+        "--since",
+        metavar="DURATION",
+        help=f"how far back to query: 30m, 1h, 2d … (default {_DEFAULT_SINCE})",
+    )
+    g.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help=f"at most N traces from Jaeger (default {_DEFAULT_LIMIT}); at most N spans from Phoenix (default: "
+        "its reader's, 10,000), where a project holding more in the window is refused, not cut",
+    )
+    g.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"give up when the backend has not answered within SECONDS (default {_DEFAULT_TIMEOUT:g})",
+    )
+
+
+def parse_duration(text: str) -> timedelta:
+    """``--since``'s value (``30m``, ``1h``, ``2d``, …) as a timedelta; a usage error otherwise."""
+    m = _DURATION.match(text)
+    if not m:
+        raise ChaoskitError(f"--since expects a duration such as 30m, 1h or 2d, got {text!r}")
+    unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m.group(2)]
+    try:
+        since = timedelta(**{unit: float(m.group(1))})
+    except OverflowError:
+        raise ChaoskitError(f"--since is too long, got {text!r}; give at most a few years (such as 52w)") from None
+    if since <= timedelta(0):
+        raise ChaoskitError(f"--since must be longer than 0, got {text!r}")
+    return since
+
+
+def check_sources(args: argparse.Namespace) -> None:
+    """Usage errors, each naming its option: backends together or with files, a backend's option without the
+    backend, bad values. Fills in the defaults of ``--since`` and ``--timeout`` (``--limit``'s: per backend)."""
+    if args.limit is not None and args.limit < 1:
+        raise ChaoskitError(f"--limit must be a whole number >= 1, got {args.limit}")
+    if args.timeout is not None and not (args.timeout > 0 and math.isfinite(args.timeout)):
+        raise ChaoskitError(f"--timeout must be a finite number of seconds > 0, got {args.timeout:g}")
+    since = parse_duration(args.since) if args.since is not None else None
+    backends = [flag for flag, v in (("--from-jaeger", args.from_jaeger), ("--from-phoenix", args.from_phoenix)) if v]
+    for flag, value, needs in (
+        ("--service", args.service, "--from-jaeger"),
+        ("--project", args.project, "--from-phoenix"),
+    ):
+        if value is not None and needs not in backends:
+            raise ChaoskitError(f"{flag} is for {needs}; give {needs} URL {flag} NAME")
+    if len(backends) > 1:
+        raise ChaoskitError("--from-jaeger and --from-phoenix cannot be used together; read one backend at a time")
+    if backends:
+        flag = backends[0]
+        if args.traces:
+            raise ChaoskitError(
+                f"{flag} reads traces from the backend; do not also give trace files (got {args.traces[0]!r})"
+            )
+        if args.format is not None:
+            raise ChaoskitError(f"--format is for trace files; {flag} knows the format of its answer")
+    else:
+        for opt, value in (("--since", args.since), ("--limit", args.limit), ("--timeout", args.timeout)):
+            if value is not None:
+                raise ChaoskitError(f"{opt} is for --from-jaeger or --from-phoenix, not for trace files")
+        if not args.traces:
+            raise ChaoskitError(
+                "give trace files, or --from-jaeger URL --service NAME, or --from-phoenix URL --project NAME"
+            )
+    if args.from_jaeger is not None:
+        check_jaeger_url(args.from_jaeger)
+        if not args.service:
+            raise ChaoskitError("--from-jaeger needs --service NAME (the service.name the agent exported with)")
+    if args.from_phoenix is not None:
+        check_http_url(args.from_phoenix, "--from-phoenix", "Phoenix", "http://localhost:6006")
+        if not args.project:
+            raise ChaoskitError("--from-phoenix needs --project NAME (the Phoenix project the spans went to)")
+    args.since_delta = since if since is not None else parse_duration(_DEFAULT_SINCE)
+    args.since = args.since if args.since is not None else _DEFAULT_SINCE
+    args.jaeger_limit = args.limit if args.limit is not None else _DEFAULT_LIMIT
+    args.timeout = args.timeout if args.timeout is not None else _DEFAULT_TIMEOUT
+
+
+def read_sources(args: argparse.Namespace) -> list[tuple[str, Trace]]:
+    """Every source read and holding something to grade; the first one that cannot be graded raises."""
+    if args.from_jaeger is not None:
+        return [(args.from_jaeger, _from_jaeger(args))]
+    if args.from_phoenix is not None:
+        return [(args.from_phoenix, _from_phoenix(args))]
+    sources: list[tuple[str, Trace]] = []
+    for path in args.traces:
+        if not path.strip():
+            raise TraceReadError("expected the path of a trace file, got an empty argument", source=repr(path))
+        episodes, builder = read_with_builder(Path(path), args.format)
+        if not episodes:
+            raise nothing_to_grade(path, builder)
+        sources.append((path, Trace(episodes)))
+    return sources
+
+
+def _from_jaeger(args: argparse.Namespace) -> Trace:
+    fetched = fetch_jaeger(
+        args.from_jaeger, args.service, args.since_delta, limit=args.jaeger_limit, timeout=args.timeout
+    )
+    if fetched is None:
+        raise TraceReadError(
+            f"nothing to grade: Jaeger has no traces for service {args.service!r} in the last {args.since}",
+            source=args.from_jaeger,
+        )
+    episodes, builder = fetched
+    if not episodes:
+        raise nothing_to_grade(args.from_jaeger, builder)
+    return Trace(episodes)
+
+
+def _from_phoenix(args: argparse.Namespace) -> Trace:
+    from chaoskit.grading._phoenix import fetch_phoenix  # imported when used: Phoenix is rarely the source
+
+    # without --limit, the reader's own default (a count of spans, not Jaeger's count of traces)
+    limit = {} if args.limit is None else {"limit": args.limit}
+    trace = fetch_phoenix(args.from_phoenix, args.project, since=args.since_delta, timeout=args.timeout, **limit)
+    if not trace.episodes:
+        raise TraceReadError(
+            f"nothing to grade: Phoenix project {args.project!r} holds no chaoskit spans in the last {args.since}; "
+            "are the agent's tools wrapped with @chaos or a chaoskit integration, and exported to this project?",
+            source=args.from_phoenix,
+        )
+    return trace

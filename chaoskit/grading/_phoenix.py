@@ -1,0 +1,269 @@
+"""Read traces from a running Arize Phoenix: page through its REST API and hand the spans to the OTLP reader.
+
+``GET /v1/projects/{project}/spans/otlpv1`` answers ``{"data": [span, ...], "next_cursor": ...}`` with each span
+in OTLP's shape but with snake_case keys (``span_id``, ``start_time_unix_nano``, ``string_value``). The spans
+are renamed to OTLP-JSON's camelCase, wrapped in one ``{"resourceSpans": ...}`` document and read by the same
+reader as a trace file, so a trace graded from Phoenix gets the verdicts it gets from the exported file.
+Phoenix keeps times at microsecond precision and sends them as ``int(seconds * 1e9)``, which a float can miss
+by a few hundred nanoseconds: they are rounded back to the microsecond. Every failure is a
+:class:`TraceReadError`: a trace that cannot be read in full is never graded, so it is never a pass.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from chaoskit._errors import ChaoskitError
+from chaoskit.grading._model import TraceReadError, show
+from chaoskit.grading._readers import nothing_to_grade, read_with_builder
+from chaoskit.grading._trace import Trace
+
+__all__ = ["DEFAULT_LIMIT", "check_phoenix_url", "fetch_phoenix", "phoenix_to_otlp"]
+
+#: the most spans ``fetch_phoenix`` reads unless told otherwise
+DEFAULT_LIMIT = 10_000
+#: spans per request: Phoenix's own maximum
+_PAGE = 1000
+_OTLPV1 = "/v1/projects/{project}/spans/otlpv1"
+
+
+def check_phoenix_url(url: str) -> str:
+    """``url`` when it is an http(s) URL with a host (and a valid port); a usage error naming the option if not."""
+    problem = (
+        f"--from-phoenix expects the http:// or https:// URL of Phoenix (its UI and REST port), such as "
+        f"http://127.0.0.1:6006, got {show(url)}"
+    )
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
+    except (ValueError, AttributeError) as exc:
+        raise ChaoskitError(f"{problem} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ChaoskitError(problem)
+    return url
+
+
+def fetch_phoenix(
+    url: str,
+    project: str,
+    *,
+    since: timedelta | datetime | None = None,
+    limit: int = DEFAULT_LIMIT,
+    timeout: float = 30.0,
+) -> Trace:
+    """The chaoskit episodes in Phoenix project ``project``, read over Phoenix's REST API at ``url``.
+
+    ``since`` keeps the spans that started in the last ``timedelta`` (or after a ``datetime``); None reads them
+    all. At most ``limit`` spans are read: a project holding more (in that window) is refused rather than cut
+    through the middle of an episode; raise ``limit`` or narrow ``since``. ``timeout`` bounds each request, in
+    seconds. ``PHOENIX_API_KEY``, when set, is sent as a bearer token (Phoenix with authentication on).
+
+    Raises :class:`TraceReadError` when Phoenix cannot be reached or does not answer as Phoenix does, when the
+    project does not exist (the message lists those that do), when it holds nothing to grade, and when a
+    chaoskit span cannot be graded (as for a trace file).
+    """
+    base = check_phoenix_url(url).rstrip("/")
+    if not isinstance(project, str) or not project.strip():
+        raise ChaoskitError(f"expected the name of a Phoenix project, got {show(project)}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ChaoskitError(f"limit must be a whole number >= 1, got {show(limit)}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
+        raise ChaoskitError(f"timeout must be a finite number of seconds > 0, got {show(timeout)}")
+    endpoint = base + _OTLPV1.format(project=urllib.parse.quote(project, safe=""))
+    query: dict[str, str | int] = {}
+    if since is not None:
+        query["start_time"] = _since(since)
+    spans: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    while True:
+        page = {**query, "limit": min(_PAGE, limit - len(spans) + 1)}
+        if cursor is not None:
+            page["cursor"] = cursor
+        answer = _get_json(f"{endpoint}?{urllib.parse.urlencode(page)}", base, project, timeout)
+        data, cursor = _page(answer, endpoint)
+        spans.extend(data)
+        if len(spans) > limit:
+            window = "" if since is None else " in the time asked for"
+            raise TraceReadError(
+                f"Phoenix project {project!r} holds more than {limit} spans{window}; reading only some of them "
+                "could cut an episode in half: raise the limit (--limit) or narrow the time (--since)",
+                source=endpoint,
+            )
+        if cursor is None:
+            break
+        if not data or cursor in seen:
+            raise TraceReadError(
+                f"Phoenix's paging does not advance (next_cursor {show(cursor)} after {len(data)} spans); "
+                "is this Phoenix's REST API?",
+                source=endpoint,
+            )
+        seen.add(cursor)
+    if not spans:
+        window = "" if since is None else f" that started since {query['start_time']}"
+        raise TraceReadError(f"nothing to grade: Phoenix project {project!r} has no spans{window}", source=endpoint)
+    episodes, builder = read_with_builder(phoenix_to_otlp(spans), "otlp", name=f"{base} (project {project})")
+    if not episodes:
+        raise nothing_to_grade(f"{base} (project {project})", builder)
+    return Trace(episodes)
+
+
+def phoenix_to_otlp(spans: list[Any]) -> dict[str, Any]:
+    """Spans as ``/spans/otlpv1`` answers them, as one OTLP-JSON document (camelCase keys, µs-exact times)."""
+    return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": [_camel(s) for s in spans]}]}]}
+
+
+_TIMES = frozenset({"startTimeUnixNano", "endTimeUnixNano", "timeUnixNano"})
+
+
+def _camel(v: Any) -> Any:
+    """snake_case keys to camelCase, recursively, leaving out nulls (OTLP-JSON omits unset fields)."""
+    if isinstance(v, list):
+        return [_camel(x) for x in v]
+    if not isinstance(v, Mapping):
+        return v
+    out: dict[str, Any] = {}
+    for key, x in v.items():
+        if x is None:
+            continue
+        if isinstance(key, str) and "_" in key:
+            head, *rest = key.split("_")
+            key = head + "".join(p[:1].upper() + p[1:] for p in rest)
+        out[key] = _micros(x) if key in _TIMES else _camel(x)
+    return out
+
+
+def _micros(v: Any) -> Any:
+    """A time in nanoseconds rounded to the microsecond, kept as given when it is not a whole number."""
+    if isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 20:
+        return str((int(v) + 500) // 1000 * 1000)
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return (v + 500) // 1000 * 1000
+    return v
+
+
+def _since(since: timedelta | datetime) -> str:
+    if isinstance(since, timedelta):
+        start = datetime.now(UTC) - since
+    elif isinstance(since, datetime):
+        start = since if since.tzinfo is not None else since.astimezone()
+    else:
+        raise ChaoskitError(f"since must be a timedelta or a datetime, got {show(since)}")
+    return start.astimezone(UTC).isoformat()
+
+
+def _page(answer: Any, endpoint: str) -> tuple[list[Any], str | None]:
+    if not isinstance(answer, Mapping) or not isinstance(answer.get("data"), list):
+        keys = ", ".join(show(k, 40) for k in list(answer)[:5]) if isinstance(answer, Mapping) else None
+        got = f"an object with keys {keys}" if keys else f"{show(answer, 80)}"
+        raise TraceReadError(
+            f'expected Phoenix\'s answer {{"data": [span, ...], "next_cursor": ...}}, got {got}', source=endpoint
+        )
+    cursor = answer.get("next_cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise TraceReadError(f"expected next_cursor to be a string or null, got {show(cursor)}", source=endpoint)
+    return answer["data"], cursor or None
+
+
+def _request(url: str) -> urllib.request.Request:
+    headers = {"Accept": "application/json"}
+    key = os.environ.get("PHOENIX_API_KEY")
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return urllib.request.Request(url, headers=headers)
+
+
+def _get_json(url: str, base: str, project: str | None, timeout: float) -> Any:
+    """GET ``url`` and parse the JSON answer; each way it can fail is a TraceReadError that says what to do."""
+    source = url.split("?", 1)[0]
+    try:
+        with urllib.request.urlopen(_request(url), timeout=timeout) as resp:
+            body = resp.read()
+    except urllib.error.HTTPError as exc:
+        detail = _detail(exc.read())
+        if exc.code == 404 and project is not None and "project" in detail.lower():
+            raise TraceReadError(
+                f"Phoenix has no project {project!r}; its projects: {_projects(base, timeout)}", source=source
+            ) from None
+        if exc.code == 404:
+            raise TraceReadError(
+                f"Phoenix answered HTTP 404 ({detail}): is {base} Phoenix, version 11 or later (the REST "
+                "endpoint /spans/otlpv1)?",
+                source=source,
+            ) from None
+        if exc.code in (401, 403):
+            raise TraceReadError(
+                f"Phoenix refused the request (HTTP {exc.code}: {detail}); with authentication on, set "
+                "PHOENIX_API_KEY to an API key",
+                source=source,
+            ) from None
+        raise TraceReadError(f"Phoenix answered HTTP {exc.code}: {detail}", source=source) from None
+    except TimeoutError as exc:
+        raise TraceReadError(
+            f"Phoenix did not answer within {timeout:g} s ({str(exc) or 'timed out'})", source=source
+        ) from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):
+            raise TraceReadError(f"Phoenix did not answer within {timeout:g} s", source=source) from None
+        raise TraceReadError(
+            f"cannot reach Phoenix ({_one_line(str(reason))}); is it running at {base} (phoenix serve; "
+            "PHOENIX_PORT, 6006 by default)?",
+            source=source,
+        ) from None
+    except (http.client.HTTPException, ValueError) as exc:
+        raise TraceReadError(
+            f"Phoenix's answer was cut short or malformed ({type(exc).__name__}: {_one_line(str(exc))})",
+            source=source,
+        ) from None
+    text = body.decode("utf-8", "replace")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise TraceReadError(
+            f"Phoenix did not answer with JSON (it began {show(text.lstrip()[:60])}); is {base} Phoenix's "
+            "HTTP port (PHOENIX_PORT, 6006 by default; not its gRPC port)?",
+            source=source,
+        ) from None
+
+
+def _projects(base: str, timeout: float) -> str:
+    """The names of Phoenix's projects, for the message about an unknown one."""
+    names: list[str] = []
+    cursor: str | None = None
+    try:
+        for _ in range(20):  # 20 pages of 100: enough to list in a message
+            query = {"limit": 100, **({"cursor": cursor} if cursor else {})}
+            data, cursor = _page(
+                _get_json(f"{base}/v1/projects?{urllib.parse.urlencode(query)}", base, None, timeout), ""
+            )
+            names += [str(p.get("name")) for p in data if isinstance(p, Mapping)]
+            if cursor is None:
+                break
+    except TraceReadError as exc:
+        return f"(could not list them: {exc.reason})"
+    return ", ".join(repr(n) for n in names) if names else "none"
+
+
+def _detail(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace")
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return _one_line(text) or "no message"
+    if isinstance(doc, Mapping) and isinstance(doc.get("detail"), str):
+        return _one_line(doc["detail"])
+    return _one_line(text)
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
