@@ -1,41 +1,378 @@
-"""pytest fixtures for chaoskit, loaded automatically when chaoskit is installed.
+"""pytest plugin for chaoskit (the ``pytest11`` entry point): fault cases as ordinary tests, in their own suite.
 
-- ``chaoskit_spans``: a :class:`chaoskit.testing.TraceCapture` of the spans finished during the test
-  (``.spans``, ``.attempt_spans(tool)``, ``.trace()``).
-- ``chaoskit_plan``: a factory ``chaoskit_plan(*fault_dicts, seed=0)`` that returns an activated plan for
-  the rest of the test (fresh call counters).
+Fixtures (nothing here is autouse: installing chaoskit never changes a test suite that does not ask for it):
 
-Nothing here is autouse: installing chaoskit never changes a test suite that does not ask for it.
+- ``chaos_episode``: a :class:`chaoskit.testing.ChaosEpisode`, an episode with its own span capture, open for
+  the test. Its plan comes from ``@pytest.mark.chaos_plan(...)`` (a dict, a ``Plan``, or the path of a YAML
+  plan, relative to the test file) and from a :func:`chaoskit.testing.fault_matrix` parameter; without
+  either it runs with the plan already active, or none. ``.trace``, ``.attempts(tool)``, ``.finish(output)``,
+  ``.verdicts()``.
+- ``chaos_trace``: the finished trace of ``chaos_episode`` (request it after the fixture that runs the agent).
+- ``chaoskit_spans``: this test's spans only (``.spans``, ``.attempt_spans(tool)``, ``.trace()``).
+- ``chaoskit_plan``: a factory ``chaoskit_plan(*fault_dicts, seed=None)`` returning a plan active for the rest
+  of the test.
+
+Every test using ``chaos_episode``, ``chaos_trace`` or the ``chaos_plan`` mark is marked ``faults``, so
+``pytest -m faults`` runs the fault suite and ``-m "not faults"`` the rest. ``--chaos-seed N`` sets the seed
+(printed in the header; random when not given); a plan that sets no seed of its own gets one derived from it
+and the test id, so that a failing case's rerun line (``pytest 'path::test[id]' --chaos-seed N``) reproduces
+it. ``--chaos-report PATH`` writes the session's fault cases as the runner's JSON results, or as its HTML
+report when PATH ends in ``.html``; a terminal section sums them up. Under pytest-xdist the workers send
+their cases to the controller, which writes one report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import chaoskit.testing as testing
+from chaoskit._errors import ChaoskitError
+from chaoskit._version import __version__
+from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
-from chaoskit.testing import TraceCapture
+from chaoskit.testing import ChaosEpisode, FaultCase, TraceCapture
+
+__all__ = ["chaos_episode", "chaos_trace", "chaoskit_plan", "chaoskit_spans"]
+
+_EPISODE_FIXTURES = frozenset({"chaos_episode", "chaos_trace"})
+_FIXTURES = _EPISODE_FIXTURES | {"chaoskit_plan", "chaoskit_spans"}
+_MARKERS = (
+    "faults: a fault case: a test that runs an agent under injected tool faults (chaoskit); tests using "
+    "chaos_episode, chaos_trace or chaos_plan are marked so automatically. Run the suite with `pytest -m faults`.",
+    "chaos_plan(plan=None, **fields): the chaoskit fault plan of the test's chaos_episode: a dict, a "
+    "chaoskit.Plan, or the path of a YAML plan relative to the test file (or the plan's fields as keywords).",
+)
+
+
+@dataclass
+class _State:
+    """The session's chaoskit state (one per pytest config, so in-process pytester runs stay apart)."""
+
+    seed: int
+    given: bool
+    report: str | None
+    started: float = field(default_factory=time.monotonic)
+    cases: list[dict[str, Any]] = field(default_factory=list)
+    results: dict[str, Any] | None = None
+    written: Path | None = None
+    error: str | None = None
+
+
+_STATE = pytest.StashKey[_State]()
+_CALL = pytest.StashKey[tuple[str, float, str | None]]()
+_TRACE_TAKEN = pytest.StashKey[int]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--chaos-seed N`` and ``--chaos-report PATH``."""
+    group = parser.getgroup("chaoskit", "chaoskit fault cases")
+    group.addoption(
+        "--chaos-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="seed of the fault plans that set none of their own (derived per test from N and its id); "
+        "printed in the header, random when not given",
+    )
+    group.addoption(
+        "--chaos-report",
+        default=None,
+        metavar="PATH",
+        help="write the session's fault cases to PATH: the runner's JSON results, or its HTML report for .html",
+    )
+
+
+def _state(config: pytest.Config) -> _State:
+    return config.stash[_STATE]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the markers and fix the session's seed (a worker takes its controller's)."""
+    for line in _MARKERS:
+        config.addinivalue_line("markers", line)
+    given = config.getoption("chaos_seed", None)
+    worker = getattr(config, "workerinput", None)
+    if isinstance(worker, Mapping) and isinstance(worker.get("chaoskit_seed"), int):
+        seed = int(worker["chaoskit_seed"])
+    elif given is not None:
+        if given < 0:
+            raise pytest.UsageError(f"--chaos-seed must be a whole number >= 0, got {given}")
+        seed = int(given)
+    else:
+        seed = int.from_bytes(os.urandom(4), "big") % 1_000_000
+    config.stash[_STATE] = _State(seed=seed, given=given is not None, report=config.getoption("chaos_report", None))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The seed, and how to run with it again."""
+    seed = _state(config).seed
+    return f"chaoskit {__version__}: seed {seed} (reproduce with --chaos-seed {seed})"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: every worker uses the controller's seed."""
+    node.workerinput["chaoskit_seed"] = _state(node.config).seed
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist: take the fault cases a worker ran."""
+    data = getattr(node, "workeroutput", {}).get("chaoskit_cases")
+    if isinstance(data, str):
+        _state(node.config).cases.extend(json.loads(data))
+
+
+def _uses_episode(item: pytest.Item) -> bool:
+    names = set(getattr(item, "fixturenames", ()))
+    return bool(names & _EPISODE_FIXTURES) or item.get_closest_marker("chaos_plan") is not None
+
+
+def _fault_cases(item: pytest.Item) -> list[FaultCase]:
+    callspec = getattr(item, "callspec", None)
+    return list(testing.iter_fault_cases(callspec.params)) if callspec is not None else []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark fault cases ``faults`` before ``-m`` selects tests."""
+    for item in items:
+        if item.get_closest_marker("faults") is None and (_uses_episode(item) or _fault_cases(item)):
+            item.add_marker("faults")
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A :class:`~chaoskit.testing.FaultCase` is named by its readable id (``issue_refund-http-500``)."""
+    return val.id if isinstance(val, FaultCase) else None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A ``chaos_plan`` mark needs ``chaos_episode``: without it the plan would silently not apply."""
+    if item.get_closest_marker("chaos_plan") is not None and not set(getattr(item, "fixturenames", ())) & set(
+        _EPISODE_FIXTURES
+    ):
+        pytest.fail(
+            f"{item.nodeid}: @pytest.mark.chaos_plan applies to the chaos_episode fixture, which this test does "
+            "not use; add chaos_episode (or chaos_trace) to its arguments, or use chaoskit_plan(...) instead",
+            pytrace=False,
+        )
+
+
+def _rerun(item: pytest.Item) -> str:
+    where = os.path.relpath(item.path, item.config.invocation_params.dir)
+    target = where + ("::" + item.nodeid.split("::", 1)[1] if "::" in item.nodeid else "")
+    quoted = f"'{target}'" if "'" not in target else json.dumps(target)
+    return f"pytest {quoted} --chaos-seed {_state(item.config).seed}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Keep the test's outcome for its fault case; a failing case gets the line that reruns just it."""
+    outcome: Any = yield
+    report = outcome.get_result()
+    if report.when != "call":
+        return
+    error = None
+    if call.excinfo is not None:
+        text = str(call.excinfo.value).strip() or call.excinfo.exconly()
+        error = text[:2000]
+    item.stash[_CALL] = (report.outcome, float(report.duration), error)
+    if report.failed and (set(getattr(item, "fixturenames", ())) & _FIXTURES or _fault_cases(item)):
+        report.sections.append(("chaoskit", f"rerun this case: {_rerun(item)}"))
+
+
+# -- plans -------------------------------------------------------------------------------------------------
+
+
+def _mark_plan(item: pytest.Item, marker: pytest.Mark) -> Plan:
+    where = f"{item.nodeid}: @pytest.mark.chaos_plan"
+    args, kwargs = marker.args, dict(marker.kwargs)
+    if len(args) > 1 or (args and kwargs and not isinstance(args[0], Mapping)):
+        raise ChaoskitError(f"{where}: give one plan (a dict, a Plan or a YAML path), or its fields as keywords")
+    if not args and not kwargs:
+        raise ChaoskitError(f"{where}: no plan given; e.g. chaos_plan({{'faults': [...]}}) or chaos_plan('plan.yaml')")
+    value = args[0] if args else kwargs
+    if isinstance(value, Plan):
+        return value
+    if isinstance(value, Mapping):
+        return Plan.from_dict({**value, **kwargs}, source=where)
+    if isinstance(value, str | os.PathLike):
+        path = Path(value)
+        if not path.is_absolute():
+            path = Path(item.path).parent / path
+        if not path.is_file():
+            raise ChaoskitError(
+                f"{where}: plan file {os.fspath(value)!r} not found (looked for {path}; a relative path is "
+                "read from the test file's folder)"
+            )
+        return Plan.from_yaml(path)
+    raise ChaoskitError(
+        f"{where}: expected a dict, a chaoskit.Plan or the path of a YAML plan, got {type(value).__name__}"
+    )
+
+
+def _test_seed(item: pytest.Item) -> int:
+    from chaoskit.runner._grid import derive_seed
+
+    return derive_seed(_state(item.config).seed, item.nodeid, 0)
+
+
+def _plan_of(item: pytest.Item) -> Plan | None:
+    """The test's plan: the mark's faults, then its fault-matrix case's; the test's seed unless it sets one."""
+    plans: list[Plan] = []
+    marker = item.get_closest_marker("chaos_plan")
+    problem = None
+    try:
+        if marker is not None:
+            plans.append(_mark_plan(item, marker))
+    except ChaoskitError as exc:
+        problem = str(exc)
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
+    plans.extend(case.plan for case in _fault_cases(item))
+    if not plans:
+        return None
+    first = plans[0]
+    explicit = "seed" in first.model_fields_set
+    plan = first.with_faults([f for p in plans[1:] for f in p.faults]) if len(plans) > 1 else first
+    return plan if explicit else plan.model_copy(update={"seed": _test_seed(item)})
+
+
+# -- fixtures ----------------------------------------------------------------------------------------------
 
 
 @pytest.fixture
 def chaoskit_spans() -> Iterator[TraceCapture]:
-    """The spans finished during the test (``chaoskit_spans.trace()`` reads them as a ``chaoskit.Trace``)."""
-    with testing.capture_spans() as cap:
+    """This test's spans (``chaoskit_spans.trace()`` reads them as a ``chaoskit.Trace``); spans of tests
+    running at the same time in other threads are not included."""
+    with testing.capture_spans(own=True) as cap:
         yield cap
 
 
 @pytest.fixture
-def chaoskit_plan() -> Iterator[Callable[..., Plan]]:
-    """A factory ``chaoskit_plan(*fault_dicts, seed=0)`` returning a plan active for the rest of the test."""
+def chaoskit_plan(request: pytest.FixtureRequest) -> Iterator[Callable[..., Plan]]:
+    """A factory ``chaoskit_plan(*fault_dicts, seed=None)`` returning a plan active for the rest of the test
+    (``seed`` defaults to the test's seed, from ``--chaos-seed``)."""
     with ExitStack() as stack:
 
-        def make(*faults: dict[str, Any], seed: int = 0) -> Plan:
-            plan = testing.plan_from(*faults, seed=seed)
+        def make(*faults: dict[str, Any], seed: int | None = None) -> Plan:
+            plan = testing.plan_from(*faults, seed=_test_seed(request.node) if seed is None else seed)
             stack.enter_context(plan.activate())
             return plan
 
         yield make
+
+
+@pytest.fixture
+def chaos_episode(request: pytest.FixtureRequest) -> Iterator[ChaosEpisode]:
+    """An episode with its own span capture, open for the test (see the module docstring)."""
+    item = request.node
+    case = ChaosEpisode(item.nodeid, plan=_plan_of(item))
+    with case:
+        yield case
+    _record(item, case)
+    taken = item.stash.get(_TRACE_TAKEN, None)
+    if taken == 0 and case.outside_attempts():
+        pytest.fail(
+            f"{item.nodeid}: chaos_trace was taken before the agent made any tool call (taking it ends the "
+            "episode), and the test's tool calls came after; request chaos_trace after the fixture that runs "
+            "the agent, or read chaos_episode.trace after the run",
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+def chaos_trace(request: pytest.FixtureRequest, chaos_episode: ChaosEpisode) -> Trace:
+    """The finished trace of ``chaos_episode``: request it after the fixture that runs the agent."""
+    trace = chaos_episode.trace
+    request.node.stash[_TRACE_TAKEN] = len(trace.attempts)
+    return trace
+
+
+def _record(item: pytest.Item, case: ChaosEpisode) -> None:
+    """File the test as a fault case (passed or failed; skipped and xfailed tests are not cases)."""
+    got = item.stash.get(_CALL, None)
+    if got is None or got[0] not in ("passed", "failed"):
+        return
+    try:
+        trace = case.trace
+    except ChaoskitError:
+        return  # tracing off: nothing to grade
+    from chaoskit._testing_report import case_result
+
+    outcome, duration, error = got
+    names = {m.name for m in item.iter_markers()} - {"parametrize", "usefixtures", "filterwarnings", "chaos_plan"}
+    case_dict = case_result(
+        trace=trace,
+        scenario=item.nodeid,
+        source=os.path.relpath(item.path, item.config.rootpath),
+        task=item.name,
+        agent=case.agent,
+        seed=case.plan.seed if case.plan is not None else _test_seed(item),
+        plan=case.plan,
+        passed=outcome == "passed",
+        error=error,
+        duration_s=duration,
+        asserted=case.asserted,
+        replay=_rerun(item),
+        tags=sorted(names),
+    )
+    _state(item.config).cases.append(case_dict)
+
+
+# -- the end of the session --------------------------------------------------------------------------------
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A worker hands its cases to the controller; the controller (or a plain run) writes the report."""
+    config = session.config
+    state = _state(config)
+    output = getattr(config, "workeroutput", None)
+    if output is not None:
+        output["chaoskit_cases"] = json.dumps(state.cases, default=str)
+        return
+    if not state.cases and not state.report:
+        return
+    from chaoskit._testing_report import results_of, write_report
+
+    run_config = {
+        "seed": state.seed,
+        "profile": "the tests' own plans",
+        "paths": [str(a) for a in config.args],
+        "runner": "pytest",
+    }
+    state.results = results_of(state.cases, run_config, time.monotonic() - state.started)
+    if state.report:
+        path = Path(state.report)
+        if not path.is_absolute():
+            path = config.invocation_params.dir / path
+        try:
+            state.written = write_report(state.results, path)
+        except ChaoskitError as exc:
+            state.error = str(exc)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The fault cases: how many passed, the failed checks, the mean score, and each failed case's rerun line."""
+    state = _state(config)
+    if state.results is None:
+        return
+    from chaoskit._testing_report import summary_lines
+
+    terminalreporter.section("chaoskit fault cases")
+    for line in summary_lines(state.results):
+        terminalreporter.write_line(line)
+    if state.written is not None:
+        terminalreporter.write_line(f"chaoskit report: {state.written}")
+    if state.error is not None:
+        terminalreporter.write_line(f"chaoskit report not written: {state.error}", red=True)

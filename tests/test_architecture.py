@@ -33,6 +33,7 @@ INTEGRATIONS = tuple(sorted(p.parent.name for p in INTEGRATIONS_DIR.glob("*/__in
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("pytest_plugin",),
     ("cli", "testing"),
+    ("_testing_asserts", "_testing_capture", "_testing_report"),
     ("report",),
     ("runner",),
     ("grading",),
