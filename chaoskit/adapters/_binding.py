@@ -22,7 +22,7 @@ class ArgBinder:
     ``{"args": [...], **kwargs}``.
     """
 
-    __slots__ = ("_defaults", "_names", "_nameset", "first", "sig", "static")
+    __slots__ = ("_defaults", "_names", "_nameset", "_simple", "first", "sig", "static")
 
     def __init__(self, func: Callable[..., Any], *, static: bool) -> None:
         try:
@@ -39,16 +39,21 @@ class ArgBinder:
             self._names = tuple(p.name for p in params)
             self._nameset = frozenset(self._names)
             self._defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+        #: a plain function with no receiver to leave out: a call giving every argument by position binds
+        #: as ``dict(zip(names, args))``
+        self._simple = self._names is not None and (static or self.first not in ("self", "cls"))
 
     def bind(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Mapping[str, Any]:
         """The arguments by parameter name, defaults included, the receiver (``self`` / ``cls``) left out."""
+        names = self._names
+        if self._simple and instance is None and not kwargs and names is not None and len(args) == len(names):
+            return dict(zip(names, args, strict=False))
         sig = self.sig
         if sig is None:
             return {"args": list(args), **kwargs}
         # wrapt passes the instance (or class) apart from the arguments of a bound call; whatever the first
         # parameter is called, it is the receiver then, and it is not part of what the tool was asked
         receiver = instance is not None and not self.static and self.first is not None
-        names = self._names
         out = None if names is None else self._fast(names, (instance, *args) if receiver else args, kwargs)
         if out is None:
             out = self._slow(sig, instance if receiver else _MISSING, args, kwargs)

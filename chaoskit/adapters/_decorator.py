@@ -190,20 +190,21 @@ def chaos(
                     f"its parameters are: {', '.join(params)}"
                 )
         # a bound method (or a partial of one) already carries its receiver: its signature leaves it out
-        binder = ArgBinder(target, static=static or inspect.ismethod(inner))
+        bind = ArgBinder(target, static=static or inspect.ismethod(inner)).bind
 
         call_method = type(target).__call__ if not inspect.isroutine(target) else None
         if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call_method):
 
             async def async_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-                return await call_async(spec, wrapped, args, kwargs, bound=lambda: binder.bind(instance, args, kwargs))
+                return await call_async(spec, wrapped, args, kwargs, bound=_partial(bind, instance, args, kwargs))
 
             wrapped_func = _ToolFunction(func, async_wrapper, spec)
         else:
 
             def sync_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-                # call_sync, not an Attempt: with tracing off and no fault it builds none and binds nothing
-                return call_sync(spec, wrapped, args, kwargs, bound=lambda: binder.bind(instance, args, kwargs))
+                # call_sync, not an Attempt: with no fault it builds none, and with tracing off binds nothing
+                # (a partial, not a lambda: no closure cells to make per call, one frame less to bind)
+                return call_sync(spec, wrapped, args, kwargs, bound=_partial(bind, instance, args, kwargs))
 
             wrapped_func = _ToolFunction(func, sync_wrapper, spec)
         return cast(F, wrapped_func)
@@ -214,6 +215,7 @@ def chaos(
 
 
 _NOT_A_FRAMEWORK_TOOL: Any = object()
+_partial = functools.partial
 
 
 def _unwrap(func: Any) -> tuple[Any, ToolSpec | None]:

@@ -9,10 +9,10 @@ error (then ``chaoskit.tool.refused`` and ``error.type=ReturnedError``, and the 
 caller); ``cancelled`` for a ``BaseException`` that is not an ``Exception`` (``asyncio.CancelledError``,
 ``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``): the run was stopped, the tool did not fail.
 
-The hot path is one tool call with no fault firing. Its span starts with every attribute it will end with,
-in one dict (the SDK cleans attributes per call, so one call is cheapest); :meth:`Attempt.succeed` and
-:meth:`Attempt.fail` set attributes again only when the call went another way. With tracing off,
-:func:`call_sync` / :func:`call_async` build no Attempt, no span and bind no argument that no trigger reads.
+The hot path is one tool call with no fault firing: :func:`call_sync` / :func:`call_async` run it without an
+Attempt (:mod:`chaoskit.engine._plain`), and with tracing off bind no argument that no trigger reads. A span
+starts with every attribute it will end with, in one dict; :meth:`Attempt.succeed` and :meth:`Attempt.fail`
+set attributes again only when the call went another way.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
 
 import chaoskit.engine._attrs as _attrs
 import chaoskit.engine._config as _config
@@ -34,20 +33,25 @@ import chaoskit.engine._effects as _effects
 import chaoskit.semconv as sc
 from chaoskit._errors import ChaosWarning
 from chaoskit.engine._info import AttemptInfo
-from chaoskit.engine._spanattrs import add_http_error, fault_attributes
+from chaoskit.engine._plain import (
+    close_error,
+    close_ok,
+    end_span,
+    plain_async,
+    plain_sync,
+    start_attributes,
+    start_span,
+)
+from chaoskit.engine._spanattrs import fault_attributes
 from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
-from chaoskit.engine._steps import Args, Decided, decide, idempotency_key, lean_end, record, records
-from chaoskit.engine._tracing import parent
+from chaoskit.engine._steps import Args, Decided, decide, idempotency_key, lean_end, record
 from chaoskit.plan._faults import _UNSET, _FaultBase
-from chaoskit.telemetry import get_tracer
 
 log = logging.getLogger("chaoskit")
 
 __all__ = ["Attempt", "AttemptInfo", "ToolSpec", "begin", "call_async", "call_sync"]
 
-_INTERNAL = SpanKind.INTERNAL
 _attach = otel_context.attach
-_detach = otel_context.detach
 _in_context = trace.set_span_in_context
 _now = time.time
 
@@ -114,22 +118,7 @@ class Attempt:
         if not tracing:
             self.span = trace.INVALID_SPAN
             return
-        try:
-            tracer = get_tracer()
-            attrs = self._start_attributes(shown, shown_index)
-            # the arguments are described now when the span surely records, else only once it does
-            eager = resolved is not None and records(tracer)
-            if resolved is not None and eager:
-                self._add_args(attrs, resolved)
-            self.span = tracer.start_span(spec.span_name, context=parent(), kind=_INTERNAL, attributes=attrs)
-            if resolved is not None and not eager and self.span.is_recording():
-                late: dict[str, Any] = {}
-                self._add_args(late, resolved)
-                self.span.set_attributes(late)
-        except Exception:
-            # the application's own span processors run inside start_span; theirs to fix, never the agent's
-            log.exception("chaoskit: starting the span for %s failed; the call goes on without one", spec.name)
-            self.span = trace.INVALID_SPAN
+        self.span, self.hash = start_span(spec, self._start_attributes(shown, shown_index), resolved)
         if attach:
             self._token = _attach(_in_context(self.span))
 
@@ -149,29 +138,12 @@ class Attempt:
             self.injected_value = self.before.value
 
     def _start_attributes(self, fault: _FaultBase | None, index: int | None) -> dict[str, Any]:
-        # the tool's constant attributes were built once, when it was wrapped; this copies them and adds the
-        # call's own, so the SDK sees one dict
-        attrs = self.spec.span_attributes.copy()
-        attrs[sc.ATTEMPT] = self.n
-        attrs[sc.OUTCOME] = sc.OUTCOME_OK
-        attrs[sc.TOOL_EXECUTED] = self._presumed
-        if self.episode is not None:
-            attrs[sc.EPISODE_ID] = self.episode.id
-        if self.call_id:
-            attrs[sc.GEN_AI_TOOL_CALL_ID] = self.call_id
-        if self.idem is not None:
-            attrs[sc.IDEMPOTENCY_KEY] = self.idem
+        attrs = start_attributes(self.spec, self.n, self._presumed, self.episode, self.call_id, self.idem)
         if self.skipped is not None:
             attrs[sc.FAULT_SKIPPED] = self.skipped
         if fault is not None:
             fault_attributes(attrs, fault, index)
         return attrs
-
-    def _add_args(self, attrs: dict[str, Any], args: Mapping[str, Any]) -> None:
-        # the hash and the bounded JSON of the arguments, in one encoding
-        spec = self.spec
-        self.hash, attrs[sc.ARGS] = _attrs.describe_args(args, exclude=spec.idempotency_arg, exact=spec.irreversible)
-        attrs[sc.ARGS_HASH] = self.hash
 
     def skip(self, reason: str, *, stacklevel: int = 2, counted: bool = True) -> None:
         """Do not apply the decided fault, because this entry point cannot produce it here.
@@ -237,25 +209,13 @@ class Attempt:
         span = self.span
         refused = self.refused
         try:
-            if span.is_recording():
-                # the span started as ok with the tool run as presumed: only what differs is set now
-                attrs: dict[str, Any] = {}
-                if self.executed is not self._presumed:
-                    attrs[sc.TOOL_EXECUTED] = self.executed
-                if refused is not None:
-                    attrs[sc.OUTCOME] = sc.OUTCOME_ERROR
-                    attrs[sc.FAULT_INJECTED] = False
-                    attrs[sc.TOOL_REFUSED] = True
-                    attrs[sc.ERROR_TYPE] = RETURNED_ERROR
-                if self.injected_value is not _UNSET:
-                    attrs[sc.FAULT_VALUE] = _attrs.to_attr_json(self.injected_value)
-                cfg = _config.CONFIG
-                if cfg.record_results:
-                    attrs[sc.GEN_AI_TOOL_CALL_RESULT] = _attrs.to_text(result, cfg.max_attr_chars)
-                if attrs:
-                    span.set_attributes(attrs)
-                if refused is not None:
-                    span.set_status(Status(StatusCode.ERROR, _attrs.cap(refused, 512)))
+            # the span started as ok with the tool run as presumed: only what differs is set now
+            attrs: dict[str, Any] = {}
+            if self.executed is not self._presumed:
+                attrs[sc.TOOL_EXECUTED] = self.executed
+            if self.injected_value is not _UNSET and span.is_recording():
+                attrs[sc.FAULT_VALUE] = _attrs.to_attr_json(self.injected_value)
+            close_ok(span, refused, result, attrs)
         finally:
             if refused is None:
                 self._end(sc.OUTCOME_OK, None, None, False)
@@ -268,22 +228,10 @@ class Attempt:
         if self._done:
             return
         self._done = True
-        span = self.span
         outcome = sc.OUTCOME_ERROR if isinstance(exc, Exception) else sc.OUTCOME_CANCELLED
         injected = exc is self.injected_exc
         try:
-            if span.is_recording():
-                attrs: dict[str, Any] = {
-                    sc.OUTCOME: outcome,
-                    sc.TOOL_EXECUTED: self.executed,
-                    sc.FAULT_INJECTED: injected,
-                    sc.ERROR_TYPE: type(exc).__qualname__,
-                }
-                add_http_error(attrs, exc)
-                span.set_attributes(attrs)
-                span.record_exception(exc)
-                if outcome == sc.OUTCOME_ERROR:
-                    span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
+            outcome = close_error(self.span, exc, self.executed, injected)
         finally:
             self._end(outcome, type(exc).__qualname__, str(exc), injected)
 
@@ -330,16 +278,7 @@ class Attempt:
     def _end(self, outcome: str, error_type: str | None, message: str | None, injected: bool) -> None:
         end = _now()
         span = self.span
-        try:
-            span.end()
-        except Exception:
-            # span processors of the application run here; a failing one must not lose the attempt record
-            log.exception("chaoskit: ending the span of %s failed; ignored", self.spec.name)
-        if self._token is not None:
-            try:
-                _detach(self._token)
-            except Exception:
-                pass
+        end_span(self.spec, span, self._token)
         fault = self.fault
         record(
             self.spec,
@@ -401,11 +340,12 @@ def call_sync(
     recorded on the episode as the Attempt would, with ``bound`` called only if a trigger or the idempotency
     key needs the arguments.
     """
-    if _config.CONFIG.trace:
-        return Attempt(spec, bound, call_id, attach=True).run_sync(fn, args, kwargs)
-    decided = decide(spec, bound, None, False)
+    tracing = _config.CONFIG.trace
+    decided = decide(spec, bound, None, tracing)
     if decided[4] is not None:
         return Attempt(spec, bound, call_id, attach=True, _decided=decided).run_sync(fn, args, kwargs)
+    if tracing:
+        return plain_sync(spec, decided, fn, args, kwargs, call_id)
     start = _now()
     try:
         result = fn(*args, **kwargs)
@@ -427,11 +367,12 @@ async def call_async(
 ) -> Any:
     """One attempt around ``await fn(*args, **kwargs)``: :func:`begin` then :meth:`Attempt.run_async` (with
     tracing off and no fault, no Attempt is built, as in :func:`call_sync`)."""
-    if _config.CONFIG.trace:
-        return await Attempt(spec, bound, call_id, attach=True).run_async(fn, args, kwargs)
-    decided = decide(spec, bound, None, False)
+    tracing = _config.CONFIG.trace
+    decided = decide(spec, bound, None, tracing)
     if decided[4] is not None:
         return await Attempt(spec, bound, call_id, attach=True, _decided=decided).run_async(fn, args, kwargs)
+    if tracing:
+        return await plain_async(spec, decided, fn, args, kwargs, call_id)
     start = _now()
     try:
         result = await fn(*args, **kwargs)

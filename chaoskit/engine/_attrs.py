@@ -24,6 +24,8 @@ __all__ = ["REDACTED", "args_hash", "canonical_json", "cap", "describe_args", "r
 REDACTED = "[REDACTED]"
 _MAX_DEPTH = 8
 _SCALAR = (str, int, float, bool, type(None))
+#: the scalar types :func:`_fits` counts as 12 characters (their exact types: a subclass may encode otherwise)
+_FLAT = frozenset({int, float, bool, type(None)})
 #: a list or mapping with more elements than this is described by its first ones and a count of the rest
 _MAX_ITEMS = 16
 _INT_BITS = 4000 * 10 // 3
@@ -97,10 +99,14 @@ def _fits(args: Mapping[str, Any], budget: int, secret: Callable[[str], bool]) -
     """What is left of ``budget`` after the arguments ``args`` if they are plain JSON data with no
     secret-looking key; -1 as soon as the budget runs out, a key looks secret, or a value is not plain
     data. It stops there, so a large argument costs no more than a small one."""
+    # names found clean before are cleared in one C-level test; the rest one by one
+    clean = getattr(secret, "clean", None)
+    if clean is None or not clean.issuperset(args):
+        for k in args:
+            if not isinstance(k, str) or secret(k):
+                return -1
     # the top level inline: most calls are a few scalar arguments
     for k, v in args.items():
-        if not isinstance(k, str) or secret(k):
-            return -1
         t = type(v)
         if t is str:
             budget -= len(k) + len(v) + 6
@@ -117,6 +123,7 @@ def _fits_value(value: Any, budget: int, secret: Callable[[str], bool], depth: i
     # the exact built-in types are tested first and plain elements are counted inline, without a push:
     # ``isinstance(x, Mapping)`` is an ABC check, slow per element
     clean: set[str] = set()  # keys already found not secret in this walk: rows repeat their keys
+    known = getattr(secret, "clean", None) or clean  # keys found not secret before, by this checker
     stack = [(value, depth)]
     pop, push = stack.pop, stack.append
     while stack:
@@ -133,13 +140,17 @@ def _fits_value(value: Any, budget: int, secret: Callable[[str], bool], depth: i
             budget -= 2 + 4 * len(item)
             if budget < 0:
                 return -1
-            if not clean.issuperset(item):
+            if not known.issuperset(item) and not clean.issuperset(item):
                 for k in item:
                     if not isinstance(k, str) or secret(k):
                         return -1
                     clean.add(k)
             budget -= sum(map(len, item))
             values = item.values()
+            if _FLAT.issuperset(map(type, values)):
+                # a row of numbers, flags and nulls (the commonest): counted at once, 8 each as below
+                budget -= 8 * len(item)
+                values = ()
         elif isinstance(item, str):
             budget -= len(item) + 3
             values = ()
@@ -335,6 +346,28 @@ def describe_args(args: Mapping[str, Any], *, exclude: str | None = None, exact:
     if exclude is None or exclude not in args:
         # one encoding for both: the arguments as they are when small and clean, else their bounded view
         secret = cfg.is_secret
+        clean = getattr(secret, "clean", None)
+        if clean is not None and type(args) is dict and clean.issuperset(args):
+            # the commonest call, inline (it runs on every traced call): a few scalar arguments under names
+            # already found not secret; the same test as _fits, the same text as canonical_json
+            budget = limit
+            for k, v in args.items():
+                t = type(v)
+                if t is str:
+                    budget -= len(k) + len(v) + 6
+                elif t in _FLAT:
+                    budget -= len(k) + 12
+                else:
+                    break
+            else:
+                if budget >= 0:
+                    try:
+                        text = "".join(_iterencode(args, False))
+                    except (TypeError, ValueError, RecursionError):
+                        text = canonical_json(args)
+                    return hashlib.sha256(text.encode()).hexdigest()[:16], text if len(text) <= limit else cap(
+                        text, limit
+                    )
         if _fits(args, limit, secret) < 0:
             # they did not fit whole (just checked): cut them, item by item
             full = _digest(canonical_json(redact(args))) if exact else None

@@ -55,6 +55,8 @@ class SecretKeys:
     def __init__(self, keys: Iterable[str]) -> None:
         self.phrases = frozenset("".join(_words(k)) for k in keys)
         self._cache: dict[str, bool] = {}
+        #: names already found not secret: ``clean.issuperset(args)`` clears a whole call's names at once
+        self.clean: set[str] = set()
 
     def __call__(self, key: str) -> bool:
         hit = self._cache.get(key)
@@ -65,6 +67,8 @@ class SecretKeys:
             )
             if len(self._cache) < 4096:
                 self._cache[key] = hit
+                if not hit:
+                    self.clean.add(key)
         return hit
 
 

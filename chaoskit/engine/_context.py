@@ -13,7 +13,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import chaoskit.engine._config as _config
@@ -21,7 +21,20 @@ from chaoskit.engine._effects import _copy
 from chaoskit.plan._faults import CascadingFailureFault, _FaultBase
 from chaoskit.plan._model import Plan, ToolRules
 
-__all__ = ["ACTIVE", "Active", "Scope", "active_plan", "forget_counters", "live_active", "plan_scope", "resolve"]
+__all__ = [
+    "ACTIVE",
+    "DISABLE_KEY",
+    "ENVIRON",
+    "ENV_DATA",
+    "Active",
+    "Scope",
+    "active_get",
+    "active_plan",
+    "forget_counters",
+    "live_active",
+    "plan_scope",
+    "resolve",
+]
 
 
 class Scope:
@@ -33,11 +46,12 @@ class Scope:
     their own index and the budget is never exceeded; a fault that fires takes the lock to count its fire.
     """
 
-    __slots__ = ("_counters", "_lock", "fired", "first_results", "outages")
+    __slots__ = ("_lock", "counters", "fired", "first_results", "outages")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counters: dict[str, itertools.count[int]] = {}
+        #: the call counter per tool (read through :meth:`counter`, or ``counters.get`` on the hot path)
+        self.counters: dict[str, itertools.count[int]] = {}
         self.fired: dict[tuple[int, str], int] = {}
         self.first_results: dict[str, Any] = {}
         # cascading_failure outages in progress (None until one starts, so other plans pay one test)
@@ -51,10 +65,10 @@ class Scope:
 
     def counter(self, tool: str) -> itertools.count[int]:
         """The call counter of ``tool`` in this scope (``next()`` of it is the call's number)."""
-        counter = self._counters.get(tool)
+        counter = self.counters.get(tool)
         if counter is None:
             # setdefault is atomic: two threads racing here share one counter
-            counter = self._counters.setdefault(tool, itertools.count(1))
+            counter = self.counters.setdefault(tool, itertools.count(1))
         return counter
 
     def next_call(
@@ -95,6 +109,14 @@ class Scope:
             n = next(self.counter(tool))
             decision = rules.decide(plan.seed, tool, n, args, self.fired)
             return n, None if decision is None else self._fire(decision, tool, veto)
+
+    def fire(
+        self, decision: tuple[int, _FaultBase], tool: str, veto: Callable[[_FaultBase], str | None] | None
+    ) -> tuple[int, _FaultBase] | None:
+        """Count the fire of a fault decided for a call counted without the lock (no ``times`` budget, no
+        outage); None when it passes through after all (a ``stale`` fault with nothing to replay yet)."""
+        with self._lock:
+            return self._fire(decision, tool, veto)
 
     def _fire(
         self,
@@ -173,6 +195,11 @@ class Active:
     scope: Scope
     # an Episode: the episode module sits above this one, which reads only ``_ended`` and ``_outer_active``
     episode: Any
+    #: per tool name, kept from its first call here: its rules in ``plan``, its call counter in ``scope``, whether
+    #: the call number (and arguments) alone decide (no ``times`` budget), ``rules.decide`` and ``plan.seed``
+    tools: dict[str, tuple[ToolRules, itertools.count[int], bool, Any, int]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 ACTIVE: ContextVar[Active | None] = ContextVar("chaoskit_active", default=None)
@@ -231,6 +258,9 @@ def forget_counters(plan: Plan | None = None) -> None:
             _plan_scopes.pop(plan, None)
 
 
+#: ``ACTIVE.get``, bound once (the hot path reads it on every call)
+active_get = ACTIVE.get
+
 _ENVIRON = os.environ
 try:
     # os.environ keeps its values in a dict keyed by the encoded name: a look-up there is ~20x cheaper than
@@ -239,6 +269,14 @@ try:
     _ENV_DATA: Any = getattr(os.environ, "_data", None)
 except AttributeError:  # another Python: ask os.environ itself
     _ENV_DATA = None
+
+
+#: for a test inline on the hot path: ``DISABLE_KEY not in ENV_DATA and os.environ is ENVIRON`` holds only
+#: when ``CHAOSKIT_DISABLE`` is surely not set (without ``os.environ._data``, never: then ask :func:`_disabled`)
+ENVIRON, DISABLE_KEY = _ENVIRON, "CHAOSKIT_DISABLE"
+ENV_DATA: Any = _ENV_DATA if _ENV_DATA is not None else {DISABLE_KEY: ""}
+if _ENV_DATA is not None:
+    DISABLE_KEY = _DISABLE_KEY
 
 
 def _disabled() -> bool:
@@ -251,8 +289,12 @@ def _disabled() -> bool:
 def resolve(pinned: Plan | None) -> tuple[Plan | None, Scope, Any]:
     """For one tool call: the plan that applies (``CHAOSKIT_DISABLE``, the tool's own, the active one, then
     ``CHAOSKIT_PLAN``), the Scope that counts the call, and the open episode."""
-    active = live_active()
+    # live_active() and _disabled() inline: this runs on every tool call
+    active = ACTIVE.get()
     episode = active.episode if active is not None else None
+    if episode is not None and episode._ended:
+        active = live_active()
+        episode = active.episode if active is not None else None
     plan: Plan | None
     if pinned is not None:
         plan = pinned
@@ -260,8 +302,9 @@ def resolve(pinned: Plan | None) -> tuple[Plan | None, Scope, Any]:
         plan = active.plan
     else:
         plan = _config.env_plan()
-    if plan is not None and _disabled():
-        # the environment is read only where a plan would apply: it costs more than the rest of this
+    # the environment is read only where a plan would apply, and _disabled()'s test of it inline
+    unset = _ENV_DATA is not None and os.environ is _ENVIRON and _DISABLE_KEY not in _ENV_DATA
+    if plan is not None and not unset and _config.disabled():
         plan = None
     if active is not None:
         scope = active.scope

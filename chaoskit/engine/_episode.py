@@ -18,7 +18,7 @@ import chaoskit.engine._config as _config
 import chaoskit.semconv as sc
 from chaoskit._errors import ChaosWarning, ConfigError
 from chaoskit.engine._context import ACTIVE, Active, Scope, live_active
-from chaoskit.engine._info import AttemptInfo, RawAttempt, from_raw
+from chaoskit.engine._info import AttemptInfo, RawAttempt, from_raw, tool_name
 from chaoskit.engine._tracing import traceparent_context
 from chaoskit.plan._locate import _suggest
 from chaoskit.plan._model import Plan
@@ -228,7 +228,7 @@ class Episode:
     def _warn_unknown_tools(self) -> None:
         if self.plan is None:
             return
-        called = {a[0] if isinstance(a, tuple) else a.tool for a in self._attempts}
+        called = {tool_name(a) for a in self._attempts}
         known: Iterable[str] = called | _config.CONFIG.known_tools
         for i, fault in enumerate(self.plan.faults):
             for name in fault.tool_names():

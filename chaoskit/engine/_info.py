@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AttemptInfo", "RawAttempt", "from_raw"]
+__all__ = ["OK_FIELDS", "AttemptInfo", "RawAttempt", "from_raw", "tool_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,14 +42,24 @@ class AttemptInfo:
 
 #: an attempt as the engine records it on the hot path: AttemptInfo's fields in order, except that the span
 #: context stands in for ``span_id`` and ``trace_id`` (formatting them, and building the frozen AttemptInfo,
-#: costs more than the rest of the record; both wait until someone reads ``episode.attempts``)
+#: costs more than the rest of the record; both wait until someone reads ``episode.attempts``); or the
+#: short record of an ok attempt (:data:`OK_FIELDS`)
 RawAttempt = tuple[Any, ...]
+
+
+#: how many fields a short record has: an ``ok`` attempt with no fault, recorded on the hot path as
+#: ``(spec, attempt, args_hash, idempotency_key, call_id, episode_id, start_time, end_time, span context)``
+OK_FIELDS = 9
 
 
 def from_raw(raw: RawAttempt | AttemptInfo) -> AttemptInfo:
     """The :class:`AttemptInfo` of a recorded attempt (an AttemptInfo is returned as it is)."""
     if isinstance(raw, AttemptInfo):
         return raw
+    if len(raw) == OK_FIELDS:
+        spec, n, args_hash, idem, call_id, episode_id, start, end, ctx = raw
+        raw = (spec.name, n, "ok", None, None, None, None, False, True, spec.irreversible, args_hash, idem, call_id)
+        raw = (*raw, episode_id, start, end, ctx, False, spec.idempotent)
     *head, ctx, refused, idempotent = raw
     valid = ctx is not None and ctx.is_valid
     fields: tuple[Any, ...] = (
@@ -60,3 +70,11 @@ def from_raw(raw: RawAttempt | AttemptInfo) -> AttemptInfo:
         idempotent,
     )
     return AttemptInfo(*fields)
+
+
+def tool_name(raw: RawAttempt | AttemptInfo) -> str:
+    """The tool of a recorded attempt, without building its AttemptInfo."""
+    if isinstance(raw, AttemptInfo):
+        return raw.tool
+    first = raw[0]
+    return first if isinstance(first, str) else str(first.name)

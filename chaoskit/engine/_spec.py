@@ -85,6 +85,8 @@ def default_refusal(result: Any) -> str | None:
     """
     if type(result) in _PLAIN_RESULTS:
         return None
+    if type(result) is dict and "error" not in result and "isError" not in result:
+        return None
     if isinstance(result, dict):
         if len(result) == 1 and "error" in result:
             value = result["error"]

@@ -7,8 +7,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, DEFAULT_ON
@@ -16,10 +17,11 @@ from opentelemetry.trace import INVALID_SPAN_CONTEXT
 
 import chaoskit.engine._config as _config
 import chaoskit.semconv as sc
-from chaoskit.engine._context import Scope, resolve
+from chaoskit.engine._context import DISABLE_KEY, ENV_DATA, ENVIRON, Scope, active_get, resolve
 from chaoskit.engine._info import from_raw
 from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
 from chaoskit.plan._faults import _FaultBase
+from chaoskit.plan._model import Plan, ToolRules
 
 log = logging.getLogger("chaoskit")
 
@@ -37,16 +39,71 @@ Decided = tuple[Scope, Any, Mapping[str, Any] | None, int, tuple[int, _FaultBase
 def decide(spec: ToolSpec, args: Args, veto: Callable[[_FaultBase], str | None] | None, tracing: bool) -> Decided:
     """Count the call and decide its fault. The arguments are bound (``args`` called) only when they are
     recorded (tracing on), a ``match`` trigger reads them, or the idempotency key is taken from them."""
+    active = active_get()
+    if (
+        active is not None
+        and spec.plan is None
+        and (plan := active.plan) is not None
+        and DISABLE_KEY not in ENV_DATA
+        and os.environ is ENVIRON
+    ):
+        episode = active.episode
+        if episode is None or not episode._ended:
+            # the commonest case: the active plan applies, in its scope, with the tool's rules and counter kept
+            scope = active.scope
+            name = spec.name
+            tool = active.tools.get(name)
+            if tool is None:
+                rules = plan.rules(name)
+                # (rules, counter, whether the call number alone decides, its decide, the plan's seed)
+                entry = (rules, scope.counter(name), rules.targeted and not rules.budgeted, rules.decide, plan.seed)
+                tool = active.tools.setdefault(name, entry)
+            rules, counter, by_number, decide_call, seed = tool
+            if by_number and scope.outages is None:
+                # _count()'s commonest case inline: count, then decide from the number (and arguments) alone
+                if callable(args):
+                    args = args() if tracing or rules.needs_args or spec.idempotency_arg is not None else None
+                n = next(counter)
+                decision = decide_call(seed, name, n, args, scope.fired)
+                if decision is not None:
+                    decision = scope.fire(decision, name, veto)
+                return scope, episode, args, n, decision, rules.history
+            return _count(spec, args, veto, tracing, plan, scope, episode, rules, counter)
     plan, scope, episode = resolve(spec.plan)
     name = spec.name
-    rules = plan.rules(name) if plan is not None else None
-    if plan is None or rules is None or not rules.targeted:
+    if plan is None:
         if callable(args):
             args = args() if tracing or spec.idempotency_arg is not None else None
         return scope, episode, args, next(scope.counter(name)), None, False
+    return _count(spec, args, veto, tracing, plan, scope, episode, plan.rules(name), scope.counter(name))
+
+
+def _count(
+    spec: ToolSpec,
+    args: Args,
+    veto: Callable[[_FaultBase], str | None] | None,
+    tracing: bool,
+    plan: Plan,
+    scope: Scope,
+    episode: Any,
+    rules: ToolRules,
+    counter: Iterator[int],
+) -> Decided:
+    """:func:`decide` once the plan, scope, rules and counter are known."""
+    if not rules.targeted:
+        if callable(args):
+            args = args() if tracing or spec.idempotency_arg is not None else None
+        return scope, episode, args, next(counter), None, False
     if callable(args):
         args = args() if tracing or rules.needs_args or spec.idempotency_arg is not None else None
-    n, decision = scope.next_call(plan, name, args, veto, rules)
+    if scope.outages is None and not rules.budgeted:
+        # Scope.next_call's common case inline (no outage, no times budget): count, then decide from the number
+        n = next(counter)
+        decision = rules.decide(plan.seed, spec.name, n, args, scope.fired)
+        if decision is not None:
+            decision = scope.fire(decision, spec.name, veto)
+        return scope, episode, args, n, decision, rules.history
+    n, decision = scope.next_call(plan, spec.name, args, veto, rules)
     return scope, episode, args, n, decision, rules.history
 
 
@@ -134,19 +191,36 @@ def lean_end(
 ) -> None:
     """Finish a call that ran with tracing off and no fault: record what :meth:`Attempt.succeed` or
     :meth:`Attempt.fail` would (a returned error, a kept result for ``stale``), with no span."""
-    refused = None
+    if exc is None:
+        refused = spec.refusal(result)
+        episode = decided[1]
+        if refused is None and episode is not None and not decided[5] and not _config.CONFIG.on_attempt:
+            # the commonest case (ok, an episode, no hooks, no result to keep): the short record of an ok
+            # attempt (chaoskit.engine._info.OK_FIELDS), no span
+            key = spec.idempotency_arg
+            idem = None
+            if key:
+                args = decided[2]
+                idem = args.get(key) if args is not None else None
+            episode._record(
+                (spec, decided[3], None, None if idem is None else str(idem), call_id, episode.id, start, _now(), None)
+            )
+            return
+    else:
+        refused = None
     if exc is not None:
         outcome = _ERROR if isinstance(exc, Exception) else _CANCELLED
         error_type: str | None = type(exc).__qualname__
         message: str | None = str(exc)
+    elif refused is None:
+        outcome, error_type, message = _OK, None, None
+        if decided[5]:
+            decided[0].remember_result(spec.name, result)
     else:
-        refused = spec.refusal(result)
-        if refused is None:
-            outcome, error_type, message = _OK, None, None
-            if decided[5]:
-                decided[0].remember_result(spec.name, result)
-        else:
-            outcome, error_type, message = _ERROR, RETURNED_ERROR, refused
+        outcome, error_type, message = _ERROR, RETURNED_ERROR, refused
+    key = spec.idempotency_arg
+    args = decided[2]
+    idem = args.get(key) if key and args is not None else None
     record(
         spec,
         decided[1],
@@ -159,7 +233,7 @@ def lean_end(
         False,
         True,
         None,
-        idempotency_key(spec, decided[2]),
+        None if idem is None else str(idem),
         call_id,
         start,
         _now(),

@@ -10,11 +10,11 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from chaoskit.telemetry import warn_once
 
-__all__ = ["parent", "traceparent_context"]
+__all__ = ["TRACEPARENT_SET", "parent", "traceparent_context"]
 
 _tp_cache: tuple[str, otel_context.Context | None] | None = None
-# TRACEPARENT is set by whoever starts the process (e.g. the battery runner), so looking once is enough
-_TRACEPARENT_SET = "TRACEPARENT" in os.environ
+#: TRACEPARENT is set by whoever starts the process (e.g. the battery runner), so looking once is enough
+TRACEPARENT_SET = "TRACEPARENT" in os.environ
 
 
 def traceparent_context() -> otel_context.Context | None:
@@ -44,6 +44,6 @@ def traceparent_context() -> otel_context.Context | None:
 
 def parent() -> otel_context.Context | None:
     """The parent context for a tool attempt's span: None (the current span) unless a TRACEPARENT applies."""
-    if not _TRACEPARENT_SET or trace.get_current_span().get_span_context().is_valid:
+    if not TRACEPARENT_SET or trace.get_current_span().get_span_context().is_valid:
         return None
     return traceparent_context()

@@ -41,11 +41,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import chaoskit.semconv as sc
 from chaoskit._version import __version__
+from chaoskit.telemetry import _bulk
 
 __all__ = [
     "JsonLinesSpanExporter",
     "SpanCapture",
     "add_processor",
+    "bulk_tracer",
     "capture",
     "export_otlp",
     "flush",
@@ -80,6 +82,9 @@ def _why(exc: BaseException) -> str:
 
 class _Tee(SpanProcessor):
     """Fans spans out to chaoskit's sinks; a failing sink is logged, never raised into the agent."""
+
+    #: idle when a span starts if its sinks are (see :func:`chaoskit.telemetry._bulk.ready`)
+    chaoskit_fanout = True
 
     def __init__(self) -> None:
         self.sinks: tuple[SpanProcessor, ...] = ()
@@ -189,6 +194,17 @@ def get_tracer() -> trace.Tracer:
         tracer = source.get_tracer(SCOPE_NAME, __version__)
         _state.cached = (provider, tracer)
         return tracer
+
+
+def bulk_tracer() -> Any:
+    """chaoskit's tracer when its spans may take their attributes in bulk (``_bulk.ready``), else None.
+
+    For the hot path: the application's provider, once set, is read where the API keeps it (what
+    ``trace.get_tracer_provider()`` then returns), without that function's two calls."""
+    provider = getattr(trace, "_TRACER_PROVIDER", None) or trace.get_tracer_provider()
+    cached = _state.cached
+    tracer = cached[1] if cached is not None and cached[0] is provider else get_tracer()
+    return tracer if _bulk.ready(tracer, _state.tee.sinks) else None
 
 
 def _is_sdk(provider: Any) -> TypeGuard[TracerProvider]:

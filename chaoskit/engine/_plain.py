@@ -1,0 +1,394 @@
+"""The hot path: a tool call that no fault touches, run and recorded without an Attempt, and the span steps.
+
+The span steps (start, close as ok or as an error, end) are shared with :class:`~chaoskit.engine._attempt.Attempt`.
+
+A call with no fault needs none of an Attempt's state (what to fake, what to skip, what was injected), so
+:func:`plain_sync` / :func:`plain_async`, given the call counted and decided by
+:func:`~chaoskit.engine._steps.decide`, open its span with every attribute it will end with, run it, and
+record it, as :meth:`Attempt.run_sync` would, with the same span and the same record. With tracing off the
+drivers run :func:`~chaoskit.engine._steps.lean_end` instead: no span, no argument described.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+import chaoskit.engine._attrs as _attrs
+import chaoskit.engine._config as _config
+import chaoskit.semconv as sc
+from chaoskit.engine._spanattrs import add_http_error
+from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
+from chaoskit.engine._steps import Decided, idempotency_key, record, records
+from chaoskit.engine._tracing import TRACEPARENT_SET, parent
+from chaoskit.telemetry import bulk_tracer, get_tracer
+from chaoskit.telemetry._bulk import SDK_SPAN, put
+
+log = logging.getLogger("chaoskit")
+
+__all__ = ["close_error", "close_ok", "end_span", "plain_async", "plain_sync", "start_attributes", "start_span"]
+
+_INTERNAL = SpanKind.INTERNAL
+_attach = otel_context.attach
+_detach = otel_context.detach
+_in_context = trace.set_span_in_context
+_INVALID = trace.INVALID_SPAN
+_now = time.time
+_OK, _ERROR, _CANCELLED = sc.OUTCOME_OK, sc.OUTCOME_ERROR, sc.OUTCOME_CANCELLED
+# the attribute names of the hot path, as module constants (one look-up each, not two)
+_ATTEMPT, _OUTCOME, _EXECUTED, _EPISODE_ID = sc.ATTEMPT, sc.OUTCOME, sc.TOOL_EXECUTED, sc.EPISODE_ID
+_ARGS, _ARGS_HASH = sc.ARGS, sc.ARGS_HASH
+
+
+def start_attributes(
+    spec: ToolSpec, n: int, executed: bool, episode: Any, call_id: str | None, idem: str | None
+) -> dict[str, Any]:
+    """The attributes an attempt span starts with, fault aside: the tool's constant ones (built once, when it
+    was wrapped) and the call's own, in one dict."""
+    attrs = spec.span_attributes.copy()
+    attrs[sc.ATTEMPT] = n
+    attrs[sc.OUTCOME] = _OK
+    attrs[sc.TOOL_EXECUTED] = executed
+    if episode is not None:
+        attrs[sc.EPISODE_ID] = episode.id
+    if call_id:
+        attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id
+    if idem is not None:
+        attrs[sc.IDEMPOTENCY_KEY] = idem
+    return attrs
+
+
+def start_span(spec: ToolSpec, attrs: dict[str, Any], args: Mapping[str, Any] | None) -> tuple[Any, str | None]:
+    """Start the attempt span of ``spec`` with ``attrs`` and, when the span records, the description and hash
+    of ``args``: ``(span, args hash)``. A failure in the application's span processors gives a non-recording
+    span (logged), never an error in the agent's call.
+
+    The attributes are set in one call: through ``start_span`` (where the sampler and processors see them),
+    or, where nothing reads them before the span has started, stored at once (:func:`chaoskit.telemetry.
+    _bulk.put`), the arguments described only once the span is known to record."""
+    args_hash: str | None = None
+    try:
+        tracer = get_tracer()
+        if bulk_tracer() is tracer:
+            span = tracer.start_span(spec.span_name, parent() if TRACEPARENT_SET else None, _INTERNAL)
+            if span.is_recording():
+                if args is not None:
+                    args_hash = _describe(spec, attrs, args)
+                put(span, attrs)
+            return span, args_hash
+        # the arguments are described now when the span surely records, else only once it does
+        eager = args is not None and records(tracer)
+        if args is not None and eager:
+            args_hash = _describe(spec, attrs, args)
+        span = tracer.start_span(spec.span_name, context=parent(), kind=_INTERNAL, attributes=attrs)
+        if args is not None and not eager and span.is_recording():
+            late: dict[str, Any] = {}
+            args_hash = _describe(spec, late, args)
+            span.set_attributes(late)
+        return span, args_hash
+    except Exception:
+        # the application's own span processors run inside start_span; theirs to fix, never the agent's
+        log.exception("chaoskit: starting the span for %s failed; the call goes on without one", spec.name)
+        return _INVALID, args_hash
+
+
+def _describe(spec: ToolSpec, attrs: dict[str, Any], args: Mapping[str, Any]) -> str:
+    # the hash and the bounded JSON of the arguments, in one encoding
+    args_hash, attrs[sc.ARGS] = _attrs.describe_args(args, exclude=spec.idempotency_arg, exact=spec.irreversible)
+    attrs[sc.ARGS_HASH] = args_hash
+    return args_hash
+
+
+def close_ok(span: Any, refused: str | None, result: Any, attrs: dict[str, Any]) -> None:
+    """Add to a recording span what a call that returned ``result`` changes of its start attributes (``attrs``:
+    what the caller adds, e.g. a faked value): a returned error (``refused``), the result when recorded."""
+    if not span.is_recording():
+        return
+    if refused is not None:
+        attrs[sc.OUTCOME] = _ERROR
+        attrs[sc.FAULT_INJECTED] = False
+        attrs[sc.TOOL_REFUSED] = True
+        attrs[sc.ERROR_TYPE] = RETURNED_ERROR
+    cfg = _config.CONFIG
+    if cfg.record_results:
+        attrs[sc.GEN_AI_TOOL_CALL_RESULT] = _attrs.to_text(result, cfg.max_output_chars)
+    if attrs:
+        span.set_attributes(attrs)
+    if refused is not None:
+        span.set_status(Status(StatusCode.ERROR, _attrs.cap(refused, 512)))
+
+
+def close_error(span: Any, exc: BaseException, executed: bool, injected: bool) -> str:
+    """Record on a recording span that the call raised ``exc``; the outcome (``error``, or ``cancelled`` for a
+    ``BaseException`` that is not an ``Exception``: the run was stopped, the tool did not fail)."""
+    outcome = _ERROR if isinstance(exc, Exception) else _CANCELLED
+    if span.is_recording():
+        attrs: dict[str, Any] = {
+            sc.OUTCOME: outcome,
+            sc.TOOL_EXECUTED: executed,
+            sc.FAULT_INJECTED: injected,
+            sc.ERROR_TYPE: type(exc).__qualname__,
+        }
+        add_http_error(attrs, exc)
+        span.set_attributes(attrs)
+        span.record_exception(exc)
+        if outcome == _ERROR:
+            span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
+    return outcome
+
+
+def end_span(spec: ToolSpec, span: Any, token: Any) -> None:
+    """End the span and make its parent current again; a failing span processor is logged, never raised."""
+    try:
+        span.end()
+    except Exception:
+        # span processors of the application run here; a failing one must not lose the attempt record
+        log.exception("chaoskit: ending the span of %s failed; ignored", spec.name)
+    if token is not None:
+        try:
+            _detach(token)
+        except Exception:
+            pass
+
+
+def _open(spec: ToolSpec, decided: Decided, call_id: str | None) -> tuple[Any, str | None, str | None]:
+    """:func:`start_span` with :func:`start_attributes` for an unfaulted call, the common case inline (one frame
+    where there were five: this runs on every traced call): ``(span, args hash, idempotency key)``."""
+    args = decided[2]
+    idem = idempotency_key(spec, args) if spec.idempotency_arg else None
+    attrs = spec.span_attributes.copy()
+    attrs[sc.ATTEMPT] = decided[3]
+    attrs[sc.OUTCOME] = _OK
+    attrs[sc.TOOL_EXECUTED] = True
+    episode = decided[1]
+    if episode is not None:
+        attrs[sc.EPISODE_ID] = episode.id
+    if call_id:
+        attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id
+    if idem is not None:
+        attrs[sc.IDEMPOTENCY_KEY] = idem
+    args_hash: str | None = None
+    try:
+        tracer = bulk_tracer()
+        if tracer is None:
+            span, args_hash = start_span(spec, attrs, args)
+            return span, args_hash, idem
+        span = tracer.start_span(spec.span_name, parent() if TRACEPARENT_SET else None, _INTERNAL)
+        if span.is_recording():
+            if args is not None:
+                args_hash, attrs[sc.ARGS] = _attrs.describe_args(
+                    args, exclude=spec.idempotency_arg, exact=spec.irreversible
+                )
+                attrs[sc.ARGS_HASH] = args_hash
+            put(span, attrs)
+        return span, args_hash, idem
+    except Exception:
+        # as in start_span: the application's span processors are theirs to fix, never the agent's
+        log.exception("chaoskit: starting the span for %s failed; the call goes on without one", spec.name)
+        return _INVALID, args_hash, idem
+
+
+def plain_sync(
+    spec: ToolSpec,
+    decided: Decided,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    call_id: str | None,
+) -> Any:
+    """Run ``fn(*args, **kwargs)`` as a traced attempt that :func:`~chaoskit.engine._steps.decide` found no
+    fault for (with tracing off, the drivers run :func:`~chaoskit.engine._steps.lean_end` instead).
+
+    The commonest call (no call id or idempotency key, a span that takes its attributes in bulk, an ok
+    result, an episode, no hooks) runs in this one frame, with what :func:`_open` and :func:`_returned` do
+    inline; any other goes through them. The span and the record are the same either way."""
+    start = _now()
+    tracer = bulk_tracer()
+    if tracer is None or call_id is not None or spec.idempotency_arg:
+        span, args_hash, idem = _open(spec, decided, call_id)
+        token = _attach(_in_context(span))
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            _raised(spec, decided, span, token, exc, start, args_hash, idem, call_id)
+            raise
+        _returned(spec, decided, span, token, result, spec.refusal(result), start, args_hash, idem, call_id)
+        return result
+    episode = decided[1]
+    args_hash = None
+    try:
+        span = tracer.start_span(spec.span_name, parent() if TRACEPARENT_SET else None, _INTERNAL)
+        if type(span) is SDK_SPAN:  # started, so recording
+            attrs = {**spec.span_attributes, _ATTEMPT: decided[3], _OUTCOME: _OK, _EXECUTED: True}
+            if episode is not None:
+                attrs[_EPISODE_ID] = episode.id
+            bound = decided[2]
+            if bound is not None:
+                args_hash, attrs[_ARGS] = _attrs.describe_args(bound, exclude=None, exact=spec.irreversible)
+                attrs[_ARGS_HASH] = args_hash
+            put(span, attrs)
+        elif span.is_recording():
+            # not the SDK's own span after all: the general path's attributes
+            attrs = start_attributes(spec, decided[3], True, episode, None, None)
+            if decided[2] is not None:
+                args_hash = _describe(spec, attrs, decided[2])
+            span.set_attributes(attrs)
+    except Exception:
+        log.exception("chaoskit: starting the span for %s failed; the call goes on without one", spec.name)
+        span = _INVALID
+    token = _attach(_in_context(span))
+    try:
+        result = fn(*args, **kwargs)
+    except BaseException as exc:
+        _raised(spec, decided, span, token, exc, start, args_hash, None, None)
+        raise
+    refused = spec.refusal(result)
+    if refused is not None or episode is None or _config.CONFIG.on_attempt or decided[5]:
+        _returned(spec, decided, span, token, result, refused, start, args_hash, None, None)
+        return result
+    # _returned() inline for an ok result with nothing to keep, set or hand to a hook
+    try:
+        if _config.CONFIG.record_results:
+            close_ok(span, None, result, {})
+    finally:
+        end_span(spec, span, token)
+        # the short record of an ok attempt (chaoskit.engine._info.OK_FIELDS)
+        episode._record((spec, decided[3], args_hash, None, None, episode.id, start, _now(), span.get_span_context()))
+    return result
+
+
+async def plain_async(
+    spec: ToolSpec,
+    decided: Decided,
+    fn: Callable[..., Awaitable[Any]],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    call_id: str | None,
+) -> Any:
+    """:func:`plain_sync` for ``await fn(*args, **kwargs)``."""
+    start = _now()
+    span, args_hash, idem = _open(spec, decided, call_id)
+    token = _attach(_in_context(span))
+    try:
+        result = await fn(*args, **kwargs)
+    except BaseException as exc:
+        _raised(spec, decided, span, token, exc, start, args_hash, idem, call_id)
+        raise
+    _returned(spec, decided, span, token, result, spec.refusal(result), start, args_hash, idem, call_id)
+    return result
+
+
+def _returned(
+    spec: ToolSpec,
+    decided: Decided,
+    span: Any,
+    token: Any,
+    result: Any,
+    refused: str | None,
+    start: float,
+    args_hash: str | None,
+    idem: str | None,
+    call_id: str | None,
+) -> None:
+    # refused: spec.refusal(result), asked once by the caller
+    if refused is None and decided[5]:
+        decided[0].remember_result(spec.name, result)
+    try:
+        if refused is not None or _config.CONFIG.record_results:
+            close_ok(span, refused, result, {})
+    finally:
+        end_span(spec, span, token)
+        episode = decided[1]
+        if refused is None and episode is not None and not _config.CONFIG.on_attempt:
+            # record() inline for the commonest case (an episode, no hooks, an ok call): AttemptInfo's fields
+            # in order, the span context for its ids
+            episode._record(
+                (
+                    spec.name,
+                    decided[3],
+                    _OK,
+                    None,
+                    None,
+                    None,
+                    None,
+                    False,
+                    True,
+                    spec.irreversible,
+                    args_hash,
+                    idem,
+                    call_id,
+                    episode.id,
+                    start,
+                    _now(),
+                    span.get_span_context(),
+                    False,
+                    spec.idempotent,
+                )
+            )
+        else:
+            if refused is None:
+                outcome, error_type, message = _OK, None, None
+            else:
+                outcome, error_type, message = _ERROR, RETURNED_ERROR, refused
+            record(
+                spec,
+                decided[1],
+                decided[3],
+                outcome,
+                None,
+                None,
+                error_type,
+                message,
+                False,
+                True,
+                args_hash,
+                idem,
+                call_id,
+                start,
+                _now(),
+                span.get_span_context(),
+                refused is not None,
+            )
+
+
+def _raised(
+    spec: ToolSpec,
+    decided: Decided,
+    span: Any,
+    token: Any,
+    exc: BaseException,
+    start: float,
+    args_hash: str | None,
+    idem: str | None,
+    call_id: str | None,
+) -> None:
+    outcome = _ERROR if isinstance(exc, Exception) else _CANCELLED
+    try:
+        outcome = close_error(span, exc, True, False)
+    finally:
+        end_span(spec, span, token)
+        record(
+            spec,
+            decided[1],
+            decided[3],
+            outcome,
+            None,
+            None,
+            type(exc).__qualname__,
+            str(exc),
+            False,
+            True,
+            args_hash,
+            idem,
+            call_id,
+            start,
+            _now(),
+            span.get_span_context(),
+            False,
+        )
