@@ -10,7 +10,9 @@ Environment, read when chaoskit first creates its tracer:
   that cannot be written (a directory, a missing or read-only directory) is warned about once, in one line on
   the ``chaoskit`` logger, and the agent runs on without the file.
 - ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (+ ``*_HEADERS`` etc.): with the
-  private provider, export over OTLP/HTTP. With your own provider, your exporters already do this.
+  private provider, export over OTLP: HTTP (``http/protobuf``) by default, gRPC when
+  ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` or ``OTEL_EXPORTER_OTLP_PROTOCOL`` is ``grpc``. With your own
+  provider, your exporters already do this.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import chaoskit.semconv as sc
 from chaoskit._version import __version__
-from chaoskit.telemetry import _bulk
+from chaoskit.telemetry import _bulk, _otlp
 
 __all__ = [
     "JsonLinesSpanExporter",
@@ -157,9 +159,7 @@ def _private_provider() -> TracerProvider:
                 # on the private provider only: once the application installs its own provider, its exporters
                 # send chaoskit's spans, and a second OTLP sink here would send every span twice
                 try:
-                    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-                    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+                    provider.add_span_processor(BatchSpanProcessor(_otlp.exporter_from_env()))
                 except Exception as exc:
                     warn_once(
                         "otlp-env",
