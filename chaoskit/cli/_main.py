@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit._version import __version__
@@ -19,6 +21,52 @@ _COMMAND_MODULES = (
     "chaoskit.cli._compare",
     "chaoskit.cli._report",
 )
+
+#: the entry-point group of subcommands other packages add (the MCP and HTTP proxies): each entry point names
+#: a function ``add_parser(subparsers)`` that adds one subcommand, as the modules above do
+ENTRY_POINT_GROUP = "chaoskit.commands"
+
+#: subcommands that come with an extra, so that without it the command says what to install
+_EXTRA_COMMANDS = {"mcp-proxy": "mcp"}
+
+
+def _missing(name: str, extra: str, why: str) -> Any:
+    def func(args: argparse.Namespace) -> int:
+        raise ChaoskitError(f"chaoskit {name} needs the {extra!r} extra ({why}): pip install 'chaoskit[{extra}]'")
+
+    return func
+
+
+def _add_missing(sub: Any, name: str, extra: str, why: str) -> None:
+    p = sub.add_parser(name, help=f"(needs: pip install 'chaoskit[{extra}]')", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=_missing(name, extra, why))
+
+
+def _add_plugins(sub: Any) -> None:
+    """The subcommands registered under ``chaoskit.commands``; a known one that is absent or broken says
+    which extra to install instead of vanishing."""
+    added: set[str] = set()
+    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        if ep.name in sub.choices:
+            continue
+        try:
+            add = ep.load()
+            add(sub)
+        except Exception as exc:
+            if ep.name not in _EXTRA_COMMANDS or ep.name in sub.choices:
+                # another package's broken command must not take the others down with it
+                print(
+                    f"chaoskit: warning: cannot load the {ep.name!r} command from {ep.value} "
+                    f"({type(exc).__name__}: {exc}); it is left out",
+                    file=sys.stderr,
+                )
+                continue
+            _add_missing(sub, ep.name, _EXTRA_COMMANDS[ep.name], f"{type(exc).__name__}: {exc}")
+        added.add(ep.name)
+    for name, extra in _EXTRA_COMMANDS.items():
+        if name not in added and name not in sub.choices:
+            _add_missing(sub, name, extra, "its package is not installed")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
                 f"cannot load the command module {name} ({type(exc).__name__}: {exc}); reinstall chaoskit"
             ) from exc
         module.add_parser(sub)
+    _add_plugins(sub)
     return parser
 
 

@@ -27,6 +27,7 @@ from chaoskit.runner._agents import CommandAgent, PythonAgent, resolve_agent
 from chaoskit.runner._grade import episode_passed, grade_or_refuse, run_oracle, snapshot, task_criteria, wants_initial
 from chaoskit.runner._grid import EpisodePlan, RunConfig, agents_for
 from chaoskit.runner._intensity import with_background
+from chaoskit.runner._proxies import tool_proxies
 from chaoskit.runner._results import EpisodeResult
 from chaoskit.runner._scenario import Scenario
 from chaoskit.runner._spans import SpanCollector, TraceSink
@@ -323,7 +324,10 @@ class EpisodeRunner:
                 )
                 if "traceparent" in carrier:
                     env["TRACEPARENT"] = carrier["traceparent"]
-                outcome, output, error = _spawn(agent.command(ep.perturbation.text), env, timeout)
+                # a scenario's out-of-process tools (mcp:) get their proxy; the agent finds it in its env
+                with tool_proxies(ep.scenario, plan, Path(tmp), traces_path) as proxy_env:
+                    env.update(proxy_env)
+                    outcome, output, error = _spawn(agent.command(ep.perturbation.text), env, timeout)
                 span.set_attribute(RUN_OUTCOME, outcome)
                 trace_id = f"{span.get_span_context().trace_id:032x}"
             lines = traces_path.read_text(encoding="utf-8").splitlines() if traces_path.exists() else []

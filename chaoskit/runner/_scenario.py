@@ -25,6 +25,7 @@ from chaoskit.plan._model import Plan
 from chaoskit.plan._yaml import load_yaml, read_source
 from chaoskit.runner._discover import expand
 from chaoskit.runner._harness import success_from_list, success_list_with_lines, with_max_retries
+from chaoskit.runner._servers import McpServer
 
 __all__ = ["Scenario", "Success", "check_registry", "load_battery", "load_scenario", "load_scenarios", "resolve_ref"]
 
@@ -208,7 +209,8 @@ def _positive_seconds(v: Any) -> Any:
 
 
 class Scenario(_PlanErrorsInit):
-    """One scenario: ``name``, ``task``, optional ``agent``, ``faults``, ``success``, ``tags``."""
+    """One scenario: ``name``, ``task``, optional ``agent``, ``faults``, ``success``, ``tags``; ``mcp`` names an
+    MCP server whose tools the (command-line) agent reaches through ``chaoskit mcp-proxy``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -221,6 +223,7 @@ class Scenario(_PlanErrorsInit):
     tags: list[str] = Field(default_factory=list)
     timeout: float | None = None
     description: str | None = None
+    mcp: McpServer | None = None
 
     _source: str | None = PrivateAttr(default=None)
 

@@ -1,0 +1,153 @@
+"""Latency the MCP proxy adds per tools/call, against a direct connection to the same server, in one run.
+
+    python benchmarks/bench_mcp_proxy.py [--calls 400] [--rounds 5] [--server raw|sdk]
+
+Each case is a server process spoken to over stdio with newline-delimited JSON-RPC, by a client that sends one
+``tools/call`` and waits for its answer (no SDK on the client side: what is timed is the transport and the
+proxy). The cases: the server directly; through ``chaoskit mcp-proxy`` with no span file; with
+``--traces`` (each span written as its call ends, by a writer thread); with tracing off (``CHAOSKIT_TRACE=0``).
+Rounds interleave the cases so that machine noise hits all alike. The table gives each case's median and p99
+and, for the proxy cases, the added median and p99 and the ratio to direct. ``--server raw`` (default) is a
+tiny hand-written MCP server answering in microseconds, so the proxy's own cost shows; ``sdk`` is the example
+server built on the official SDK (examples/mcp/server.py), a realistic upstream. Target: < 1 ms added median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+RAW_SERVER = r"""
+import json, sys
+INFO = {"name": "raw", "version": "1"}
+TOOL = {"name": "lookup_order", "description": "Look up an order.", "inputSchema": {"type": "object"}}
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method = msg.get("method")
+    if method == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": INFO}
+    elif method == "tools/list":
+        result = {"tools": [TOOL]}
+    elif method == "tools/call":
+        args = msg["params"].get("arguments") or {}
+        text = json.dumps({"order_id": args.get("order_id"), "total": 42.5})
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+    else:
+        result = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"""
+
+INIT = {
+    "jsonrpc": "2.0",
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+}
+
+
+class Session:
+    """One server process (direct or behind the proxy), initialized."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0)
+        self.next_id = 0
+        self.call({**INIT})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.call({"jsonrpc": "2.0", "method": "tools/list"})
+
+    def send(self, message: dict[str, object]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+
+    def call(self, message: dict[str, object]) -> dict[str, object]:
+        assert self.proc.stdout is not None
+        self.next_id += 1
+        self.send({**message, "id": self.next_id})
+        return dict(json.loads(self.proc.stdout.readline()))
+
+    def tool_call(self) -> float:
+        request = {
+            "jsonrpc": "2.0",
+            "method": "tools/call",
+            "params": {"name": "lookup_order", "arguments": {"order_id": "A-1001"}},
+        }
+        start = time.perf_counter()
+        answer = self.call(request)
+        took = time.perf_counter() - start
+        assert "result" in answer, answer
+        return took
+
+    def close(self) -> float:
+        """Close stdin; the seconds until the process exited."""
+        assert self.proc.stdin is not None
+        start = time.perf_counter()
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+        return time.perf_counter() - start
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=400, help="tools/call per case per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--server", choices=("raw", "sdk"), default="raw")
+    opts = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if opts.server == "raw":
+            (Path(tmp) / "server.py").write_text(RAW_SERVER, encoding="utf-8")
+            server = [sys.executable, str(Path(tmp) / "server.py")]
+        else:
+            server = [sys.executable, str(ROOT / "examples/mcp/server.py")]
+        plan = Path(tmp) / "plan.yaml"
+        # a plan with a fault that targets the tool but never fires: the decision runs on every call
+        plan.write_text("faults:\n  - {type: error, tool: lookup_order, on_call: [1000000]}\n", encoding="utf-8")
+        proxy = [sys.executable, "-m", "chaoskit_mcp", "--plan", str(plan)]
+        base = dict(os.environ)
+        cases = {
+            "direct": (server, base),
+            "proxy": ([*proxy, "--", *server], base),
+            "proxy --traces": ([*proxy, "--traces", str(Path(tmp) / "spans.jsonl"), "--", *server], base),
+            "proxy, tracing off": ([*proxy, "--", *server], {**base, "CHAOSKIT_TRACE": "0"}),
+        }
+        times: dict[str, list[float]] = {name: [] for name in cases}
+        exits: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(opts.rounds):
+            for name, (argv, env) in cases.items():
+                session = Session(argv, env)
+                for _ in range(20):  # warm up
+                    session.tool_call()
+                times[name].extend(session.tool_call() for _ in range(opts.calls))
+                exits[name].append(session.close())
+    direct_med, direct_p99 = statistics.median(times["direct"]), pct(times["direct"], 0.99)
+    print(f"server: {opts.server}; {opts.rounds} rounds x {opts.calls} calls per case\n")
+    head = (
+        f"{'case':<20} {'median ms':>10} {'p99 ms':>9} {'added med':>10} {'added p99':>10} {'ratio':>6} {'exit s':>7}"
+    )
+    print(head)
+    print("-" * len(head))
+    for name, values in times.items():
+        med, p99 = statistics.median(values), pct(values, 0.99)
+        added = "" if name == "direct" else f"{(med - direct_med) * 1000:>10.3f} {(p99 - direct_p99) * 1000:>10.3f}"
+        ratio = "" if name == "direct" else f"{med / direct_med:>6.2f}"
+        print(f"{name:<20} {med * 1000:>10.3f} {p99 * 1000:>9.3f} {added:>21} {ratio:>6} {max(exits[name]):>7.2f}")
+    print("\nexit s: the longest wait from closing the client's stdin to the process's exit (target: < 2 s)")
+
+
+if __name__ == "__main__":
+    main()

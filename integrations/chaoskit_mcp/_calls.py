@@ -1,0 +1,251 @@
+"""Every ``tools/call`` through chaoskit's attempt engine, by its public adapter interface."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+from mcp_types import INVALID_PARAMS, ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCResponse
+
+import chaoskit.semconv as sc
+from chaoskit.engine import Attempt, ToolSpec, begin
+
+from ._content import error_result, fake_result, malformed, payload_of
+from ._plan import ProtocolDecider, ProtocolFault
+
+__all__ = [
+    "JSONRPC_REQUEST_ID",
+    "KEY_ARGUMENTS",
+    "MCP_METHOD_NAME",
+    "MCP_SESSION_ID",
+    "NETWORK_TRANSPORT",
+    "CallOutcome",
+    "ProxyOptions",
+    "ToolCalls",
+    "UnknownToolError",
+    "UpstreamError",
+    "UpstreamGone",
+]
+
+# the OpenTelemetry MCP semantic conventions (to move into chaoskit.semconv)
+MCP_METHOD_NAME: Final = "mcp.method.name"
+MCP_SESSION_ID: Final = "mcp.session.id"
+JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
+NETWORK_TRANSPORT: Final = "network.transport"
+#: the JSON-RPC error code an upstream answered a call with (``rpc.response.status_code`` in the conventions)
+RPC_RESPONSE_STATUS_CODE: Final = "rpc.response.status_code"
+
+Message = JSONRPCResponse | JSONRPCError
+
+
+class UpstreamGone(Exception):
+    """The upstream MCP server is gone (it exited, crashed or closed the connection).
+
+    ``delivered``: the request had reached the server before it went (the tool may have run).
+    """
+
+    def __init__(self, reason: str, *, delivered: bool = False) -> None:
+        super().__init__(reason)
+        self.delivered = delivered
+
+
+class UpstreamError(Exception):
+    """The upstream answered a tools/call with a JSON-RPC error (forwarded to the client as it is)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"JSON-RPC error {code}: {message}")
+        self.code = code
+
+
+class UnknownToolError(Exception):
+    """A call to a tool the server no longer has (the ``tool_disappears`` fault)."""
+
+
+@dataclass(frozen=True)
+class ProxyOptions:
+    """What the proxy knows about the upstream's tools beyond their MCP annotations."""
+
+    irreversible: Collection[str] = ()
+    idempotent: Collection[str] = ()
+    idempotency_args: Mapping[str, str] = field(default_factory=dict)
+    transport: str = "pipe"
+
+
+@dataclass
+class CallOutcome:
+    """The response to send, what to record once it is sent, and whether the tool list changed."""
+
+    response: Message
+    finish: Callable[[], None]
+    list_changed: bool = False
+    #: tools the next tools/list leaves out (a ``list_changed`` fault's ``drop``), and that fault
+    drop: tuple[str, ...] = ()
+    fault: ProtocolFault | None = None
+
+
+def _noop() -> None:
+    return None
+
+
+#: argument names taken as the idempotency key when the tool's input schema has one (and no option says else)
+KEY_ARGUMENTS: Final = ("idempotency_key", "idempotencyKey", "request_id", "requestId")
+
+
+def _key_argument(info: Mapping[str, Any]) -> str | None:
+    schema = info.get("inputSchema")
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return next((k for k in KEY_ARGUMENTS if isinstance(props, dict) and k in props), None)
+
+
+class ToolCalls:
+    """The tools/call path of one proxy: one :class:`ToolSpec` per tool, one attempt per call."""
+
+    def __init__(self, options: ProxyOptions) -> None:
+        self.options = options
+        self._tools: dict[str, dict[str, Any]] = {}
+        self._specs: dict[str, ToolSpec] = {}
+
+    def learn(self, tools: Any) -> None:
+        """Remember the tools a ``tools/list`` result names (descriptions and annotations shape the specs)."""
+        for tool in tools if isinstance(tools, list) else ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"] not in self._specs:
+                self._tools[tool["name"]] = tool
+
+    def spec(self, name: str) -> ToolSpec:
+        """The spec of tool ``name``, built at its first call from what ``tools/list`` said and the options."""
+        spec = self._specs.get(name)
+        if spec is None:
+            info = self._tools.get(name, {})
+            found = info.get("annotations")
+            notes: dict[str, Any] = found if isinstance(found, dict) else {}
+            description = info.get("description")
+            spec = self._specs[name] = ToolSpec(
+                name=name,
+                # MCP's destructiveHint defaults to true, which would make every unannotated tool a write:
+                # only an explicit hint (or --irreversible) counts
+                irreversible=name in self.options.irreversible or notes.get("destructiveHint") is True,
+                idempotent=name in self.options.idempotent
+                or notes.get("idempotentHint") is True
+                or notes.get("readOnlyHint") is True,
+                idempotency_arg=self.options.idempotency_args.get(name) or _key_argument(info),
+                description=description.splitlines()[0] if isinstance(description, str) and description else None,
+                tool_type="extension",
+            )
+        return spec
+
+    def _annotate(self, attempt: Attempt, request: JSONRPCRequest, session: str | None) -> None:
+        span = attempt.span
+        if span is None or not span.is_recording():
+            return
+        attrs: dict[str, Any] = {
+            MCP_METHOD_NAME: "tools/call",
+            JSONRPC_REQUEST_ID: str(request.id),
+            NETWORK_TRANSPORT: self.options.transport,
+        }
+        if session:
+            attrs[MCP_SESSION_ID] = session
+        span.set_attributes(attrs)
+
+    @staticmethod
+    def _mark(attempt: Attempt, fault: ProtocolFault) -> None:
+        span = attempt.span
+        if span is not None and span.is_recording():
+            span.set_attributes({sc.FAULT_TYPE: fault.type, sc.FAULT_INDEX: fault.index, sc.FAULT_INJECTED: True})
+
+    async def call(
+        self,
+        request: JSONRPCRequest,
+        forward: Callable[[], Awaitable[Message]],
+        protocol: ProtocolDecider,
+        *,
+        gone: dict[str, ProtocolFault],
+        session: str | None = None,
+    ) -> CallOutcome:
+        """Answer one tools/call: decide, fake or forward, transform; ``finish()`` records it once sent."""
+        params = request.params or {}
+        name = params.get("name")
+        args = params.get("arguments")
+        if not isinstance(name, str) or not name or not (args is None or isinstance(args, dict)):
+            return CallOutcome(await forward(), _noop)  # not a call chaoskit can name: the server answers it
+        args = args or {}
+        fault = protocol.decide(name, args)
+        attempt = begin(self.spec(name), args, attach=False)
+        self._annotate(attempt, request, session)
+        if fault is not None and fault.type != "list_changed":
+            attempt.skip(f"the MCP protocol fault {fault.type} (#{fault.index}) fires on this call")
+        if fault is not None and fault.type != "tool_disappears":
+            self._mark(attempt, fault)
+        if fault is not None and fault.type == "tool_disappears":
+            gone[name] = fault
+        if name in gone:
+            return self._unknown(attempt, request, gone[name], notify=fault is not None)
+        try:
+            response, value = await self._carry_out(attempt, name, request.id, forward)
+        except BaseException as exc:  # cancelled: the client went away
+            attempt.fail(exc)
+            raise
+        if fault is not None and fault.type == "malformed_result" and isinstance(response, JSONRPCResponse):
+            response = JSONRPCResponse(
+                jsonrpc="2.0", id=request.id, result=malformed(response.result, fault.params["shape"])
+            )
+        changed = fault is not None and fault.type == "list_changed"
+        drop = tuple(fault.params.get("drop") or ()) if fault is not None and changed else ()
+        if isinstance(value, BaseException):
+            failed = value
+            return CallOutcome(response, lambda: attempt.fail(failed), list_changed=changed, drop=drop, fault=fault)
+        return CallOutcome(response, lambda: attempt.succeed(value), list_changed=changed, drop=drop, fault=fault)
+
+    def _unknown(self, attempt: Attempt, request: JSONRPCRequest, fault: ProtocolFault, *, notify: bool) -> CallOutcome:
+        # what a server answers for a tool it does not have: a JSON-RPC error, as the protocol says
+        name = attempt.spec.name
+        exc = UnknownToolError(f"Unknown tool: {name}")
+        attempt.injected_exc = exc  # the proxy made this failure: the span says the fault was injected
+        self._mark(attempt, fault)
+        span = attempt.span
+        if span is not None and span.is_recording():
+            span.set_attribute(RPC_RESPONSE_STATUS_CODE, str(INVALID_PARAMS))
+        error = JSONRPCError(jsonrpc="2.0", id=request.id, error=ErrorData(code=INVALID_PARAMS, message=str(exc)))
+        changed = notify and fault.type == "tool_disappears" and bool(fault.params.get("notify"))
+        return CallOutcome(error, lambda: attempt.fail(exc), list_changed=changed)
+
+    async def _carry_out(
+        self, attempt: Attempt, name: str, request_id: Any, forward: Callable[[], Awaitable[Message]]
+    ) -> tuple[Message, Any]:
+        # (response, value recorded on success, or the exception recorded as the failure)
+        try:
+            pre = attempt.before
+            if pre.sleep:
+                await anyio.sleep(pre.sleep)
+            if pre.exc is not None:
+                raise pre.exc
+            if not pre.call:
+                result = fake_result(pre.value)
+                return _ok(request_id, result), pre.value
+            attempt.executed = True
+            response = await forward()
+            if isinstance(response, JSONRPCError):
+                # the server refused the call as a protocol error (unknown tool, bad arguments): it did not run
+                attempt.executed = False
+                span = attempt.span
+                if span is not None and span.is_recording():
+                    span.set_attribute(RPC_RESPONSE_STATUS_CODE, str(response.error.code))
+                return response, UpstreamError(response.error.code, response.error.message)
+            result = response.result
+            if result.get("isError") is True:
+                return response, attempt.transform(result)
+            payload, rebuild = payload_of(result)
+            out = attempt.transform(payload)
+            if out is payload:
+                return response, out
+            return _ok(request_id, rebuild(out)), out
+        except Exception as exc:
+            if isinstance(exc, UpstreamGone) and not exc.delivered:
+                attempt.executed = False
+            # errors are results: an injected error or timeout, an after_write failure, a crashed upstream
+            return _ok(request_id, error_result(name, exc)), exc
+
+
+def _ok(request_id: Any, result: dict[str, Any]) -> JSONRPCResponse:
+    return JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)

@@ -1,0 +1,205 @@
+"""The real MCP server behind the proxy: a child process over stdio, or a Streamable HTTP endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import os
+import shlex
+import signal
+import sys
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol
+
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+
+from ._calls import UpstreamGone
+
+__all__ = ["HttpUpstream", "StdioUpstream", "Upstream"]
+
+log = logging.getLogger("chaoskit.mcp")
+
+#: how long a child gets after its stdin closes, then after SIGTERM, before the next step (2 s exit budget)
+GRACE_S = 0.5
+_LINE_LIMIT = 64 * 1024 * 1024
+
+
+class Upstream(Protocol):
+    """What the relay needs of the real server: send, receive until it is gone, stop."""
+
+    describe: str
+    gone: str | None
+
+    async def start(self) -> None:
+        """Connect (or start the child)."""
+
+    async def send(self, message: types.JSONRPCMessage) -> None:
+        """Send one message; raise :class:`UpstreamGone` when the server is gone."""
+
+    def messages(self) -> AsyncIterator[types.JSONRPCMessage]:
+        """The server's messages until it is gone (then ``gone`` says why)."""
+        ...
+
+    async def stop(self) -> None:
+        """Close the connection; stop the child and everything it started."""
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    # Linux: the child gets SIGTERM if the proxy dies without stopping it (SIGKILL, a crash): no orphans
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class StdioUpstream:
+    """The server as a child process in its own process group, speaking newline-delimited JSON-RPC."""
+
+    def __init__(self, argv: Sequence[str], *, env: dict[str, str] | None = None) -> None:
+        self.argv = list(argv)
+        self.env = env
+        self.describe = f"the MCP server `{shlex.join(self.argv)}`"
+        self.gone: str | None = None
+        self.proc: asyncio.subprocess.Process | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id (its process group id too)."""
+        return self.proc.pid if self.proc is not None else None
+
+    async def start(self) -> None:
+        """Start the child; an error names the command."""
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env=self.env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+                limit=_LINE_LIMIT,
+            )
+        except OSError as exc:
+            self.gone = f"{self.describe} could not be started: {exc.strerror or exc}"
+            raise UpstreamGone(self.gone) from None
+
+    async def send(self, message: types.JSONRPCMessage) -> None:
+        """Write one line to the child's stdin."""
+        proc = self.proc
+        if self.gone is not None or proc is None or proc.stdin is None:
+            raise UpstreamGone(self.gone or f"{self.describe} is not running")
+        data = message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+        try:
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
+            raise UpstreamGone(await self._exit_reason()) from exc
+
+    async def messages(self) -> AsyncIterator[types.JSONRPCMessage]:
+        """Parsed lines of the child's stdout; a line that is not JSON-RPC is logged and skipped."""
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None
+        while True:
+            try:
+                line = await proc.stdout.readline()
+            except (ValueError, ConnectionError) as exc:
+                log.warning("chaoskit mcp-proxy: reading %s failed: %s", self.describe, exc)
+                break
+            if not line:
+                break
+            if not line.strip():
+                continue
+            try:
+                yield types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except ValueError:
+                log.warning("chaoskit mcp-proxy: %s wrote a line that is not JSON-RPC: %.200r", self.describe, line)
+        self.gone = await self._exit_reason()
+
+    async def _exit_reason(self) -> str:
+        proc = self.proc
+        if proc is None:
+            return f"{self.describe} is not running"
+        try:
+            code = await asyncio.wait_for(proc.wait(), GRACE_S)
+        except TimeoutError:
+            return f"{self.describe} closed its output but is still running"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"{self.describe} crashed (killed by {name})"
+        return f"{self.describe} exited with status {code}" + (" (crashed)" if code else "")
+
+    async def stop(self) -> None:
+        """Close stdin, wait a little, then SIGTERM and SIGKILL the child's whole process group."""
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.stdin is not None:
+            with contextlib.suppress(Exception):
+                proc.stdin.close()
+        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+            if sig is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, sig)
+            try:
+                await asyncio.wait_for(proc.wait(), GRACE_S)
+            except TimeoutError:
+                continue
+            break
+        # the server's own children (same process group) go with it, even when it exited on its own
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        if self.gone is None:
+            self.gone = f"{self.describe} was stopped"
+
+
+class HttpUpstream:
+    """The server at a Streamable HTTP URL, through the SDK's client transport."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.describe = f"the MCP server at {url}"
+        self.gone: str | None = None
+        self._stack = contextlib.AsyncExitStack()
+        self._read: Any = None
+        self._write: Any = None
+
+    async def start(self) -> None:
+        """Open the SDK transport (its task group lives until :meth:`stop`, in the same task)."""
+        from mcp.client.streamable_http import streamable_http_client
+
+        self._read, self._write = await self._stack.enter_async_context(streamable_http_client(self.url))
+
+    async def send(self, message: types.JSONRPCMessage) -> None:
+        """Post one message."""
+        if self.gone is not None or self._write is None:
+            raise UpstreamGone(self.gone or f"{self.describe} is not connected")
+        try:
+            await self._write.send(SessionMessage(message))
+        except Exception as exc:
+            self.gone = f"{self.describe} is unreachable ({type(exc).__name__})"
+            raise UpstreamGone(self.gone) from exc
+
+    async def messages(self) -> AsyncIterator[types.JSONRPCMessage]:
+        """The server's messages; transport errors are logged."""
+        try:
+            async for item in self._read:
+                if isinstance(item, Exception):
+                    log.warning("chaoskit mcp-proxy: %s: %s", self.describe, item)
+                    continue
+                yield item.message
+        except Exception as exc:
+            log.warning("chaoskit mcp-proxy: reading %s failed: %s", self.describe, exc)
+        if self.gone is None:
+            self.gone = f"{self.describe} closed the connection"
+
+    async def stop(self) -> None:
+        """Close the transport (the SDK ends the HTTP session)."""
+        with contextlib.suppress(Exception):
+            await self._stack.aclose()
+        if self.gone is None:
+            self.gone = f"{self.describe} was disconnected"
