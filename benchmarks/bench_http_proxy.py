@@ -1,0 +1,164 @@
+"""Added latency per call of the HTTP chaos proxy against a direct connection, median and p99, in one run.
+
+    python benchmarks/bench_http_proxy.py [--n 2000] [--rounds 5] [--body 200]
+
+The upstream (a minimal ASGI app under uvicorn) and each proxy run in their own processes, so the client,
+the proxy and the upstream do not share a GIL; the client is one keep-alive ``httpx.Client``. Cases, run
+interleaved in rounds (direct, proxy, proxy + traces, direct, ...) so machine noise hits all alike:
+
+- ``direct``: client -> upstream;
+- ``proxy``: client -> proxy -> upstream, the plan has a fault on another route (every call is counted and
+  decided, none fires), tracing on (spans made, no file);
+- ``proxy+traces``: the same with ``--traces`` (each span written to the file as its call ends).
+
+Per case: the median and p99 of the per-call latency over all rounds, and the added latency against
+``direct`` (median and p99 differences, and the ratio). The target (issue 15) is < 1 ms median added.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+_PLAN = "seed: 1\nfaults:\n  - type: http\n    tool: POST /never\n    status: 503\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _upstream_main(port: int, body_size: int) -> None:
+    import uvicorn
+
+    body = json.dumps({"ok": True, "data": "x" * max(0, body_size - 24)}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", access_log=False)
+
+
+def _proxy_main(port: int, upstream: str, plan: str, traces: str | None) -> None:
+    import logging
+
+    from chaoskit_http import ProxyServer
+
+    logging.getLogger("chaoskit.http").setLevel(logging.WARNING)
+    ProxyServer(plan, upstream=upstream, listen=f"127.0.0.1:{port}", traces=traces).run()
+
+
+def _start(args: list[str], port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, __file__, *args], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit(f"could not start {args}")
+
+
+def _time(client: httpx.Client, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        client.get("/orders/42").raise_for_status()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def _cpu(proc: subprocess.Popen[bytes]) -> float:
+    """CPU seconds (user + system) the process has used so far (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _p99(xs: list[float]) -> float:
+    return sorted(xs)[min(len(xs) - 1, int(0.99 * len(xs)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=2000, help="calls per case per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--body", type=int, default=200, help="response body size in bytes")
+    parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--serve-proxy", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_upstream:
+        _upstream_main(args.serve_upstream, args.body)
+        return
+    if args.serve_proxy:
+        port, upstream, plan, traces = args.serve_proxy
+        _proxy_main(int(port), upstream, plan, None if traces == "-" else traces)
+        return
+
+    tmp = Path(tempfile.mkdtemp(prefix="chaoskit-bench-http-"))
+    plan = tmp / "plan.yaml"
+    plan.write_text(_PLAN)
+    traces = tmp / "spans.jsonl"
+    up_port, p_port, t_port = _free_port(), _free_port(), _free_port()
+    upstream = f"http://127.0.0.1:{up_port}"
+    procs = [_start(["--serve-upstream", str(up_port), "--body", str(args.body)], up_port)]
+    try:
+        procs.append(_start(["--serve-proxy", str(p_port), upstream, str(plan), "-"], p_port))
+        procs.append(_start(["--serve-proxy", str(t_port), upstream, str(plan), str(traces)], t_port))
+        cases = {
+            "direct": httpx.Client(base_url=upstream),
+            "proxy": httpx.Client(base_url=f"http://127.0.0.1:{p_port}"),
+            "proxy+traces": httpx.Client(base_url=f"http://127.0.0.1:{t_port}"),
+        }
+        for client in cases.values():
+            _time(client, 200)  # warm up: connections, imports, caches
+        samples: dict[str, list[float]] = {name: [] for name in cases}
+        owner = {"direct": procs[0], "proxy": procs[1], "proxy+traces": procs[2]}
+        cpu = dict.fromkeys(cases, 0.0)
+        for _ in range(args.rounds):
+            for name, client in cases.items():
+                before = _cpu(owner[name])
+                samples[name] += _time(client, args.n)
+                cpu[name] += _cpu(owner[name]) - before
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(10)
+    base_med = statistics.median(samples["direct"])
+    base_p99 = _p99(samples["direct"])
+    print(f"HTTP proxy, {args.rounds} x {args.n} calls per case, {args.body}-byte responses (ms per call)")
+    print(f"{'case':<14}{'median':>9}{'p99':>9}{'added med':>11}{'added p99':>11}{'ratio':>8}{'cpu/call':>10}")
+    for name, xs in samples.items():
+        med, p99 = statistics.median(xs), _p99(xs)
+        print(
+            f"{name:<14}{med * 1e3:>9.3f}{p99 * 1e3:>9.3f}{(med - base_med) * 1e3:>11.3f}"
+            f"{(p99 - base_p99) * 1e3:>11.3f}{med / base_med:>8.2f}{cpu[name] / len(xs) * 1e3:>10.3f}"
+        )
+    print("cpu/call: CPU time of the serving process per call (the upstream's for direct, the proxy's otherwise)")
+    spans = len(traces.read_text().splitlines()) if traces.exists() else 0
+    print(f"spans written with --traces: {spans}")
+
+
+if __name__ == "__main__":
+    main()
