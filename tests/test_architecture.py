@@ -47,7 +47,9 @@ FACADES = frozenset({PACKAGE, f"{PACKAGE}.checks", f"{PACKAGE}.faults", f"{PACKA
 LEVEL = {unit: len(LAYERS) - i for i, row in enumerate(LAYERS) for unit in row}
 
 #: top-level names the core must never import (the frameworks and chaoskit's own integrations)
-FORBIDDEN_IN_CORE = re.compile(r"^(langchain\w*|langgraph\w*|mcp|chaoskit_langchain|chaoskit_langgraph|chaoskit_mcp|chaoskit_http|httpcore|uvicorn)$")
+FORBIDDEN_IN_CORE = re.compile(
+    r"^(langchain\w*|langgraph\w*|mcp|chaoskit_langchain|chaoskit_langgraph|chaoskit_mcp|chaoskit_http|httpcore|uvicorn)$"
+)
 
 MAX_LINES = 450
 MAX_TYPE_IGNORES = 5  # fewer than this many in chaoskit/ + integrations/
