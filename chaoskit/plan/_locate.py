@@ -215,8 +215,10 @@ def _owner_model(model: type[BaseModel], loc: tuple[Any, ...], err: Any) -> type
     """The model class that owns the field at ``loc[:-1]`` (for listing allowed keys)."""
     raw = tuple(err["loc"])
     tagged = _tagged(model)
-    for p in raw:
-        if isinstance(p, str) and p in tagged:
+    for i, p in enumerate(raw):
+        # a discriminated fault's tag follows its list index (faults[0].http); a field that happens to share a
+        # fault type's name (a scenario's http: key) is no tag
+        if isinstance(p, str) and p in tagged and i >= 1 and isinstance(raw[i - 1], int):
             return tagged[p]
     current: Any = model
     for part in loc[:-1]:

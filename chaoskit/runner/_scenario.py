@@ -25,7 +25,7 @@ from chaoskit.plan._model import Plan
 from chaoskit.plan._yaml import load_yaml, read_source
 from chaoskit.runner._discover import expand
 from chaoskit.runner._harness import success_from_list, success_list_with_lines, with_max_retries
-from chaoskit.runner._servers import McpServer
+from chaoskit.runner._servers import HttpUpstream, McpServer
 
 __all__ = ["Scenario", "Success", "check_registry", "load_battery", "load_scenario", "load_scenarios", "resolve_ref"]
 
@@ -210,7 +210,8 @@ def _positive_seconds(v: Any) -> Any:
 
 class Scenario(_PlanErrorsInit):
     """One scenario: ``name``, ``task``, optional ``agent``, ``faults``, ``success``, ``tags``; ``mcp`` names an
-    MCP server whose tools the (command-line) agent reaches through ``chaoskit mcp-proxy``."""
+    MCP server whose tools the (command-line) agent reaches through ``chaoskit mcp-proxy``, ``http`` a REST API
+    it reaches through ``chaoskit http-proxy``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -224,6 +225,7 @@ class Scenario(_PlanErrorsInit):
     timeout: float | None = None
     description: str | None = None
     mcp: McpServer | None = None
+    http: HttpUpstream | None = None
 
     _source: str | None = PrivateAttr(default=None)
 
