@@ -11,6 +11,7 @@ from chaoskit.engine._episode import Episode, current_episode, episode
 from chaoskit.engine._info import AttemptInfo
 from chaoskit.engine._runtime import reset
 from chaoskit.engine._spec import ToolSpec
+from chaoskit.grading._build import LateSpanError
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
 from chaoskit.grading._phoenix import fetch_phoenix
 from chaoskit.grading._result import CheckResult
@@ -38,6 +39,7 @@ __all__ = [
     "Episode",
     "EpisodeRecord",
     "EpisodeResult",
+    "LateSpanError",
     "Plan",
     "PlanError",
     "Scenario",

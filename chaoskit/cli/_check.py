@@ -4,22 +4,41 @@ Exit status: 0 when every check passed (warnings allowed), 1 when the traces wer
 2 when they could not be graded (unreadable, untrustworthy, nothing to grade, the backend unreachable) or on a
 usage error. A trace that cannot be graded is never a pass. The verdicts come from ``checks.run_checks`` and
 ``score`` alone.
+
+Trace files are graded as they are read, one episode at a time (``Trace.iter_episodes``), in memory bounded by
+the largest episode; a large JSON Lines file is cut into parts graded in parallel processes (``--workers``), and
+the episodes that straddle parts are joined and graded at the end. The report is kept in a temporary file and
+printed only once every file was read, so a file found ungradable at its end prints nothing but the reason.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
+import shutil
 import sys
-from typing import Any
+import tempfile
+import textwrap
+from pathlib import Path
+from typing import Any, TextIO
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.cli._check_sources import add_source_options, check_sources, read_sources
-from chaoskit.grading._model import TraceReadError
-from chaoskit.grading._readers import FORMATS
+from chaoskit.grading._build import LateSpanError, TraceBuilder
+from chaoskit.grading._chunks import read_part, split_jsonl
+from chaoskit.grading._model import EpisodeRecord, TraceReadError
+from chaoskit.grading._readers import FORMATS, guarded, nothing_to_grade, read_with_builder
 from chaoskit.grading._result import CheckResult
-from chaoskit.grading._score import score
+from chaoskit.grading._score import Score, score
+from chaoskit.grading._stream import EpisodeStream
+from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
+from chaoskit.semconv import EPISODE_ID
+
+#: a JSON Lines file at least this large is graded by one process per core
+_PARALLEL_BYTES = 48 << 20
 
 _EXIT_CODES = """exit status:
   0  graded: every check passed (warnings allowed)
@@ -78,6 +97,13 @@ def add_parser(sub: Any) -> None:
         metavar="TOOL",
         help="a tool the task needs (repeatable); default: every tool that only ever failed",
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="grade a JSON Lines trace file in N processes (default: one per core, at most 8, for a file of "
+        f"{_PARALLEL_BYTES >> 20} MB or more; else 1)",
+    )
     add_source_options(p)
     p.set_defaults(func=run)
 
@@ -103,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
             raise ChaoskitError(f"unknown check(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
     if args.retry_storm < 1:
         raise ChaoskitError(f"--retry-storm must be a whole number >= 1, got {args.retry_storm}")
+    if args.workers is not None and args.workers < 1:
+        raise ChaoskitError(f"--workers must be a whole number >= 1, got {args.workers}")
     check_sources(args)
     params: dict[str, Any] = {
         "n": args.retry_storm,
@@ -115,71 +143,239 @@ def run(args: argparse.Namespace) -> int:
             if params[flag] and flag not in names:
                 names.append(flag)
 
+    grader = _Grader(names, params, json_mode=args.json)
     try:
-        sources = read_sources(args)
+        if args.from_jaeger is not None or args.from_phoenix is not None:
+            for source, trace in read_sources(args):
+                for ep in trace.episodes:
+                    grader.add(source, ep)
+        else:
+            for path in args.traces:
+                _grade_file(path, args.format, args.workers, grader)
+        grader.emit(sys.stdout)
     except TraceReadError as exc:
         print(f"chaoskit: cannot grade: {exc}", file=sys.stderr)
         return 2
-
-    report: list[dict[str, Any]] = []
-    failed = False
-    for source, trace in sources:
-        for one in trace.split():
-            ep = one.episodes[0]
-            results = run_checks(one, names, **params)
-            sc = score(one, checks=results, required_tools=params["required_tools"])
-            failed = failed or any(not r.passed for r in results)
-            report.append({"source": source, "episode": ep, "results": results, "score": sc})
-    if args.json:
-        print(json.dumps(_as_json(report, failed), indent=2, ensure_ascii=False))
-    else:
-        _print_tables(report, failed)
-    return 1 if failed else 0
+    finally:
+        grader.close()
+    return 1 if grader.failed else 0
 
 
-def _as_json(report: list[dict[str, Any]], failed: bool) -> dict[str, Any]:
-    episodes = []
-    for item in report:
-        ep = item["episode"]
-        episodes.append(
-            {
-                "source": item["source"],
-                "id": ep.id,
-                "name": ep.name,
-                "outcome": ep.outcome,
-                "output": ep.output,
-                "trace_id": ep.trace_id,
-                "attempts": len(ep.attempts),
-                "checks": [r.to_dict() for r in item["results"]],
-                "score": item["score"].to_dict(),
-            }
-        )
-    return {"passed": not failed, "episodes": episodes}
+def _grade_file(path: str, fmt: str | None, workers: int | None, grader: _Grader) -> None:
+    """Grade the episodes of one trace file as they are read: in parallel parts for a large JSON Lines file.
+    A span of an episode already graded (see ``LateSpanError``) makes the file be read again whole."""
+    if not path.strip():
+        raise TraceReadError("expected the path of a trace file, got an empty argument", source=repr(path))
+    file = Path(path)
+    if workers is None:
+        try:
+            large = file.is_file() and file.stat().st_size >= _PARALLEL_BYTES
+        except (OSError, ValueError):
+            large = False
+        workers = min(os.cpu_count() or 1, 8) if large else 1
+    bounds = split_jsonl(file, workers) if workers > 1 else None
+    mark = grader.mark()
+    builder: TraceBuilder
+    try:
+        if bounds is not None:
+            builder = _grade_parts(file, fmt, bounds, grader)
+        else:
+            stream = EpisodeStream(path, fmt)
+            builder = stream.builder
+            for ep in stream:
+                grader.add(path, ep)
+    except LateSpanError:
+        grader.rollback(mark)
+        episodes, builder = read_with_builder(file, fmt)
+        for ep in episodes:
+            grader.add(path, ep)
+    if grader.n == mark[1]:
+        raise nothing_to_grade(path, builder)
 
 
-def _print_tables(report: list[dict[str, Any]], failed: bool) -> None:
-    if not report:
-        print("no chaoskit episodes found in the given traces")
-        return
-    for item in report:
-        ep = item["episode"]
-        results: list[CheckResult] = item["results"]
-        label = ep.name or "(no name)"
-        eid = ep.id[:12] if ep.id else "outside any episode"
+def _grade_parts(file: Path, fmt: str | None, bounds: list[int], grader: _Grader) -> TraceBuilder:
+    """Grade each part of ``file`` in its own process, then here the episodes that straddle parts."""
+    import multiprocessing
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork shares the imported modules (no second start-up); spawn where fork is unsafe: other platforms, or
+    # other threads running (one may hold a lock the child needs, e.g. when check runs inside a test process)
+    method = "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
+    jobs = [
+        (str(file), fmt, a, b, grader.names, grader.params, grader.json_mode) for a, b in itertools.pairwise(bounds)
+    ]
+    with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context(method)) as pool:
+        parts = list(pool.map(_grade_part, jobs))
+    try:
+        for part in parts:
+            if "error" in part:
+                reason, line, late = part["error"]
+                raise (LateSpanError if late else TraceReadError)(reason, source=str(file), line=line)
+        merged = TraceBuilder(str(file))
+        for part in parts:
+            grader.append(part)
+            merged.spans_seen += part["spans_seen"]
+            merged.notes += part["notes"]
+        for i, part in enumerate(parts):
+            for content, line in part["open"]:
+                _not_graded_elsewhere(content, line, parts, i, str(file))
+            merged.adopt(part["open"], f"part {i + 1} of {len(parts)}")
+        with guarded(merged, fmt):
+            episodes = merged.build()
+    finally:
+        for part in parts:
+            if "report" in part:
+                os.unlink(part["report"])
+    for ep in episodes:
+        grader.add(str(file), ep)
+    return merged
+
+
+def _not_graded_elsewhere(content: Any, line: int | None, parts: list[dict[str, Any]], i: int, source: str) -> None:
+    """A span left open in part ``i`` must not belong to an episode another part already graded."""
+    is_root = isinstance(content, dict)
+    tid, sid = (content["trace_id"], content["span_id"]) if is_root else (content.trace_id, content.span_id)
+    eid = content["attrs"].get(EPISODE_ID) if is_root else content.episode_id
+    fp = bytes.fromhex(sid + tid[-16:])
+    for j, other in enumerate(parts):
+        if j == i:
+            continue
+        spans, ids = other["closed"]
+        at = spans.find(fp)
+        while at >= 0 and at % 24:
+            at = spans.find(fp, at + 1)
+        if at >= 0 or eid in ids:
+            raise LateSpanError(f"span {sid}: episode {eid} was graded before this span", source=source, line=line)
+
+
+def _grade_part(job: tuple[Any, ...]) -> dict[str, Any]:
+    """In a worker process: grade the episodes complete within one part of a file into a report file."""
+    path, fmt, start, end, names, params, json_mode = job
+    builder = TraceBuilder(path, stream=True)
+    builder.keep_closed_ids = True
+    grader = _Grader(names, params, json_mode=json_mode)
+    try:
+        for ep in read_part(Path(path), fmt, start, end, builder):
+            grader.add(path, ep)
+        fd, report = tempfile.mkstemp(prefix="chaoskit-check-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            grader.out.seek(0)
+            shutil.copyfileobj(grader.out, fh, 1 << 20)
+    except TraceReadError as exc:
+        return {"error": (exc.reason, exc.line, isinstance(exc, LateSpanError))}
+    finally:
+        grader.close()
+    return {
+        "report": report,
+        "n": grader.n,
+        "n_fail": grader.n_fail,
+        "n_warn": grader.n_warn,
+        "failed": grader.failed,
+        "open": builder.open_spans(),
+        "closed": builder.closed_spans(),
+        "spans_seen": builder.spans_seen,
+        "notes": builder.notes,
+    }
+
+
+class _Grader:
+    """Grades episodes one at a time and keeps their rendered report in a temporary file, printed once every
+    source was read: a trace found ungradable at its end prints nothing but the reason, never a pass."""
+
+    def __init__(self, names: list[str] | None, params: dict[str, Any], *, json_mode: bool) -> None:
+        self.names, self.params, self.json_mode = names, params, json_mode
+        self.out = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self.n = self.n_fail = self.n_warn = 0
+        self.failed = False
+
+    def add(self, source: str, ep: EpisodeRecord) -> None:
+        """Grade one episode and render it."""
+        one = Trace([ep])
+        results = run_checks(one, self.names, **self.params)
+        sc = score(one, checks=results, required_tools=self.params["required_tools"])
+        bad = [r for r in results if not r.passed]
+        self.failed = self.failed or bool(bad)
+        self.n += 1
+        self.n_fail += len(bad)
+        self.n_warn += sum(1 for r in results if r.severity == "warn")
+        if self.json_mode:
+            item = _episode_json(source, ep, results, sc)
+            self.out.write(",\n" + textwrap.indent(json.dumps(item, indent=2, ensure_ascii=False), "    "))
+        else:
+            self.out.write(_episode_table(source, ep, results, sc))
+
+    def mark(self) -> tuple[int, int, int, int, bool]:
+        """Where the report stands, to go back to with :meth:`rollback`."""
+        return (self.out.tell(), self.n, self.n_fail, self.n_warn, self.failed)
+
+    def rollback(self, mark: tuple[int, int, int, int, bool]) -> None:
+        """Forget what was graded since ``mark``."""
+        pos, self.n, self.n_fail, self.n_warn, self.failed = mark
+        self.out.seek(pos)
+        self.out.truncate()
+
+    def append(self, part: dict[str, Any]) -> None:
+        """Add the report of a part graded by a worker process."""
+        with open(part["report"], encoding="utf-8") as fh:
+            shutil.copyfileobj(fh, self.out, 1 << 20)
+        self.n += part["n"]
+        self.n_fail += part["n_fail"]
+        self.n_warn += part["n_warn"]
+        self.failed = self.failed or part["failed"]
+
+    def emit(self, stream: TextIO) -> None:
+        """Print the whole report."""
+        self.out.seek(0)
+        if self.json_mode:
+            stream.write(f'{{\n  "passed": {json.dumps(not self.failed)},\n  "episodes": [')
+            if self.n:
+                self.out.read(2)  # the first episode's separator
+                stream.write("\n")
+                shutil.copyfileobj(self.out, stream, 1 << 20)
+                stream.write("\n  ")
+            stream.write("]\n}\n")
+            return
+        if not self.n:
+            print("no chaoskit episodes found in the given traces", file=stream)
+            return
+        shutil.copyfileobj(self.out, stream, 1 << 20)
         print(
-            f"episode {label}  id {eid}  outcome {ep.outcome or '?'}  attempts {len(ep.attempts)}  "
-            f"score {item['score'].value:.1f}/100  ({item['source']})"
+            f"{self.n} episode(s): {self.n_fail} failed check(s), {self.n_warn} warning(s)"
+            + (" — FAILED" if self.failed else " — ok"),
+            file=stream,
         )
-        width = max([len("CHECK"), *(len(r.name) for r in results)])
-        print(f"  {'CHECK':<{width}}  RESULT  MESSAGE")
-        for r in results:
-            print(f"  {r.name:<{width}}  {r.severity.upper():<6}  {r.message}")
-            if r.evidence and r.severity != "pass":
-                print(f"  {'':<{width}}          spans: {', '.join(r.evidence)}")
-        print()
-    n_fail = sum(1 for item in report for r in item["results"] if not r.passed)
-    n_warn = sum(1 for item in report for r in item["results"] if r.severity == "warn")
-    print(
-        f"{len(report)} episode(s): {n_fail} failed check(s), {n_warn} warning(s)"
-        + (" — FAILED" if failed else " — ok")
-    )
+
+    def close(self) -> None:
+        """Delete the temporary report."""
+        self.out.close()
+
+
+def _episode_json(source: str, ep: EpisodeRecord, results: list[CheckResult], sc: Score) -> dict[str, Any]:
+    return {
+        "source": source,
+        "id": ep.id,
+        "name": ep.name,
+        "outcome": ep.outcome,
+        "output": ep.output,
+        "trace_id": ep.trace_id,
+        "attempts": len(ep.attempts),
+        "checks": [r.to_dict() for r in results],
+        "score": sc.to_dict(),
+    }
+
+
+def _episode_table(source: str, ep: EpisodeRecord, results: list[CheckResult], sc: Score) -> str:
+    label = ep.name or "(no name)"
+    eid = ep.id[:12] if ep.id else "outside any episode"
+    lines = [
+        f"episode {label}  id {eid}  outcome {ep.outcome or '?'}  attempts {len(ep.attempts)}  "
+        f"score {sc.value:.1f}/100  ({source})"
+    ]
+    width = max([len("CHECK"), *(len(r.name) for r in results)])
+    lines.append(f"  {'CHECK':<{width}}  RESULT  MESSAGE")
+    for r in results:
+        lines.append(f"  {r.name:<{width}}  {r.severity.upper():<6}  {r.message}")
+        if r.evidence and r.severity != "pass":
+            lines.append(f"  {'':<{width}}          spans: {', '.join(r.evidence)}")
+    return "\n".join(lines) + "\n\n"

@@ -1,5 +1,6 @@
 """Layer 4, grading: traces in (in-memory spans, OTLP-JSON, Jaeger), verdicts and the recovery score out."""
 
+from chaoskit.grading._build import LateSpanError
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
 from chaoskit.grading._phoenix import fetch_phoenix
 from chaoskit.grading._result import CheckResult, Severity
@@ -14,6 +15,7 @@ __all__ = [
     "AttemptRecord",
     "CheckResult",
     "EpisodeRecord",
+    "LateSpanError",
     "Score",
     "ScorePart",
     "Severity",

@@ -36,14 +36,25 @@ from chaoskit.semconv import (
     SCENARIO,
 )
 
-__all__ = ["TraceBuilder"]
+__all__ = ["LateSpanError", "TraceBuilder"]
+
+
+class LateSpanError(TraceReadError):
+    """A span of an episode that a streaming read had already completed and handed out: an extra attempt, or a
+    second version of one of its spans. Read whole (``Trace.load``), the same file either grades with that span or
+    fails with the exact reason; ``chaoskit check`` does so by itself."""
 
 
 class TraceBuilder:
-    """Collects chaoskit spans from any reader, checks that each can be graded, and assembles the episodes."""
+    """Collects chaoskit spans from any reader, checks that each can be graded, and assembles the episodes.
 
-    def __init__(self, source: str) -> None:
+    With ``stream=True`` an episode can be taken out (:meth:`take_complete`) as soon as its root span and every
+    attempt it counted are in; the builder then keeps only a compact fingerprint of its spans (about 16 bytes a
+    span), so that a copy of one of them met later is told apart from a new or changed span."""
+
+    def __init__(self, source: str, *, stream: bool = False) -> None:
         self.source = source
+        self.stream = stream
         #: the line the current document starts on (a JSON Lines file: the line itself)
         self.line: int | None = None
         #: the text holding the current multi-line document, and where the document starts and ends in it
@@ -56,6 +67,15 @@ class TraceBuilder:
         self._seen: dict[tuple[str, str], tuple[Any, _Place]] = {}
         # tool names, outcomes, trace and episode ids repeat across a million spans: keep one copy of each
         self._strings: dict[str, str] = {}
+        #: streaming: the episodes touched since the last take_complete; the spans of the episodes taken out
+        #: (24 bytes each: span id, trace id's last 8 bytes, content digest, in 65,536 buckets); their ids' hashes
+        self._touched: set[str | None] = set()
+        self._closed: dict[int, bytearray] = {}
+        self._closed_eids: set[int] = set()
+        #: a part of a file read on its own also keeps the ids of the episodes it took out (see closed_spans)
+        self.keep_closed_ids = False
+        self._closed_ids: set[str | None] = set()
+        self._digests: dict[tuple[str, str], int] = {}
 
     def error(self, message: str, anchor: tuple[str, str] | None = None) -> TraceReadError:
         """An error at the current line; ``anchor`` (a key and its string value, e.g. ``("spanId", "ab…")``)
@@ -106,6 +126,13 @@ class TraceBuilder:
         if kind != TOOL:
             content = {"trace_id": trace_id, "span_id": span_id, "start_us": start_us, "end_us": end_us, "attrs": a}
         key = (trace_id, span_id)
+        if self.stream:
+            eid = content.episode_id if kind == TOOL else a[EPISODE_ID]
+            self._touched.add(eid)
+            digest = _digest(name, start_us, end_us, error_message, a)
+            if self._closed_eids and self._is_late(key, eid, digest, where, anchor):
+                return
+            self._digests[key] = digest
         seen = self._seen.get(key)
         if seen is not None:
             # a collector retry or a backend listing the span twice is harmless; two versions of it are not
@@ -143,58 +170,164 @@ class TraceBuilder:
 
     def build(self) -> list[EpisodeRecord]:
         """The episodes in start-time order, each with its attempts in time order; raises when spans are missing."""
-        episodes: list[EpisodeRecord] = []
-        for eid, parts in self._episodes.items():
-            attempts = tuple(sorted(parts.attempts, key=attempt_order))
-            if eid is not None:
-                self._check_numbering(eid, attempts)
-            root = parts.root
-            if root is None:
-                # the root span ends last: a file cut short keeps the attempts without it
-                episodes.append(
-                    EpisodeRecord(
-                        id=eid,
-                        name=None,
-                        output=None,
-                        outcome=None,
-                        error=None,
-                        trace_id=attempts[0].trace_id if attempts else None,
-                        span_id=None,
-                        start_time=attempts[0].start_time if attempts else None,
-                        end_time=max(a.end_time for a in attempts) if attempts else None,
-                        attributes={},
-                        attempts=attempts,
-                    )
-                )
-                continue
-            ra: dict[str, Any] = root["attrs"]
-            counted = ra.get(EPISODE_ATTEMPTS)
-            if isinstance(counted, int) and len(attempts) < counted:
-                raise TraceReadError(
-                    f"span {root['span_id']} (episode {eid}): the episode recorded {counted} tool attempt(s) but "
-                    f"the trace holds {len(attempts)} execute_tool span(s) for it; spans are missing (a lost "
-                    "export batch or a file cut short), and the missing attempts could change the verdict",
-                    source=self.source,
-                    line=_line_at(self._seen[(root["trace_id"], root["span_id"])][1]),
-                )
-            name = ra.get(SCENARIO) or ra.get(GEN_AI_AGENT_NAME)
-            episodes.append(
-                EpisodeRecord(
-                    id=eid,
-                    name=name,
-                    output=ra.get(EPISODE_OUTPUT),
-                    outcome=ra.get(EPISODE_OUTCOME),
-                    error=ra.get(EPISODE_ERROR),
-                    trace_id=root["trace_id"],
-                    span_id=root["span_id"],
-                    start_time=root["start_us"] / 1e6,
-                    end_time=root["end_us"] / 1e6,
-                    attributes=ra,
-                    attempts=attempts,
-                )
-            )
-        episodes.sort(key=lambda e: (e.start_time if e.start_time is not None else math.inf, e.id or ""))
+        episodes = [self._episode(eid, parts) for eid, parts in self._episodes.items()]
+        episodes.sort(key=_episode_order)
         return episodes
+
+    def take_complete(self) -> list[EpisodeRecord]:
+        """Streaming: the episodes touched since the last call whose root span and every attempt it counted are
+        in, in start-time order; they are forgotten but for their fingerprint. Call between documents."""
+        done: list[EpisodeRecord] = []
+        for eid in self._touched:
+            parts = self._episodes.get(eid)
+            if parts is None or parts.root is None:
+                continue
+            counted = parts.root["attrs"].get(EPISODE_ATTEMPTS)
+            if isinstance(counted, int) and len(parts.attempts) >= counted:
+                done.append(self._episode(eid, parts))
+                self._forget(eid, parts)
+        self._touched.clear()
+        if len(self._strings) > 50_000:
+            self._strings.clear()  # only a saving of memory: ids of episodes taken out never come back
+        done.sort(key=_episode_order)
+        return done
+
+    def _forget(self, eid: str | None, parts: _EpisodeParts) -> None:
+        del self._episodes[eid]
+        assert parts.root is not None
+        spans = [(parts.root["trace_id"], parts.root["span_id"])]
+        spans += [(a.trace_id, a.span_id) for a in parts.attempts]
+        for key in spans:
+            del self._seen[key]
+            fp = _fingerprint(key)
+            bucket = self._closed.get(hash(fp) & _BUCKETS)
+            if bucket is None:
+                bucket = self._closed[hash(fp) & _BUCKETS] = bytearray()
+            bucket += fp + self._digests.pop(key).to_bytes(8, "little", signed=True)
+        self._closed_eids.add(hash(eid))
+        if self.keep_closed_ids:
+            self._closed_ids.add(eid)
+
+    def _is_late(
+        self, key: tuple[str, str], eid: str | None, digest: int, where: str, anchor: tuple[str, str] | None
+    ) -> bool:
+        """True for an exact copy of a span of an episode taken out (ignored, as a collector's retry is); raises
+        :class:`LateSpanError` for any other span of such an episode; False for a span of an open one."""
+        fp = _fingerprint(key)
+        bucket = self._closed.get(hash(fp) & _BUCKETS)
+        why = None
+        if bucket is not None:
+            at = bucket.find(fp)
+            while at >= 0 and at % 24:
+                at = bucket.find(fp, at + 1)
+            if at >= 0:
+                if int.from_bytes(bucket[at + 16 : at + 24], "little", signed=True) == digest:
+                    return True
+                why = "a second version of one of its spans (the same span id with different content)"
+        if why is None:
+            if eid is None or hash(eid) not in self._closed_eids:
+                return False
+            why = "another span of it, beyond the attempts its invoke_agent span counted"
+        raise LateSpanError(
+            f"{where}: episode {eid} was complete (its invoke_agent span and every attempt it counted) and "
+            f"graded before this span, {why}; read the file whole (Trace.load) to grade it or see what is wrong",
+            source=self.source,
+            line=_line_at((self.line, anchor, self.doc_text)),
+        )
+
+    def open_spans(self) -> list[tuple[Any, int | None]]:
+        """Streaming, at the end of a part of a file: the spans of the episodes still open (each root span's
+        content, or an AttemptRecord) and the line of each, for :meth:`adopt` in the reader of the whole file."""
+        out: list[tuple[Any, int | None]] = []
+        for parts in self._episodes.values():
+            contents = ([parts.root] if parts.root is not None else []) + list(parts.attempts)
+            for c in contents:
+                key = (c["trace_id"], c["span_id"]) if isinstance(c, dict) else (c.trace_id, c.span_id)
+                out.append((c, _line_at(self._seen[key][1])))
+        return out
+
+    def closed_spans(self) -> tuple[bytes, frozenset[str | None]]:
+        """Streaming: what identifies the episodes taken out (24 bytes a span, the first 16 its span and trace
+        id) and their ids, so that a part of the file read elsewhere can tell whether it holds more of them."""
+        return b"".join(self._closed.values()), frozenset(self._closed_ids)
+
+    def adopt(self, spans: list[tuple[Any, int | None]], where: str) -> None:
+        """Add spans from :meth:`open_spans` of another builder (``where`` names it in messages), with the
+        duplicate rules of :meth:`add`."""
+        for content, line in spans:
+            is_root = isinstance(content, dict)
+            key = (content["trace_id"], content["span_id"]) if is_root else (content.trace_id, content.span_id)
+            seen = self._seen.get(key)
+            if seen is not None:
+                if _same(seen[0], content):
+                    continue
+                first = _line_at(seen[1])
+                raise TraceReadError(
+                    f"span {key[1]} ({where}): span id {key[1]} of trace {key[0]} appears twice with different "
+                    f"content (first at line {first}); a span id must be unique, so this trace may have been "
+                    "tampered with",
+                    source=self.source,
+                    line=line,
+                )
+            self._seen[key] = (content, (line, None, None))
+            if not is_root:
+                self._parts(content.episode_id).attempts.append(content)
+                continue
+            eid = content["attrs"][EPISODE_ID]
+            parts = self._parts(eid)
+            if parts.root is not None:
+                raise TraceReadError(
+                    f"span {key[1]} ({where}): episode {eid} has two invoke_agent spans ({parts.root['span_id']} "
+                    f"and {key[1]}); an episode has exactly one",
+                    source=self.source,
+                    line=line,
+                )
+            parts.root = content
+
+    def _episode(self, eid: str | None, parts: _EpisodeParts) -> EpisodeRecord:
+        attempts = tuple(sorted(parts.attempts, key=attempt_order))
+        if eid is not None:
+            self._check_numbering(eid, attempts)
+        root = parts.root
+        if root is None:
+            # the root span ends last: a file cut short keeps the attempts without it
+            return EpisodeRecord(
+                id=eid,
+                name=None,
+                output=None,
+                outcome=None,
+                error=None,
+                trace_id=attempts[0].trace_id if attempts else None,
+                span_id=None,
+                start_time=attempts[0].start_time if attempts else None,
+                end_time=max(a.end_time for a in attempts) if attempts else None,
+                attributes={},
+                attempts=attempts,
+            )
+        ra: dict[str, Any] = root["attrs"]
+        counted = ra.get(EPISODE_ATTEMPTS)
+        if isinstance(counted, int) and len(attempts) < counted:
+            raise TraceReadError(
+                f"span {root['span_id']} (episode {eid}): the episode recorded {counted} tool attempt(s) but "
+                f"the trace holds {len(attempts)} execute_tool span(s) for it; spans are missing (a lost "
+                "export batch or a file cut short), and the missing attempts could change the verdict",
+                source=self.source,
+                line=_line_at(self._seen[(root["trace_id"], root["span_id"])][1]),
+            )
+        name = ra.get(SCENARIO) or ra.get(GEN_AI_AGENT_NAME)
+        return EpisodeRecord(
+            id=eid,
+            name=name,
+            output=ra.get(EPISODE_OUTPUT),
+            outcome=ra.get(EPISODE_OUTCOME),
+            error=ra.get(EPISODE_ERROR),
+            trace_id=root["trace_id"],
+            span_id=root["span_id"],
+            start_time=root["start_us"] / 1e6,
+            end_time=root["end_us"] / 1e6,
+            attributes=ra,
+            attempts=attempts,
+        )
 
     def _check_numbering(self, eid: str, attempts: tuple[AttemptRecord, ...]) -> None:
         """An episode numbers each tool's calls 1, 2, 3, …: a number above the count of that tool's spans means
@@ -239,6 +372,28 @@ def _line_at(place: _Place, nth: int = 1) -> int | None:
             found = matches[-1]
             line += text.count("\n", start, found.start())
     return line
+
+
+def _episode_order(e: EpisodeRecord) -> tuple[float, str]:
+    return (e.start_time if e.start_time is not None else math.inf, e.id or "")
+
+
+_BUCKETS = 0xFFFF
+
+
+def _fingerprint(key: tuple[str, str]) -> bytes:
+    """16 bytes for a span: its id and the last 8 bytes of its trace id (both hex here)."""
+    return bytes.fromhex(key[1] + key[0][-16:])
+
+
+def _digest(name: str, start_us: int, end_us: int, error_message: str | None, a: Mapping[str, Any]) -> int:
+    """A fingerprint of a span's content, to tell a copy of a span from a changed one after its episode is gone."""
+    head = (name, start_us, end_us, error_message)
+    try:
+        # in written order: a copy lists them in the same order (another order only means a read of the whole file)
+        return hash((head, tuple(a.items())))
+    except TypeError:  # a list or object value
+        return hash((head, repr(a)))
 
 
 def _same(old: Any, new: Any) -> bool:

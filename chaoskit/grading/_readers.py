@@ -1,7 +1,8 @@
 """Readers for exported spans: OTLP-JSON (single object, JSON Lines, Jaeger api_v3) and Jaeger UI JSON.
 
 Files are streamed line by line when they are JSON Lines, so a million-span file never sits in memory as one
-parsed document; a pretty-printed file (or a top-level list) is one document, parsed whole, and needs memory a
+parsed document (lines are parsed by orjson when it is installed; a line it refuses is parsed again by the
+standard ``json`` module, so what is accepted and every message stay the same); a pretty-printed file (or a top-level list) is one document, parsed whole, and needs memory a
 few times its size. There is no size limit. JSON nested deeper than Python's recursion limit (about 1,000
 levels; a trace needs fewer than 10) is rejected with a :class:`TraceReadError`, as is anything that is not
 the expected structure: every error names the file, the line (the span's own line in a pretty-printed file
@@ -17,9 +18,9 @@ import contextlib
 import gc
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from chaoskit.grading._attributes import PREFIXES
 from chaoskit.grading._build import TraceBuilder
@@ -27,7 +28,24 @@ from chaoskit.grading._formats import dispatch, dispatch_any, expected
 from chaoskit.grading._model import EpisodeRecord, TraceReadError, show
 from chaoskit.semconv import ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE
 
-__all__ = ["FORMATS", "Source", "load", "nothing_to_grade", "read", "read_sdk_spans", "read_with_builder"]
+__all__ = [
+    "FORMATS",
+    "Source",
+    "file_documents",
+    "guarded",
+    "jsonl_documents",
+    "load",
+    "nothing_to_grade",
+    "open_trace_file",
+    "read",
+    "read_sdk_spans",
+    "read_with_builder",
+    "text_documents",
+]
+
+_fast_loads: Callable[[bytes], Any] = json.loads
+with contextlib.suppress(ImportError):  # a faster parser when installed; what it refuses goes to the standard one
+    from orjson import loads as _fast_loads
 
 #: the file formats ``load`` and ``chaoskit check --format`` accept
 FORMATS = ("otlp", "jaeger")
@@ -65,13 +83,20 @@ def read_with_builder(
     was found instead of spans: for a "nothing to grade" message. With ``name``, a ``str`` is JSON text (an
     answer from a backend), never a path."""
     builder = TraceBuilder(name or _name_of(source))
+    with guarded(builder, fmt):
+        if name is not None and isinstance(source, str):
+            _read_text(source, fmt, builder, 1)
+        else:
+            _read_into(source, fmt, builder)
+        return builder.build(), builder
+
+
+@contextlib.contextmanager
+def guarded(builder: TraceBuilder, fmt: str | None) -> Iterator[None]:
+    """Read with the cyclic collector paused; any error but a TraceReadError becomes one naming the line."""
     with _no_gc():
         try:
-            if name is not None and isinstance(source, str):
-                _read_text(source, fmt, builder, 1)
-            else:
-                _read_into(source, fmt, builder)
-            return builder.build(), builder
+            yield
         except TraceReadError:
             raise
         except RecursionError:
@@ -206,14 +231,27 @@ def _read_into(source: object, fmt: str | None, builder: TraceBuilder) -> None:
 
 
 def _read_text(text: str, fmt: str | None, builder: TraceBuilder, first_line: int) -> None:
+    for _ in text_documents(text, fmt, builder, first_line):
+        pass
+
+
+def text_documents(text: str, fmt: str | None, builder: TraceBuilder, first_line: int) -> Iterator[None]:
+    """Read each JSON document in ``text`` into ``builder``, yielding after each one."""
     for line, doc, start, end in _documents(text, first_line, builder):
         builder.line = line
         builder.doc_text = (text, start, end)
         dispatch_any(doc, fmt, builder)
+        yield
     builder.doc_text = None
 
 
 def _read_file(path: Path, fmt: str | None, builder: TraceBuilder) -> None:
+    for _ in file_documents(path, fmt, builder):
+        pass
+
+
+def open_trace_file(path: Path, fmt: str | None) -> BinaryIO:
+    """``path`` opened for reading bytes; a TraceReadError saying why it cannot be."""
     source = str(path)
     if path.exists() and not path.is_file() and not path.is_dir():
         # a device or a pipe may never end: never wait on one
@@ -234,6 +272,14 @@ def _read_file(path: Path, fmt: str | None, builder: TraceBuilder) -> None:
         raise TraceReadError(
             f"not a usable file path ({exc}); expected the path of a trace file", source=repr(source)
         ) from None
+    return fh
+
+
+def file_documents(path: Path, fmt: str | None, builder: TraceBuilder) -> Iterator[None]:
+    """Read each document of the trace file at ``path`` into ``builder``, yielding after each one: each line
+    of JSON Lines, or the one (pretty-printed) document."""
+    source = str(path)
+    fh = open_trace_file(path, fmt)
     with fh:
         try:
             lineno, first = 0, b""
@@ -256,28 +302,39 @@ def _read_file(path: Path, fmt: str | None, builder: TraceBuilder) -> None:
                 if nxt is not None and _is_object(nxt):
                     # JSON Lines whose first line is broken, not one document spread over many lines
                     raise _jsonl_error(exc, fmt, builder, lineno) from None
-                _read_text(text + _decode(rest, lineno + 1, fmt, builder), fmt, builder, lineno)
+                yield from text_documents(text + _decode(rest, lineno + 1, fmt, builder), fmt, builder, lineno)
                 return
             if not isinstance(doc, dict):
                 # pretty-printed (or a top-level list): one document spanning many lines, read whole
-                _read_text(text + _decode(fh.read(), lineno + 1, fmt, builder), fmt, builder, lineno)
+                yield from text_documents(text + _decode(fh.read(), lineno + 1, fmt, builder), fmt, builder, lineno)
                 return
             builder.line = lineno
             dispatch(doc, fmt, builder)
-            for raw in fh:
-                lineno += 1
-                if not raw.strip():
-                    continue
-                builder.line = lineno
-                try:
-                    # without the newline a line cut inside a string reads "Unterminated string", not
-                    # "Invalid control character"
-                    doc = json.loads(_decode(raw, lineno, fmt, builder).rstrip("\r\n"))
-                except ValueError as exc:
-                    raise _jsonl_error(exc, fmt, builder, lineno) from None
-                dispatch_any(doc, fmt, builder)
+            yield
+            yield from jsonl_documents(fh, fmt, builder, lineno)
         except OSError as exc:
             raise TraceReadError(f"cannot read the file ({exc.strerror or exc})", source=source) from None
+
+
+def jsonl_documents(lines: Iterable[bytes], fmt: str | None, builder: TraceBuilder, lineno: int) -> Iterator[None]:
+    """Read JSON Lines (``lines`` follow line ``lineno``) into ``builder``, yielding after each line."""
+    loads = _fast_loads
+    for raw in lines:
+        lineno += 1
+        if not raw or raw.isspace():  # (strip() would copy every line)
+            continue
+        builder.line = lineno
+        try:
+            doc = loads(raw)
+        except Exception:  # anything the fast parser refuses is read again by the standard one
+            try:
+                # without the newline a line cut inside a string reads "Unterminated string", not
+                # "Invalid control character"
+                doc = json.loads(_decode(raw, lineno, fmt, builder).rstrip("\r\n"))
+            except ValueError as exc:
+                raise _jsonl_error(exc, fmt, builder, lineno) from None
+        dispatch_any(doc, fmt, builder)
+        yield
 
 
 def _jsonl_error(exc: ValueError, fmt: str | None, builder: TraceBuilder, line: int) -> TraceReadError:

@@ -3,17 +3,19 @@
 Whatever the source (in-memory ``ReadableSpan``\\ s, OTLP-JSON, JSON Lines, Jaeger's api_v3 or UI JSON), the
 same spans give the same :class:`Trace`: times are kept at microsecond precision (Jaeger's) and values are
 normalised to what OTLP carries, so verdicts do not depend on where the trace was read from. The readers
-(``_readers``) return episodes and never import this module, so the classmethods here call them directly.
+(``_readers``, ``_stream``) return episodes and never import this module, so the classmethods here call them
+directly.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, attempt_order
 from chaoskit.grading._readers import load, read, read_sdk_spans
+from chaoskit.grading._stream import EpisodeStream
 
 __all__ = ["Trace"]
 
@@ -90,3 +92,18 @@ class Trace:
         its attempts), raises :class:`TraceReadError` naming the file, the line and the span.
         """
         return cls(load(path, format))
+
+    @classmethod
+    def iter_episodes(cls, path: str | os.PathLike[str], format: str | None = None) -> Iterator[Trace]:
+        """Read a file as it goes, one Trace per episode (as ``split()`` gives them) as soon as the episode is
+        complete: memory is bounded by the largest episode, not by the file, for files of any size.
+
+        Each episode is handed out after the line (of JSON Lines) that holds its ``invoke_agent`` span and every
+        attempt that span counted, the others at the end of the file; so episodes whose spans interleave are
+        fine. Everything :meth:`load` rejects is rejected here too, when it is met, possibly after some episodes
+        were handed out: grade them only once the iteration ended without an error. An exact copy of a span of
+        an episode already handed out is ignored; any other span of it raises ``LateSpanError`` (a
+        :class:`TraceReadError`), since :meth:`load` would have graded the episode with it.
+        """
+        for episode in EpisodeStream(path, format):
+            yield cls([episode])

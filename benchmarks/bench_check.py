@@ -1,0 +1,87 @@
+"""Wall time and peak memory of ``chaoskit check FILE`` on OTLP-JSON Lines files of 10k, 100k (and 1M) spans.
+
+    python benchmarks/bench_check.py                    # 10k, 100k spans, default options
+    python benchmarks/bench_check.py --full             # also 1M spans (about 1.6 GB in a temporary folder)
+    python benchmarks/bench_check.py --workers 1,2      # compare --workers values (default: the default)
+    python benchmarks/bench_check.py --sizes 10000,50000 --keep /tmp/files   # reuse generated files
+
+Each file is made from the spans of one real episode (chaoskit tools under a fault plan, plus a foreign LLM
+span, see ``bench_trace.py``), copied with fresh trace, span and episode ids. ``chaoskit check`` runs in a
+subprocess, start-up included; peak RSS is ``ru_maxrss`` of that process and of its worker processes (the
+largest one, and their sum as an upper bound). Goals (issue 16): 100k spans <= 2 s wall and <= 150 MB with
+default options on 2 cores; 1M spans < 10 s; peak RSS flat across sizes and < 300 MB; time linear.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_trace import write_file
+
+# runs `chaoskit check`, then prints its exit status and the peak RSS (KiB) of it and of each worker it started
+_PROBE = r"""
+import json, resource, subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.run([sys.executable, "-m", "chaoskit", "check", *sys.argv[1:]], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE)
+wall = time.perf_counter() - t
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": p.returncode, "wall": wall, "maxrss_kb": r.ru_maxrss, "cpu": r.ru_utime + r.ru_stime,
+                  "err": p.stderr.decode()[-300:]}))
+"""
+
+
+def measure(path: Path, workers: int | None) -> dict[str, float]:
+    """One run of ``chaoskit check`` on ``path`` in a fresh process."""
+    extra = [] if workers is None else ["--workers", str(workers)]
+    out = subprocess.run([sys.executable, "-c", _PROBE, str(path), *extra], capture_output=True, text=True, check=True)
+    r = json.loads(out.stdout)
+    if r["rc"] not in (0, 1):
+        raise SystemExit(f"chaoskit check failed (exit {r['rc']}): {r['err']}")
+    return r
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--full", action="store_true", help="also 1,000,000 spans")
+    parser.add_argument("--sizes", help="comma-separated span counts (overrides the defaults)")
+    parser.add_argument("--workers", help="comma-separated --workers values; 'd' for the default (default: d)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is shown")
+    parser.add_argument("--keep", metavar="DIR", help="write (and reuse) the files in DIR instead of a temp folder")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [10_000, 100_000]
+    if args.full and not args.sizes:
+        sizes.append(1_000_000)
+    workers = [None if w == "d" else int(w) for w in (args.workers or "d").split(",")]
+    print(f"{os.cpu_count()} CPU(s); python {sys.version.split()[0]}")
+    print(f"{'spans':>9} {'MB':>7} {'workers':>8} {'wall s':>7} {'cpu s':>7} {'us/span':>8} {'peak MB':>8}")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(args.keep) if args.keep else Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        for n in sizes:
+            path = folder / f"check-{n}.jsonl"
+            if not path.exists():
+                write_file(path, n)
+            size_mb = path.stat().st_size / 1e6
+            for w in workers:
+                runs = [measure(path, w) for _ in range(args.repeat)]
+                best = min(runs, key=lambda r: r["wall"])
+                peak = max(r["maxrss_kb"] for r in runs) / 1024
+                print(
+                    f"{n:>9,} {size_mb:>7.1f} {'default' if w is None else w:>8} {best['wall']:>7.2f} "
+                    f"{best['cpu']:>7.2f} {best['wall'] / n * 1e6:>8.1f} {peak:>8.0f}"
+                )
+    print("wall = `chaoskit check FILE` start to exit (start-up included); cpu = user + system of it and its")
+    print("workers; peak MB = ru_maxrss of the largest of those processes")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
