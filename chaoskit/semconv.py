@@ -64,6 +64,12 @@ FAULT_EXCEPTION: Final = "chaoskit.fault.exception"
 FAULT_STALE: Final = "chaoskit.fault.stale"
 FAULT_OFF_BY_ONE: Final = "chaoskit.fault.off_by_one"
 FAULT_CASCADED_FROM: Final = "chaoskit.fault.cascaded_from"
+#: the span event an attempt gets when its fault was applied (raising or not), holding the fault's parameters
+FAULT_EVENT: Final = "chaoskit.fault"
+#: on that event: the fault in a few words, as in the status description of an attempt it failed
+FAULT_SUMMARY: Final = "chaoskit.fault.summary"
+#: the start of the status description of an attempt failed by an injected fault: ``injected: http 429 (...)``
+INJECTED_PREFIX: Final = "injected: "
 
 # --- one episode (the ``invoke_agent {agent}`` root span) -----------------------------------------------------
 EPISODE_PREFIX: Final = "chaoskit.episode."
@@ -75,6 +81,16 @@ EPISODE_ATTEMPTS: Final = "chaoskit.episode.attempts"
 EPISODE_SUCCESS: Final = "chaoskit.episode.success"
 EPISODE_TASK: Final = "chaoskit.episode.task"
 EPISODE_REQUIRED_TOOLS: Final = "chaoskit.episode.required_tools"
+#: the agent that ran the episode (the runner's agent ref: ``module:factory`` or a command line)
+EPISODE_AGENT: Final = "chaoskit.episode.agent"
+#: the episode's seed (the runner's grid point; the plan's own seed is ``chaoskit.plan.seed``)
+EPISODE_SEED: Final = "chaoskit.episode.seed"
+#: once graded in-process by the runner: ``pass`` or ``fail`` (every criterion and check), and the 0-100 score
+EPISODE_VERDICT: Final = "chaoskit.episode.verdict"
+EPISODE_SCORE: Final = "chaoskit.episode.score"
+#: the ``chaoskit.episode.verdict`` values
+VERDICT_PASS: Final = "pass"
+VERDICT_FAIL: Final = "fail"
 SCENARIO: Final = "chaoskit.scenario"
 PLAN: Final = "chaoskit.plan"
 PLAN_SEED: Final = "chaoskit.plan.seed"
@@ -100,3 +116,13 @@ JAEGER_SPAN_FORMAT: Final = "internal.span.format"
 JAEGER_TRACESTATE: Final = "w3c.tracestate"
 #: the log field holding a span event's name in Jaeger's UI JSON
 JAEGER_LOG_EVENT: Final = "event"
+
+# --- the proxies' execute_tool spans (OpenTelemetry MCP and HTTP conventions) -------------------------------
+MCP_METHOD_NAME: Final = "mcp.method.name"
+MCP_SESSION_ID: Final = "mcp.session.id"
+JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
+NETWORK_TRANSPORT: Final = "network.transport"
+RPC_RESPONSE_STATUS_CODE: Final = "rpc.response.status_code"
+HTTP_REQUEST_METHOD: Final = "http.request.method"
+HTTP_ROUTE: Final = "http.route"
+URL_PATH: Final = "url.path"

@@ -102,7 +102,30 @@ def add_parser(sub: Any) -> None:
         help="run one repetition with exactly this episode seed (replaying a reported episode)",
     )
     p.add_argument("--theta", type=float, default=0.9, help="reliability threshold for the surface (default 0.9)")
-    p.add_argument("--workers", type=int, default=1, help="episodes run concurrently (default 1)")
+    p.add_argument(
+        "--executor",
+        choices=("thread", "process", "ray"),
+        default="thread",
+        help="where episodes run: threads of this process, a pool of processes (every core), or Ray tasks "
+        "(pip install 'chaoskit[ray]'); the results are the same (default thread)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="episodes run concurrently (default 1 for thread, the core count for process and ray)",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        default=None,
+        help="join this Ray cluster (default $RAY_ADDRESS, else a local Ray in this process)",
+    )
+    p.add_argument(
+        "--jsonl",
+        metavar="FILE",
+        help="stream every episode to FILE as JSON Lines as it finishes, keeping none in memory",
+    )
     p.add_argument(
         "--timeout", type=float, default=60.0, help="seconds before a command-line agent is killed (default 60)"
     )
@@ -140,6 +163,9 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         theta=args.theta,
         workers=args.workers,
+        executor=args.executor,
+        ray_address=args.ray_address,
+        results_jsonl=args.jsonl,
         timeout=args.timeout,
         shard=args.shard,
         episode_seed=args.episode_seed,
@@ -149,4 +175,15 @@ def run(args: argparse.Namespace) -> int:
         traces=args.traces,
         progress=not args.quiet,
     )
-    return finish(result, args)
+    code = finish(result, args)
+    retried = [e for e in result.episodes if e.retried]
+    if retried:
+        print(
+            f"chaoskit: {len(retried)} episode{'s' * (len(retried) != 1)} ran again after a worker was lost "
+            "(counted once, marked retried): " + ", ".join(f"{e.scenario} rep {e.repetition}" for e in retried[:5]),
+            file=sys.stderr,
+        )
+    if result.partial:
+        print(f"chaoskit: interrupted: partial report of {len(result.episodes)} episodes", file=sys.stderr)
+        return 130
+    return code

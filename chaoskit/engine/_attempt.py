@@ -42,7 +42,7 @@ from chaoskit.engine._plain import (
     start_attributes,
     start_span,
 )
-from chaoskit.engine._spanattrs import fault_attributes
+from chaoskit.engine._spanattrs import fault_attributes, fault_event, fault_summary
 from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
 from chaoskit.engine._steps import Args, Decided, decide, idempotency_key, lean_end, record
 from chaoskit.plan._faults import _UNSET, _FaultBase
@@ -215,6 +215,9 @@ class Attempt:
                 attrs[sc.TOOL_EXECUTED] = self.executed
             if self.injected_value is not _UNSET and span.is_recording():
                 attrs[sc.FAULT_VALUE] = _attrs.to_attr_json(self.injected_value)
+            if self.fault is not None:
+                # applied and not raising (latency, a data fault): the call succeeded, the event says how
+                self._fault_event()
             close_ok(span, refused, result, attrs)
         finally:
             if refused is None:
@@ -231,9 +234,20 @@ class Attempt:
         outcome = sc.OUTCOME_ERROR if isinstance(exc, Exception) else sc.OUTCOME_CANCELLED
         injected = exc is self.injected_exc
         try:
-            outcome = close_error(self.span, exc, self.executed, injected)
+            fault = self.fault
+            described = None
+            if fault is not None:
+                self._fault_event()
+                if injected:
+                    described = sc.INJECTED_PREFIX + fault_summary(fault, self.fault_index)
+            outcome = close_error(self.span, exc, self.executed, injected, described)
         finally:
             self._end(outcome, type(exc).__qualname__, str(exc), injected)
+
+    def _fault_event(self) -> None:
+        span = self.span
+        if self.fault is not None and span.is_recording():
+            span.add_event(sc.FAULT_EVENT, fault_event(self.fault, self.fault_index))
 
     # -- the two drivers: identical steps, differing only in how they sleep and await -------------------
 

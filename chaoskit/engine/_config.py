@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import threading
@@ -10,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import chaoskit.telemetry as telemetry
 from chaoskit._errors import ConfigError, PlanError
 from chaoskit.plan._locate import _suggest
 from chaoskit.plan._model import Plan
@@ -98,7 +100,15 @@ _lock = threading.Lock()
 CONFIG = _Config()
 
 
-_CONFIGURE_ARGS = ("trace", "max_attr_chars", "max_output_chars", "record_results", "secret_keys", "on_attempt")
+_CONFIGURE_ARGS = (
+    "trace",
+    "max_attr_chars",
+    "max_output_chars",
+    "record_results",
+    "secret_keys",
+    "on_attempt",
+    "export_timeout",
+)
 _MIN_CHARS = 64
 
 
@@ -110,6 +120,7 @@ def configure(
     record_results: bool | None = None,
     secret_keys: Iterable[str] | None = None,
     on_attempt: Callable[[AttemptInfo], Any] | Iterable[Callable[[AttemptInfo], Any]] | None = None,
+    export_timeout: float | None = None,
     **unknown: Any,
 ) -> None:
     """Change process-wide settings. Every argument is checked first: a bad one raises
@@ -125,6 +136,10 @@ def configure(
 
     ``on_attempt`` takes a callable, or a list of them, that receive a frozen :class:`chaoskit.AttemptInfo`
     after every tool attempt; a hook that raises is logged and ignored so it can never break the agent.
+
+    ``export_timeout`` (seconds >= 0; default 5, or ``CHAOSKIT_EXPORT_TIMEOUT``) bounds how long a flush and the
+    shutdown at exit wait for an OTLP backend, whatever ``OTEL_EXPORTER_OTLP_TIMEOUT`` says; what is not sent
+    by then is given up, with one warning naming how many spans and the local copy.
     """
     if unknown:
         name = sorted(unknown)[0]
@@ -146,7 +161,10 @@ def configure(
         )
     keys = _check_secret_keys(secret_keys) if secret_keys is not None else None
     hooks = _check_hooks(on_attempt) if on_attempt is not None else None
+    bound = _check_seconds(export_timeout) if export_timeout is not None else None
     with _lock:
+        if bound is not None:
+            telemetry.set_export_timeout(bound)
         if trace is not None:
             CONFIG.trace = trace
         for k, v in chars.items():
@@ -169,6 +187,14 @@ def _check_chars(value: Any, name: str) -> int:
     if value < _MIN_CHARS:
         raise ConfigError(f"configure({name}=...): expected a whole number of characters >= {_MIN_CHARS}, got {value}")
     return value
+
+
+def _check_seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ConfigError(
+            f"configure(export_timeout=...): expected a number of seconds >= 0, got {type(value).__name__} {value!r}"
+        )
+    return float(value)
 
 
 def _check_secret_keys(value: Any) -> tuple[str, ...]:
@@ -225,6 +251,7 @@ def restore_defaults() -> None:
     global CONFIG
     with _lock:
         CONFIG = _Config(known_tools=CONFIG.known_tools)
+        telemetry.set_export_timeout(None)
 
 
 def config() -> _Config:

@@ -11,6 +11,7 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 import chaoskit.engine._attrs as _attrs
@@ -22,7 +23,7 @@ from chaoskit.engine._info import AttemptInfo, RawAttempt, from_raw, tool_name
 from chaoskit.engine._tracing import traceparent_context
 from chaoskit.plan._locate import _suggest
 from chaoskit.plan._model import Plan
-from chaoskit.telemetry import get_tracer
+from chaoskit.telemetry import get_tracer, snapshot
 
 __all__ = ["Episode", "current_episode", "episode"]
 
@@ -66,6 +67,8 @@ class Episode:
         self._active_token: Any = None
         self._outer: tuple[Active | None, otel_context.Context] | None = None
         self._ended = False
+        self._held = False
+        self._span_closed = False
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -156,7 +159,8 @@ class Episode:
                 attrs[sc.EPISODE_ATTEMPTS] = len(self._attempts)
                 span.set_attributes(attrs)
         finally:
-            span.end()
+            if not self._held:
+                self._end_span()
         self._warn_unknown_tools()
 
     async def __aenter__(self) -> Episode:
@@ -166,6 +170,33 @@ class Episode:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.__exit__(exc_type, exc, tb)
+
+    # -- grading before the root span ends ---------------------------------------------------------------
+
+    def keep_open(self) -> None:
+        """Leave the root span open when the block ends, until :meth:`close`: for a runner that grades the
+        episode in-process (from :meth:`snapshot` and the attempt spans) and puts the verdict on its root span.
+        Call it inside the block; whoever calls it must call :meth:`close`."""
+        self._held = True
+
+    def snapshot(self) -> ReadableSpan | None:
+        """The root span as it would be exported if it ended now (None with tracing off); after the block,
+        with :meth:`keep_open`, it holds the outcome, the output and the attempt count."""
+        return None if self._span is None or self._span_closed else snapshot(self._span)
+
+    def close(self, **attributes: Any) -> None:
+        """Set ``attributes`` on the root span (a bare key becomes ``chaoskit.episode.<key>``, as in
+        :meth:`set_attribute`) and end it; after :meth:`keep_open`. Once; a no-op when it has ended."""
+        if self._span is None or self._span_closed:
+            return
+        for key, value in attributes.items():
+            self.set_attribute(key, value)
+        self._end_span()
+
+    def _end_span(self) -> None:
+        if self._span is not None and not self._span_closed:
+            self._span_closed = True
+            self._span.end()
 
     # -- recording -------------------------------------------------------------------------------------
 

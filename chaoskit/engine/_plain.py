@@ -124,9 +124,12 @@ def close_ok(span: Any, refused: str | None, result: Any, attrs: dict[str, Any])
         span.set_status(Status(StatusCode.ERROR, _attrs.cap(refused, 512)))
 
 
-def close_error(span: Any, exc: BaseException, executed: bool, injected: bool) -> str:
+def close_error(span: Any, exc: BaseException, executed: bool, injected: bool, description: str | None = None) -> str:
     """Record on a recording span that the call raised ``exc``; the outcome (``error``, or ``cancelled`` for a
-    ``BaseException`` that is not an ``Exception``: the run was stopped, the tool did not fail)."""
+    ``BaseException`` that is not an ``Exception``: the run was stopped, the tool did not fail).
+
+    The error status's description is ``description`` (an injected fault's ``injected: ...``), else the
+    exception's message."""
     outcome = _ERROR if isinstance(exc, Exception) else _CANCELLED
     if span.is_recording():
         attrs: dict[str, Any] = {
@@ -139,7 +142,7 @@ def close_error(span: Any, exc: BaseException, executed: bool, injected: bool) -
         span.set_attributes(attrs)
         span.record_exception(exc)
         if outcome == _ERROR:
-            span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
+            span.set_status(Status(StatusCode.ERROR, _attrs.cap(description or str(exc), 512)))
     return outcome
 
 

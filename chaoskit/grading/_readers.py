@@ -1,16 +1,15 @@
 """Readers for exported spans: OTLP-JSON (single object, JSON Lines, Jaeger api_v3) and Jaeger UI JSON.
 
-Files are streamed line by line when they are JSON Lines, so a million-span file never sits in memory as one
-parsed document (lines are parsed by orjson when it is installed; a line it refuses is parsed again by the
-standard ``json`` module, so what is accepted and every message stay the same); a pretty-printed file (or a top-level list) is one document, parsed whole, and needs memory a
-few times its size. There is no size limit. JSON nested deeper than Python's recursion limit (about 1,000
-levels; a trace needs fewer than 10) is rejected with a :class:`TraceReadError`, as is anything that is not
-the expected structure: every error names the file, the line (the span's own line in a pretty-printed file
-when its id is known), the span or field, and what is allowed. Only spans named ``execute_tool …`` /
-``invoke_agent …`` have their attributes decoded: foreign spans cost one string compare. Which spans are
-chaoskit's, and what makes one ungradable, is decided in ``_build``. The readers return episodes; the
-:class:`~chaoskit.grading._trace.Trace` classmethods wrap them.
-"""
+Files are streamed line by line when they are JSON Lines, so a million-span file never sits in memory as one parsed
+document (lines are parsed by orjson when it is installed; a line it refuses is parsed again by the standard
+``json`` module, so what is accepted and every message stay the same); a pretty-printed file (or a top-level list)
+is one document, parsed whole, and needs memory a few times its size. There is no size limit. JSON nested deeper
+than Python's recursion limit (about 1,000 levels; a trace needs fewer than 10) is rejected with a
+:class:`TraceReadError`, as is anything that is not the expected structure: every error names the file, the line
+(the span's own line in a pretty-printed file when its id is known), the span or field, and what is allowed. Only
+spans named ``execute_tool …`` / ``invoke_agent …`` have their attributes decoded: foreign spans cost one string
+compare. Which spans are chaoskit's, and what makes one ungradable, is decided in ``_build``. The readers return
+episodes; the :class:`~chaoskit.grading._trace.Trace` classmethods wrap them."""
 
 from __future__ import annotations
 

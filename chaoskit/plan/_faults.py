@@ -45,8 +45,19 @@ __all__ = [
     "TimeoutFault",
 ]
 
-# "not given", where None is a value a user may give (``value: null`` returns None)
-_UNSET: Any = object()
+
+class _Unset:
+    """ "Not given", where None is a value a user may give (``value: null`` returns None); one instance, which
+    stays the same one across pickling (plans cross process boundaries to the runner's workers)."""
+
+    def __reduce__(self) -> str:
+        return "_UNSET"
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: Any = _Unset()
 
 _TRIGGER_KEYS = frozenset({"type", "tool", "on_call", "every", "calls", "probability", "match", "times"})
 

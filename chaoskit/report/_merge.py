@@ -111,4 +111,10 @@ def merge_results(
     if expectations is not None:
         config["expect"] = expectations.source
     summary, v = summarize(episodes, config, baseline=baseline, expectations=expectations)
-    return BatteryResult(config, episodes, summary, v, sum(float(d.get("elapsed_s", 0)) for d in datas))
+    cut = [n for n, d in zip(names, datas, strict=False) if d.get("partial")]
+    if cut:
+        # a shard stopped by Ctrl-C: the merged figures cover only what ran, and the verdict says so
+        v.ok = False
+        v.reasons.insert(0, f"partial run: {', '.join(cut)} {'was' if len(cut) == 1 else 'were'} interrupted (Ctrl-C)")
+    elapsed = sum(float(d.get("elapsed_s", 0)) for d in datas)
+    return BatteryResult(config, episodes, summary, v, elapsed, partial=bool(cut))

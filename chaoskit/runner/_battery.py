@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any
 
 import chaoskit.engine._config as _config
@@ -15,18 +18,24 @@ from chaoskit.runner._agents import AgentError, CommandAgent, PythonAgent
 from chaoskit.runner._battery_file import Selection, filter_tags, select
 from chaoskit.runner._episode_runner import EpisodeRunner
 from chaoskit.runner._executor import Executor, LocalExecutor
+from chaoskit.runner._executor_process import ProcessExecutor, default_workers
+from chaoskit.runner._executor_ray import RayExecutor
 from chaoskit.runner._expect import Expectations, load_expectations
 from chaoskit.runner._gate import load_baseline
-from chaoskit.runner._grid import EpisodePlan, RunConfig, plan_episodes
+from chaoskit.runner._grid import EpisodePlan, RunConfig, agents_for, count_episodes, iter_episodes
 from chaoskit.runner._intensity import Profile, load_profile
 from chaoskit.runner._progress import Progress
-from chaoskit.runner._results import BatteryResult
+from chaoskit.runner._results import BatteryResult, EpisodeResult
 from chaoskit.runner._scenario import Scenario
 from chaoskit.runner._spans import SpanCollector, TraceSink
 from chaoskit.runner._summary import summarize
 from chaoskit.runner._tools import check_agent_tools, check_trace_tools
+from chaoskit.runner._workers import SpanMerger, parts_dir
 
-__all__ = ["run_battery"]
+__all__ = ["SPOOL_OVER", "run_battery"]
+
+#: past this many episodes the results stream to a temporary JSON Lines file instead of staying in memory
+SPOOL_OVER = 100_000
 
 
 def run_battery(
@@ -45,7 +54,11 @@ def run_battery(
     profile: str | Profile = "medium",
     seed: int = 0,
     theta: float = 0.9,
-    workers: int = 1,
+    workers: int | None = None,
+    executor: str = "thread",
+    ray_address: str | None = None,
+    ray_runtime_env: dict[str, Any] | None = None,
+    results_jsonl: str | os.PathLike[str] | None = None,
     timeout: float = 60.0,
     shard: tuple[int, int] | None = None,
     episode_seed: int | None = None,
@@ -69,6 +82,13 @@ def run_battery(
     agent behaved as it says. ``baseline`` is a baseline/results file or an already-loaded dict.
     Every episode runs inside its own ``chaoskit.episode`` (fresh plan, counters and spans), so episodes never
     see each other's faults, even with ``workers > 1``.
+
+    ``executor`` is ``thread`` (this process; ``workers`` threads, default 1), ``process`` (``workers``
+    spawned processes, default the core count) or ``ray`` (a Ray task per episode; ``ray_address`` or
+    ``RAY_ADDRESS`` joins a cluster, whose workers get ``ray_runtime_env``). Whatever the executor, the same
+    seeds give the same results. ``results_jsonl`` streams every episode to that file as it finishes and keeps
+    none in memory (done by itself past :data:`SPOOL_OVER` episodes). Ctrl-C ends the run with the episodes
+    that finished: the result is ``partial`` and its verdict fails.
     """
     cwd = os.getcwd()
     if cwd not in sys.path:
@@ -90,7 +110,8 @@ def run_battery(
         perturbations=tuple(float(x) for x in perturbations),
         profile=load_profile(profile),
         theta=theta,
-        workers=workers,
+        workers=workers if workers is not None else (1 if executor == "thread" else default_workers()),
+        executor=executor,
         timeout=timeout,
         agent=agent,
         shard=shard,
@@ -118,31 +139,59 @@ def run_battery(
     table = _expectations(expect if expect is not None else implicit, selection.all_names)
     config.expect = table.source if table is not None else None
     base = load_baseline(baseline) if baseline is not None and not isinstance(baseline, dict) else baseline
-    grid = plan_episodes(scenarios, config, selection.assigned)
+    total = count_episodes(scenarios, config, selection.assigned)
     started = time.perf_counter()
     telemetry.get_tracer()
     collector = SpanCollector(keep_other=traces is not None)
     sink = TraceSink(traces)
+    if traces is not None:
+        # named in the warning about spans an OTLP backend did not get
+        telemetry.note_local_copy(traces)
     telemetry.add_processor(collector)
-    bar = Progress(len(grid), stream=progress if not isinstance(progress, bool) else None, enabled=bool(progress))
+    stream = progress if not isinstance(progress, bool) else None
+    bar = Progress(total, stream=stream, enabled=bool(progress), perturbed=any(config.perturbations))
+    spool = _Spool(results_jsonl, over=total > SPOOL_OVER)
+    merger = SpanMerger(sink)
+    partial = False
     try:
         runner = EpisodeRunner(scenarios, config, sink, collector, given, selection.assigned)
-        _prepare(runner, grid)
-        executor: Executor = LocalExecutor(config.workers)
-        results = executor.run(runner, grid, bar.update)
+        _prepare(runner, scenarios)
+        ex = _executor(config, workers, traces, merger, ray_address, ray_runtime_env)
+
+        def done(ep: EpisodePlan, result: EpisodeResult) -> None:
+            spool.add(ep.index, result)
+            bar.update(result)
+
+        try:
+            ex.run(runner, iter_episodes(scenarios, config, selection.assigned), done)
+        except KeyboardInterrupt:
+            partial = True
         telemetry.flush()
         if collector.other:
             sink.write_spans(collector.other)
     finally:
         bar.close()
         telemetry.remove_processor(collector, shutdown=False)
+        merger.close()
         sink.close()
-    by_command = {ep.scenario.name for ep in grid if isinstance(runner.agent_for(ep), CommandAgent)}
+        if traces is not None:
+            shutil.rmtree(parts_dir(traces) or "", ignore_errors=True)
+    results = spool.results()
+    by_command = {sc.name for sc in scenarios if _by_command(runner, sc, selection.assigned)}
     check_trace_tools([sc for sc in scenarios if sc.name in by_command | runner.unverified_tools], results)
-    order = {(ep.scenario.name, ep.agent, ep.repetition, ep.epsilon, ep.intensity): ep.index for ep in grid}
-    results.sort(key=lambda r: order.get(r.key, len(grid)))
-    summary, verdict = summarize(results, config.to_dict(), baseline=base, expectations=table)
-    return BatteryResult(config.to_dict(), results, summary, verdict, time.perf_counter() - started)
+    judged = config.to_dict()
+    # pass^k past the repetitions that ran means nothing (a partial run of --repeat 10**9 ran a few)
+    judged["k"] = min(judged["k"], max(1, len(results)))
+    summary, verdict = summarize(results, judged, baseline=base, expectations=table)
+    if partial:
+        verdict.ok = False
+        verdict.reasons.insert(
+            0,
+            f"partial run: interrupted (Ctrl-C) after {len(results)} of {total} episodes; the figures and the "
+            "verdict cover only those (each episode's replay command is in the JSON results)",
+        )
+    elapsed = time.perf_counter() - started
+    return BatteryResult(config.to_dict(), results, summary, verdict, elapsed, partial=partial)
 
 
 def _expectations(
@@ -156,10 +205,30 @@ def _expectations(
     return table
 
 
-def _prepare(runner: EpisodeRunner, grid: list[EpisodePlan]) -> None:
+def _by_command(runner: EpisodeRunner, sc: Scenario, assigned: Mapping[str, Sequence[str]]) -> bool:
+    return any(isinstance(runner.agents[ref], CommandAgent) for ref in agents_for(sc, runner.config, assigned))
+
+
+def _executor(
+    config: RunConfig,
+    workers: int | None,
+    traces: str | os.PathLike[str] | None,
+    merger: SpanMerger,
+    ray_address: str | None,
+    ray_runtime_env: dict[str, Any] | None,
+) -> Executor:
+    if config.executor == "process":
+        return ProcessExecutor(config.workers, parts_dir(traces), merger)
+    if config.executor == "ray":
+        # on a cluster, no --workers means as many episodes at a time as the cluster has CPUs
+        return RayExecutor(workers, ray_address, ray_runtime_env, parts_dir(traces), merger)
+    return LocalExecutor(config.workers)
+
+
+def _prepare(runner: EpisodeRunner, scenarios: Sequence[Scenario]) -> None:
     """Before any episode: call each Python factory once (a factory that fails is a usage error, and the call
     tells sync from async agents), then check the tools the in-process scenarios name against those wrapped."""
-    for a in {runner.agent_for(ep).ref: runner.agent_for(ep) for ep in grid}.values():
+    for a in runner.agents.values():
         if isinstance(a, PythonAgent):
             try:
                 a.probe()
@@ -167,6 +236,48 @@ def _prepare(runner: EpisodeRunner, grid: list[EpisodePlan]) -> None:
                 raise
             except Exception as exc:
                 raise AgentError(f"--agent {a.ref}: the factory failed: {type(exc).__name__}: {exc}") from None
-    in_process = {ep.scenario.name: ep.scenario for ep in grid if isinstance(runner.agent_for(ep), PythonAgent)}
+    in_process = [
+        sc
+        for sc in scenarios
+        if any(isinstance(runner.agents[r], PythonAgent) for r in agents_for(sc, runner.config, runner.assigned))
+    ]
     # the factories have run, so every tool they wrap is known now
-    runner.unverified_tools = {sc.name for sc in check_agent_tools(in_process.values(), _config.config().known_tools)}
+    runner.unverified_tools = {sc.name for sc in check_agent_tools(in_process, _config.config().known_tools)}
+
+
+class _Spool:
+    """The finished episodes: in memory, or (``--jsonl``, or a huge grid) streamed to a JSON Lines file as
+    they finish and read back, in grid order, at the end."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, over: bool) -> None:
+        self.kept: list[tuple[int, EpisodeResult]] = []
+        self.fh: IO[str] | None = None
+        self.temp = path is None and over
+        if path is not None or over:
+            try:
+                # open for the whole run
+                self.fh = (
+                    open(path, "w+", encoding="utf-8")  # noqa: SIM115
+                    if path is not None
+                    else tempfile.TemporaryFile("w+", encoding="utf-8", prefix="chaoskit-results-")  # noqa: SIM115
+                )
+            except OSError as exc:
+                raise ChaoskitError(f"--jsonl {path}: cannot write: {exc.strerror or exc}") from None
+
+    def add(self, index: int, result: EpisodeResult) -> None:
+        if self.fh is None:
+            self.kept.append((index, result))
+            return
+        self.fh.write(json.dumps({"index": index, **result.to_dict()}, separators=(",", ":")) + "\n")
+        self.fh.flush()
+
+    def results(self) -> list[EpisodeResult]:
+        if self.fh is not None:
+            self.fh.seek(0)
+            for line in self.fh:
+                if line.strip():
+                    data = json.loads(line)
+                    self.kept.append((int(data["index"]), EpisodeResult.from_dict(data)))
+            self.fh.close()
+        self.kept.sort(key=lambda pair: pair[0])
+        return [r for _, r in self.kept]

@@ -33,12 +33,16 @@ from chaoskit.runner._scenario import Scenario
 from chaoskit.runner._spans import SpanCollector, TraceSink
 from chaoskit.semconv import (
     EPISODE_PREFIX,
+    EPISODE_SCORE,
     EPISODE_SUCCESS,
+    EPISODE_VERDICT,
     RUN_KEY,
     RUN_OUTCOME,
     RUN_PREFIX,
     SCENARIO,
     SPAN_RUN_EPISODE,
+    VERDICT_FAIL,
+    VERDICT_PASS,
 )
 
 __all__ = ["EpisodeRunner", "replay_command", "scenario_facts"]
@@ -88,6 +92,10 @@ class EpisodeRunner:
         assigned: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.config = config
+        #: what a worker process needs to build this runner again (see ``chaoskit.runner._workers``)
+        self.scenarios = list(scenarios)
+        self.assigned = dict(assigned or {})
+        self.given = given
         self.traces = traces
         self.collector = collector
         #: scenarios naming a tool no wrapper knew after the factories ran: checked from their traces instead
@@ -126,6 +134,7 @@ class EpisodeRunner:
             "perturbation": ep.epsilon,
             "seed": ep.seed,
             "profile": self.config.profile.name,
+            "agent": ep.agent,  # chaoskit.episode.agent
         }
         if ep.scenario.success.required_tools is not None:
             attrs["required_tools"] = list(ep.scenario.success.required_tools)
@@ -147,6 +156,7 @@ class EpisodeRunner:
         trace_id: str | None,
         episode_id: str | None,
         read_error: str | None = None,
+        graded: Callable[[bool, float], Sequence[ReadableSpan]] | None = None,
     ) -> EpisodeResult:
         checks, score, summary = grade_or_refuse(ep.scenario, trace, criteria, read_error)
         if self.oracles.get(ep.scenario.name) is not None and oracle is None and isinstance(agent, CommandAgent):
@@ -159,8 +169,10 @@ class EpisodeRunner:
                     "message": "not checked: a command-line agent has no environment object to inspect",
                 }
             )
-        self.traces.write_spans(spans)
         passed = episode_passed(checks)
+        if graded is not None:  # in-process: the root span takes the verdict and ends; the file gets it
+            spans = [*spans, *graded(passed, score)]
+        self.traces.write_spans(spans)
         return EpisodeResult(
             scenario=ep.scenario.name,
             source=ep.scenario.source,
@@ -228,6 +240,7 @@ class EpisodeRunner:
         episode = Episode(ep.scenario.name, self.plan_for(ep), **self._attrs(ep))
         made: tuple[Any, Any] | None = None
         with episode:
+            episode.keep_open()  # graded before its root span ends, so that the span carries the verdict
             output: Any = None
             error: BaseException | None = None
             initial: Any = None
@@ -248,6 +261,7 @@ class EpisodeRunner:
         episode = Episode(ep.scenario.name, self.plan_for(ep), **self._attrs(ep))
         made: tuple[Any, Any] | None = None
         async with episode:
+            episode.keep_open()  # as in run_sync
             output: Any = None
             error: BaseException | None = None
             initial: Any = None
@@ -263,32 +277,43 @@ class EpisodeRunner:
     def _after_inprocess(
         self, ep: EpisodePlan, agent: PythonAgent, episode: Episode, oracle: dict[str, Any] | None, started: float
     ) -> EpisodeResult:
-        spans = self.collector.pop(episode.id)
-        trace, read_error = _trace_of(spans)
-        err = None
-        if episode.error is not None:
-            err = f"{type(episode.error).__name__}: {episode.error}"
-            recorded = trace.episodes[0].error if trace is not None and trace.episodes else None
-            if recorded and not recorded.startswith("agent crashed: "):
-                err = recorded  # an integration's own reason (which node, which setting) says more
-        out = episode.output if episode.output is None else str(episode.output)
-        outcome = episode.outcome or "completed"
-        criteria = task_criteria(ep.scenario, output=out, outcome=outcome, error=err, oracle=oracle)
-        return self._finish(
-            ep,
-            agent,
-            spans=spans,
-            trace=trace,
-            criteria=criteria,
-            oracle=oracle,
-            output=out,
-            outcome=outcome,
-            error=err,
-            started=started,
-            trace_id=episode.trace_id,
-            episode_id=episode.id,
-            read_error=read_error,
-        )
+        # the attempts have ended; the root span is still open (keep_open): graded as it stands, then closed
+        try:
+            spans = self.collector.pop(episode.id)
+            root = episode.snapshot()
+            trace, read_error = _trace_of([*spans, root] if root is not None else spans)
+            err = None
+            if episode.error is not None:
+                err = f"{type(episode.error).__name__}: {episode.error}"
+                recorded = trace.episodes[0].error if trace is not None and trace.episodes else None
+                if recorded and not recorded.startswith("agent crashed: "):
+                    err = recorded  # an integration's own reason (which node, which setting) says more
+            out = episode.output if episode.output is None else str(episode.output)
+            outcome = episode.outcome or "completed"
+            criteria = task_criteria(ep.scenario, output=out, outcome=outcome, error=err, oracle=oracle)
+            return self._finish(
+                ep,
+                agent,
+                spans=spans,
+                trace=trace,
+                criteria=criteria,
+                oracle=oracle,
+                output=out,
+                outcome=outcome,
+                error=err,
+                started=started,
+                trace_id=episode.trace_id,
+                episode_id=episode.id,
+                read_error=read_error,
+                graded=lambda passed, score: self._close(episode, passed, score),
+            )
+        finally:
+            episode.close()  # a no-op once graded; ends the root span if grading failed
+
+    def _close(self, episode: Episode, passed: bool, score: float) -> list[ReadableSpan]:
+        """Put the verdict on an in-process episode's root span, end it, and take the ended span back."""
+        episode.close(**{EPISODE_VERDICT: VERDICT_PASS if passed else VERDICT_FAIL, EPISODE_SCORE: score})
+        return self.collector.pop(episode.id)
 
     # -- command line ---------------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +14,7 @@ from chaoskit.runner._intensity import Profile, load_profile
 from chaoskit.runner._perturb import Perturbation, perturb
 from chaoskit.runner._scenario import Scenario
 
-__all__ = ["EpisodePlan", "RunConfig", "agents_for", "derive_seed", "plan_episodes"]
+__all__ = ["EpisodePlan", "RunConfig", "agents_for", "count_episodes", "derive_seed", "iter_episodes", "plan_episodes"]
 
 
 @dataclass
@@ -29,6 +29,8 @@ class RunConfig:
     profile: Profile = field(default_factory=lambda: load_profile("medium"))
     theta: float = 0.9
     workers: int = 1
+    #: how episodes are scheduled: ``thread`` (in this process), ``process`` or ``ray``
+    executor: str = "thread"
     timeout: float = 60.0
     agent: str | None = None
     shard: tuple[int, int] | None = None
@@ -59,6 +61,8 @@ class RunConfig:
         if self.perturbations and any(e > 0 for e in self.perturbations) and 0.0 not in self.perturbations:
             # the metamorphic relation compares each perturbed episode with the unperturbed one
             self.perturbations = (0.0, *self.perturbations)
+        if self.executor not in EXECUTORS:
+            raise ChaoskitError(f"--executor must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
         if self.workers < 1:
             raise ChaoskitError(f"--workers must be >= 1, got {self.workers}")
         if self.shard is not None:
@@ -87,6 +91,7 @@ class RunConfig:
             "profile": self.profile.to_dict(),
             "theta": self.theta,
             "workers": self.workers,
+            "executor": self.executor,
             "timeout": self.timeout,
             "agent": self.agent,
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
@@ -101,6 +106,10 @@ class RunConfig:
         }
 
 
+#: the executors ``--executor`` accepts
+EXECUTORS = ("thread", "process", "ray")
+
+
 @dataclass(frozen=True)
 class EpisodePlan:
     """One episode to run: which scenario, at which point of the grid, with which seed and task text."""
@@ -113,6 +122,8 @@ class EpisodePlan:
     intensity: float
     seed: int
     perturbation: Perturbation
+    #: where ``scenario`` is in the battery's scenario list (how a worker process finds it again)
+    position: int = 0
 
 
 def derive_seed(run_seed: int, scenario: str, repetition: int, salt: int = 0) -> int:
@@ -141,14 +152,33 @@ def agents_for(sc: Scenario, config: RunConfig, assigned: Mapping[str, Sequence[
 def plan_episodes(
     scenarios: Sequence[Scenario], config: RunConfig, assigned: Mapping[str, Sequence[str]] | None = None
 ) -> list[EpisodePlan]:
-    """The grid, in a fixed order, cut to this shard. Shards split whole (scenario, agent, repetition) units,
-    so every epsilon of a unit (and so its metamorphic baseline) stays in one shard. ``assigned`` maps a
-    scenario name to the agents a battery file gives it (see :func:`agents_for`). Every agent of a scenario
-    gets the same episode seeds (common random numbers: the agents meet the same faults)."""
-    out: list[EpisodePlan] = []
+    """The whole grid as a list (see :func:`iter_episodes`)."""
+    return list(iter_episodes(scenarios, config, assigned))
+
+
+def count_episodes(
+    scenarios: Sequence[Scenario], config: RunConfig, assigned: Mapping[str, Sequence[str]] | None = None
+) -> int:
+    """How many episodes :func:`iter_episodes` yields, without making them."""
+    units = sum(len(agents_for(sc, config, assigned)) for sc in scenarios)
+    units *= 1 if config.episode_seed is not None else config.repeat
+    if config.shard is not None:
+        units = len(range(config.shard[0] - 1, units, config.shard[1]))
+    return units * len(config.intensities) * len(config.perturbations)
+
+
+def iter_episodes(
+    scenarios: Sequence[Scenario], config: RunConfig, assigned: Mapping[str, Sequence[str]] | None = None
+) -> Iterator[EpisodePlan]:
+    """The grid, in a fixed order, cut to this shard, made lazily (``--repeat 10**9`` starts at once). Shards
+    split whole (scenario, agent, repetition) units, so every epsilon of a unit (and so its metamorphic
+    baseline) stays in one shard. ``assigned`` maps a scenario name to the agents a battery file gives it (see
+    :func:`agents_for`). Every agent of a scenario gets the same episode seeds (common random numbers: the
+    agents meet the same faults)."""
+    index = 0
     unit = 0
     reps = [0] if config.episode_seed is not None else range(config.repeat)
-    for sc in scenarios:
+    for pos, sc in enumerate(scenarios):
         for agent in agents_for(sc, config, assigned):
             for rep in reps:
                 u = unit
@@ -162,5 +192,5 @@ def plan_episodes(
                 )
                 for lam in config.intensities:
                     for eps in config.perturbations:
-                        out.append(EpisodePlan(len(out), sc, agent, rep, eps, lam, seed, perturb(sc.task, eps, seed)))
-    return out
+                        yield EpisodePlan(index, sc, agent, rep, eps, lam, seed, perturb(sc.task, eps, seed), pos)
+                        index += 1

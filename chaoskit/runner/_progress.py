@@ -53,8 +53,10 @@ class Progress:
     Perturbed episodes count as failed also when the metamorphic relation fails them: each waits for the
     unperturbed episode of the same scenario, agent, repetition and intensity."""
 
-    def __init__(self, total: int, stream: IO[str] | None = None, enabled: bool = True) -> None:
+    def __init__(self, total: int, stream: IO[str] | None = None, enabled: bool = True, perturbed: bool = True) -> None:
         self.total = total
+        #: whether any episode is perturbed: without, no reference is kept (a huge run stays in constant memory)
+        self.perturbed = perturbed
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled and total > 0
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -76,6 +78,8 @@ class Progress:
         key = (result.scenario, result.agent, result.repetition, result.intensity)
         if result.epsilon == 0.0:
             self.failed += not result.passed
+            if not self.perturbed:
+                return
             self._refs[key] = result
             for e in self._waiting.pop(key, []):
                 chk = metamorphic_check(e, result)

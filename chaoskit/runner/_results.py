@@ -53,6 +53,8 @@ class EpisodeResult:
     tags: list[str] = field(default_factory=list)
     domain: str | None = None
     faults: list[str] = field(default_factory=list)
+    #: the worker running it was lost (a killed process, a lost Ray node) and it ran again, once
+    retried: bool = False
 
     @property
     def key(self) -> tuple[str, str, int, float, float]:
@@ -181,6 +183,8 @@ class BatteryResult:
     summary: Summary
     verdict: Verdict
     elapsed_s: float = 0.0
+    #: interrupted (Ctrl-C): only the episodes that finished are in, and the verdict says so
+    partial: bool = False
 
     @property
     def ok(self) -> bool:
@@ -195,6 +199,7 @@ class BatteryResult:
             "chaoskit": __version__,
             "config": self.config,
             "elapsed_s": round(self.elapsed_s, 3),
+            "partial": self.partial,
             "verdict": self.verdict.to_dict(),
             "summary": self.summary.to_dict(),
             "episodes": [e.to_dict() for e in self.episodes],

@@ -1,13 +1,17 @@
-"""The OTLP span exporter that the standard ``OTEL_EXPORTER_OTLP_*`` variables ask for: over gRPC or HTTP."""
+"""What the standard ``OTEL_*`` variables ask for: the OTLP span exporter (gRPC or HTTP), and the resource."""
 
 from __future__ import annotations
 
 import logging
 import os
 
+from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
-__all__ = ["PROTOCOLS", "exporter_from_env", "protocol_from_env"]
+__all__ = ["DEFAULT_SERVICE_NAME", "PROTOCOLS", "exporter_from_env", "protocol_from_env", "resource_from_env"]
+
+#: ``service.name`` of chaoskit's private provider when neither variable names a service
+DEFAULT_SERVICE_NAME = "chaoskit"
 
 #: the values of ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`` that chaoskit's own exporter honours
 PROTOCOLS = ("http/protobuf", "grpc")
@@ -36,15 +40,29 @@ def protocol_from_env() -> str:
     return "http/protobuf"
 
 
-def exporter_from_env() -> SpanExporter:
-    """An OTLP span exporter set up by the standard variables (endpoint, headers, timeout, protocol).
+def exporter_from_env() -> tuple[SpanExporter, str]:
+    """An OTLP span exporter set up by the standard variables (endpoint, headers, timeout, protocol), and
+    where it sends (the endpoint and protocol, for messages).
 
     The SDK's exporters read the endpoint and the rest themselves: with ``grpc`` an ``http://`` endpoint is
     a plain-text connection, ``https://`` a TLS one (``OTEL_EXPORTER_OTLP_INSECURE`` too)."""
+    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
     if protocol_from_env() == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 
-        return GrpcExporter()
+        return GrpcExporter(), f"{traces or base} (OTLP/gRPC)"
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 
-    return HttpExporter()
+    where = traces or (base.rstrip("/") + "/v1/traces" if base else "")
+    return HttpExporter(), f"{where} (OTLP/HTTP)"
+
+
+def resource_from_env() -> Resource:
+    """The resource the standard variables describe (``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_SERVICE_NAME``), with
+    ``service.name`` set to ``chaoskit`` only when neither names a service."""
+    resource = Resource.create()
+    named = OTELResourceDetector().detect().attributes.get(SERVICE_NAME)
+    if named:
+        return resource
+    return resource.merge(Resource({SERVICE_NAME: DEFAULT_SERVICE_NAME}))

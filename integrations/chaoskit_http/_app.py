@@ -37,10 +37,10 @@ __all__ = ["HTTP_REQUEST_METHOD", "HTTP_ROUTE", "URL_PATH", "HttpProxy", "Upstre
 
 log = logging.getLogger("chaoskit.http")
 
-#: OpenTelemetry HTTP attribute names the proxy adds to each attempt span
-HTTP_REQUEST_METHOD = "http.request.method"
-HTTP_ROUTE = "http.route"
-URL_PATH = "url.path"
+#: OpenTelemetry HTTP attribute names the proxy adds to each attempt span (defined in chaoskit.semconv)
+HTTP_REQUEST_METHOD = sc.HTTP_REQUEST_METHOD
+HTTP_ROUTE = sc.HTTP_ROUTE
+URL_PATH = sc.URL_PATH
 
 
 class UpstreamResponse:

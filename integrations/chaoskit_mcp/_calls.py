@@ -11,6 +11,13 @@ from mcp_types import INVALID_PARAMS, ErrorData, JSONRPCError, JSONRPCRequest, J
 
 import chaoskit.semconv as sc
 from chaoskit.engine import Attempt, ToolSpec, begin
+from chaoskit.semconv import (
+    JSONRPC_REQUEST_ID,
+    MCP_METHOD_NAME,
+    MCP_SESSION_ID,
+    NETWORK_TRANSPORT,
+    RPC_RESPONSE_STATUS_CODE,
+)
 
 from ._content import error_result, fake_result, malformed, payload_of
 from ._plan import ProtocolDecider, ProtocolFault
@@ -29,13 +36,6 @@ __all__ = [
     "UpstreamGone",
 ]
 
-# the OpenTelemetry MCP semantic conventions (to move into chaoskit.semconv)
-MCP_METHOD_NAME: Final = "mcp.method.name"
-MCP_SESSION_ID: Final = "mcp.session.id"
-JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
-NETWORK_TRANSPORT: Final = "network.transport"
-#: the JSON-RPC error code an upstream answered a call with (``rpc.response.status_code`` in the conventions)
-RPC_RESPONSE_STATUS_CODE: Final = "rpc.response.status_code"
 
 Message = JSONRPCResponse | JSONRPCError
 
