@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _badinput import run_cli
 
 from chaoskit import PlanError
 from chaoskit.runner import load_scenario
@@ -237,3 +238,15 @@ def test_the_example_scenario_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     scenario = load_scenario(SCENARIO)
     assert scenario.http is not None and scenario.http.openapi == "examples/http/openapi.yaml"
     assert scenario.http.command is not None and "{ready_file}" in scenario.http.command
+
+
+def test_a_python_agent_on_a_proxied_scenario_is_a_clear_error(tmp_path: Path) -> None:
+    # the proxy reaches only an agent in its own process: an in-process agent would run without any fault
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: proxied\ntask: refund 4832\nhttp: {url: 'http://127.0.0.1:9'}\n"
+        "faults: [{type: http, tool: 'POST /refunds', status: 500}]\n",
+        encoding="utf-8",
+    )
+    r = run_cli(["run", str(scenario), "--agent", "examples.plain.agents:careful", "-q"])
+    assert r.code == 2 and "needs a command-line agent" in (r.out + r.err), r.out + r.err

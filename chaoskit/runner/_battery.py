@@ -241,6 +241,14 @@ def _prepare(runner: EpisodeRunner, scenarios: Sequence[Scenario]) -> None:
         for sc in scenarios
         if any(isinstance(runner.agents[r], PythonAgent) for r in agents_for(sc, runner.config, runner.assigned))
     ]
+    for sc in in_process:
+        proxied = [key for key in ("mcp", "http") if getattr(sc, key, None) is not None]
+        if proxied:
+            # the proxy sits between a separate agent process and its tools; an in-process agent never meets it
+            raise AgentError(
+                f"{sc.source or sc.name}: {proxied[0]}: needs a command-line agent (a command with {{task}}), "
+                "not a module:factory one: the proxy only reaches an agent that runs as its own process"
+            )
     # the factories have run, so every tool they wrap is known now
     runner.unverified_tools = {sc.name for sc in check_agent_tools(in_process, _config.config().known_tools)}
 
