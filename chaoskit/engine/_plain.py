@@ -334,30 +334,10 @@ def _returned(
                     spec.idempotent,
                 )
             )
+        elif refused is None:
+            _record(spec, decided, span, _OK, None, None, False, start, args_hash, idem, call_id)
         else:
-            if refused is None:
-                outcome, error_type, message = _OK, None, None
-            else:
-                outcome, error_type, message = _ERROR, RETURNED_ERROR, refused
-            record(
-                spec,
-                decided[1],
-                decided[3],
-                outcome,
-                None,
-                None,
-                error_type,
-                message,
-                False,
-                True,
-                args_hash,
-                idem,
-                call_id,
-                start,
-                _now(),
-                span.get_span_context(),
-                refused is not None,
-            )
+            _record(spec, decided, span, _ERROR, RETURNED_ERROR, refused, True, start, args_hash, idem, call_id)
 
 
 def _raised(
@@ -376,22 +356,39 @@ def _raised(
         outcome = close_error(span, exc, True, False)
     finally:
         end_span(spec, span, token)
-        record(
-            spec,
-            decided[1],
-            decided[3],
-            outcome,
-            None,
-            None,
-            type(exc).__qualname__,
-            str(exc),
-            False,
-            True,
-            args_hash,
-            idem,
-            call_id,
-            start,
-            _now(),
-            span.get_span_context(),
-            False,
-        )
+        _record(spec, decided, span, outcome, type(exc).__qualname__, str(exc), False, start, args_hash, idem, call_id)
+
+
+def _record(
+    spec: ToolSpec,
+    decided: Decided,
+    span: Any,
+    outcome: str,
+    error_type: str | None,
+    message: str | None,
+    refused: bool,
+    start: float,
+    args_hash: str | None,
+    idem: str | None,
+    call_id: str | None,
+) -> None:
+    """:func:`record` of an executed attempt that no fault touched, ending now, with its span's ids."""
+    record(
+        spec,
+        decided[1],
+        decided[3],
+        outcome,
+        None,
+        None,
+        error_type,
+        message,
+        False,
+        True,
+        args_hash,
+        idem,
+        call_id,
+        start,
+        _now(),
+        span.get_span_context(),
+        refused,
+    )
