@@ -4,6 +4,7 @@
     python benchmarks/bench_check.py --full             # also 1M spans (about 1.6 GB in a temporary folder)
     python benchmarks/bench_check.py --workers 1,2      # compare --workers values (default: the default)
     python benchmarks/bench_check.py --sizes 10000,50000 --keep /tmp/files   # reuse generated files
+    python benchmarks/bench_check.py --floor            # also where the time goes, in one process (CPU s)
 
 Each file is made from the spans of one real episode (chaoskit tools under a fault plan, plus a foreign LLM
 span, see ``bench_trace.py``), copied with fresh trace, span and episode ids. ``chaoskit check`` runs in a
@@ -42,10 +43,62 @@ def measure(path: Path, workers: int | None) -> dict[str, float]:
     """One run of ``chaoskit check`` on ``path`` in a fresh process."""
     extra = [] if workers is None else ["--workers", str(workers)]
     out = subprocess.run([sys.executable, "-c", _PROBE, str(path), *extra], capture_output=True, text=True, check=True)
-    r = json.loads(out.stdout)
+    r: dict[str, float] = json.loads(out.stdout)
     if r["rc"] not in (0, 1):
         raise SystemExit(f"chaoskit check failed (exit {r['rc']}): {r['err']}")
     return r
+
+
+_FLOOR = r"""
+import gc, json, sys, time
+from pathlib import Path
+import orjson
+path = Path(sys.argv[1])
+gc.disable()  # as the readers do while they read
+t = time.process_time()
+with path.open("rb") as fh:
+    for line in fh:
+        orjson.loads(line)
+parse = time.process_time() - t
+gc.enable()
+t = time.process_time()
+from chaoskit.grading._stream import EpisodeStream
+from chaoskit.grading._score import score
+from chaoskit.grading._trace import Trace
+from chaoskit.grading.checks import run_checks
+imports = time.process_time() - t
+typed = None
+try:  # the typed decoding of the reader alone (msgspec, only the fields grading uses)
+    from chaoskit.grading._otlp_typed import _decode
+except ImportError:
+    pass
+else:
+    gc.disable()
+    t = time.process_time()
+    with path.open("rb") as fh:
+        for line in fh:
+            _decode(line)
+    typed = time.process_time() - t
+    gc.enable()
+t = time.process_time()
+episodes = list(EpisodeStream(path))
+read = time.process_time() - t
+t = time.process_time()
+for ep in episodes:
+    one = Trace([ep])
+    score(one, checks=run_checks(one))
+checks = time.process_time() - t
+print(json.dumps({"parse": parse, "typed": typed, "imports": imports, "read": read, "checks": checks,
+                  "episodes": len(episodes)}))
+"""
+
+
+def floor(path: Path) -> dict[str, float]:
+    """CPU seconds, in one process: orjson parsing the file alone, the reader's typed decoding (msgspec) alone,
+    the grading imports, reading it into episodes (decoding included) and checking them; what bounds
+    ``chaoskit check`` whatever the rest of it does."""
+    out = subprocess.run([sys.executable, "-c", _FLOOR, str(path)], capture_output=True, text=True, check=True)
+    return dict(json.loads(out.stdout))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", help="comma-separated --workers values; 'd' for the default (default: d)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is shown")
     parser.add_argument("--keep", metavar="DIR", help="write (and reuse) the files in DIR instead of a temp folder")
+    parser.add_argument("--floor", action="store_true", help="also the CPU time of each stage, in one process")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [10_000, 100_000]
     if args.full and not args.sizes:
@@ -77,6 +131,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"{n:>9,} {size_mb:>7.1f} {'default' if w is None else w:>8} {best['wall']:>7.2f} "
                     f"{best['cpu']:>7.2f} {best['wall'] / n * 1e6:>8.1f} {peak:>8.0f}"
+                )
+            if args.floor:
+                f = floor(path)
+                typed = "" if f["typed"] is None else f"; typed decoding alone {f['typed']:.2f}"
+                print(
+                    f"{'':>9} one process, CPU s: orjson parse alone {f['parse']:.2f}{typed}; imports "
+                    f"{f['imports']:.2f}; read into {f['episodes']:,} episodes {f['read']:.2f} (decoding "
+                    f"included); checks {f['checks']:.2f}"
                 )
     print("wall = `chaoskit check FILE` start to exit (start-up included); cpu = user + system of it and its")
     print("workers; peak MB = ru_maxrss of the largest of those processes")

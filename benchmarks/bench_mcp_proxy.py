@@ -1,15 +1,16 @@
 """Latency the MCP proxy adds per tools/call, against a direct connection to the same server, in one run.
 
-    python benchmarks/bench_mcp_proxy.py [--calls 400] [--rounds 5] [--server raw|sdk]
+    python benchmarks/bench_mcp_proxy.py [--calls 400] [--rounds 5] [--server both|raw|sdk]
 
 Each case is a server process spoken to over stdio with newline-delimited JSON-RPC, by a client that sends one
 ``tools/call`` and waits for its answer (no SDK on the client side: what is timed is the transport and the
 proxy). The cases: the server directly; through ``chaoskit mcp-proxy`` with no span file; with
 ``--traces`` (each span written as its call ends, by a writer thread); with tracing off (``CHAOSKIT_TRACE=0``).
 Rounds interleave the cases so that machine noise hits all alike. The table gives each case's median and p99
-and, for the proxy cases, the added median and p99 and the ratio to direct. ``--server raw`` (default) is a
-tiny hand-written MCP server answering in microseconds, so the proxy's own cost shows; ``sdk`` is the example
-server built on the official SDK (examples/mcp/server.py), a realistic upstream. Target: < 1 ms added median.
+and, for the proxy cases, the added median and p99 and the ratio to direct. By default both servers are
+measured, one table each: ``raw``, a tiny hand-written MCP server answering in microseconds, so the proxy's
+own cost shows; ``sdk``, the example server built on the official SDK (examples/mcp/server.py), a realistic
+upstream. Target: < 1 ms added median.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ class Session:
         return dict(json.loads(self.proc.stdout.readline()))
 
     def tool_call(self) -> float:
-        request = {
+        request: dict[str, object] = {
             "jsonrpc": "2.0",
             "method": "tools/call",
             "params": {"name": "lookup_order", "arguments": {"order_id": "A-1001"}},
@@ -102,50 +103,65 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=400, help="tools/call per case per round")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--server", choices=("raw", "sdk"), default="raw")
-    opts = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        if opts.server == "raw":
-            (Path(tmp) / "server.py").write_text(RAW_SERVER, encoding="utf-8")
-            server = [sys.executable, str(Path(tmp) / "server.py")]
-        else:
-            server = [sys.executable, str(ROOT / "examples/mcp/server.py")]
-        plan = Path(tmp) / "plan.yaml"
-        # a plan with a fault that targets the tool but never fires: the decision runs on every call
-        plan.write_text("faults:\n  - {type: error, tool: lookup_order, on_call: [1000000]}\n", encoding="utf-8")
-        proxy = [sys.executable, "-m", "chaoskit_mcp", "--plan", str(plan)]
-        base = dict(os.environ)
-        cases = {
-            "direct": (server, base),
-            "proxy": ([*proxy, "--", *server], base),
-            "proxy --traces": ([*proxy, "--traces", str(Path(tmp) / "spans.jsonl"), "--", *server], base),
-            "proxy, tracing off": ([*proxy, "--", *server], {**base, "CHAOSKIT_TRACE": "0"}),
-        }
-        times: dict[str, list[float]] = {name: [] for name in cases}
-        exits: dict[str, list[float]] = {name: [] for name in cases}
-        for _ in range(opts.rounds):
-            for name, (argv, env) in cases.items():
-                session = Session(argv, env)
-                for _ in range(20):  # warm up
-                    session.tool_call()
-                times[name].extend(session.tool_call() for _ in range(opts.calls))
-                exits[name].append(session.close())
-    direct_med, direct_p99 = statistics.median(times["direct"]), pct(times["direct"], 0.99)
-    print(f"server: {opts.server}; {opts.rounds} rounds x {opts.calls} calls per case\n")
+def run(server_kind: str, calls: int, rounds: int, tmp: Path) -> dict[str, tuple[list[float], list[float]]]:
+    """Per case, the per-call latencies and the exit times, rounds interleaved, against one kind of server."""
+    if server_kind == "raw":
+        (tmp / "server.py").write_text(RAW_SERVER, encoding="utf-8")
+        server = [sys.executable, str(tmp / "server.py")]
+    else:
+        server = [sys.executable, str(ROOT / "examples/mcp/server.py")]
+    plan = tmp / "plan.yaml"
+    # a plan with a fault that targets the tool but never fires: the decision runs on every call
+    plan.write_text("faults:\n  - {type: error, tool: lookup_order, on_call: [1000000]}\n", encoding="utf-8")
+    proxy = [sys.executable, "-m", "chaoskit_mcp", "--plan", str(plan)]
+    base = dict(os.environ)
+    cases = {
+        "direct": (server, base),
+        "proxy": ([*proxy, "--", *server], base),
+        "proxy --traces": ([*proxy, "--traces", str(tmp / f"spans-{server_kind}.jsonl"), "--", *server], base),
+        "proxy, tracing off": ([*proxy, "--", *server], {**base, "CHAOSKIT_TRACE": "0"}),
+    }
+    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in cases}
+    for _ in range(rounds):
+        for name, (argv, env) in cases.items():
+            session = Session(argv, env)
+            for _ in range(20):  # warm up
+                session.tool_call()
+            out[name][0].extend(session.tool_call() for _ in range(calls))
+            out[name][1].append(session.close())
+    return out
+
+
+def report(server_kind: str, results: dict[str, tuple[list[float], list[float]]]) -> None:
+    """One table: per case, median and p99, and for the proxy cases what they add to direct."""
+    direct = results["direct"][0]
+    direct_med, direct_p99 = statistics.median(direct), pct(direct, 0.99)
+    what = "a raw JSON-RPC server (the proxy's own cost)" if server_kind == "raw" else "an MCP SDK server"
+    print(f"\nserver: {server_kind}, {what}; {len(direct)} calls per case")
     head = (
         f"{'case':<20} {'median ms':>10} {'p99 ms':>9} {'added med':>10} {'added p99':>10} {'ratio':>6} {'exit s':>7}"
     )
     print(head)
     print("-" * len(head))
-    for name, values in times.items():
+    for name, (values, exits) in results.items():
         med, p99 = statistics.median(values), pct(values, 0.99)
         added = "" if name == "direct" else f"{(med - direct_med) * 1000:>10.3f} {(p99 - direct_p99) * 1000:>10.3f}"
         ratio = "" if name == "direct" else f"{med / direct_med:>6.2f}"
-        print(f"{name:<20} {med * 1000:>10.3f} {p99 * 1000:>9.3f} {added:>21} {ratio:>6} {max(exits[name]):>7.2f}")
+        print(f"{name:<20} {med * 1000:>10.3f} {p99 * 1000:>9.3f} {added:>21} {ratio:>6} {max(exits):>7.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=400, help="tools/call per case per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--server", choices=("both", "raw", "sdk"), default="both")
+    opts = parser.parse_args()
+    kinds = ("raw", "sdk") if opts.server == "both" else (opts.server,)
+    with tempfile.TemporaryDirectory() as tmp:
+        results = {kind: run(kind, opts.calls, opts.rounds, Path(tmp)) for kind in kinds}
+    print(f"MCP proxy, {opts.rounds} rounds x {opts.calls} tools/call per case (ms per call; target < 1 ms added)")
+    for kind, result in results.items():
+        report(kind, result)
     print("\nexit s: the longest wait from closing the client's stdin to the process's exit (target: < 2 s)")
 
 

@@ -27,6 +27,19 @@ EXCEPTION_EVENT: Final = "exception"
 #: ``gen_ai.operation.name`` values and the span names built from them (``execute_tool search``)
 OP_EXECUTE_TOOL: Final = "execute_tool"
 OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_CHAT: Final = "chat"
+
+# --- one model step (the ``chat {model}`` span, a child of the episode's span; no ``chaoskit.*`` attribute) -----
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+#: opt-in content: the messages new to the model at this step (tool results) and the message it produced
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+#: the environment variable that turns content capture on for model steps (``true``)
+CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 #: every chaoskit attribute name starts with this
 CHAOSKIT_PREFIX: Final = "chaoskit."

@@ -49,7 +49,7 @@ LEVEL = {unit: len(LAYERS) - i for i, row in enumerate(LAYERS) for unit in row}
 
 #: top-level names the core must never import (the frameworks and chaoskit's own integrations)
 FORBIDDEN_IN_CORE = re.compile(
-    r"^(langchain\w*|langgraph\w*|mcp|chaoskit_langchain|chaoskit_langgraph|chaoskit_mcp|chaoskit_http|httpcore|uvicorn)$"
+    r"^(langchain\w*|langgraph\w*|mcp|chaoskit_langchain|chaoskit_langgraph|chaoskit_mcp|chaoskit_http|httpcore|httptools|uvicorn|uvloop)$"
 )
 
 MAX_LINES = 450

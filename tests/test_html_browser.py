@@ -170,6 +170,7 @@ def test_the_report_renders_in_chromium(browser: str, results: dict[str, Any], t
         "Attempts per tool",
         "Breakdowns",
         "Failing checks",
+        "Tools: readiness and contract findings (fix in the tool)",
         "Episodes",
     ]
     kinds = [c["kind"] for c in probe["charts"]]

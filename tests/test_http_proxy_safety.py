@@ -181,7 +181,7 @@ def _run(tmp_path: Path, *args: str, python: str = "") -> subprocess.CompletedPr
 
 
 def test_without_the_extra_the_command_says_what_to_install(tmp_path: Path) -> None:
-    hide = "import sys; sys.modules['httpcore'] = None; sys.modules['uvicorn'] = None"
+    hide = "import sys; sys.modules['httptools'] = None; sys.modules['uvicorn'] = None"
     out = _run(tmp_path, "http-proxy", "--plan", "p.yaml", "--upstream", "http://127.0.0.1:1", python=hide)
     assert out.returncode == 2 and "pip install 'chaoskit[http]'" in out.stderr, out.stderr
 

@@ -501,14 +501,15 @@ success:
 def test_a_fault_glob_that_matches_no_tool_is_an_error(tmp_path: Path) -> None:
     from chaoskit._errors import PlanError
 
+    # a pattern no other test's tool matches either: chaoskit knows tool names process-wide
     # before: the fault never fired, `validate` said ok and the run said PASS without testing anything
     p = tmp_path / "refund.yaml"
-    p.write_text(REFUND_SCENARIO.replace("TOOL", "refund_*"))
+    p.write_text(REFUND_SCENARIO.replace("TOOL", "refund_zz_*"))
     with pytest.raises(PlanError) as info:
         run_battery([p], agent=SupportDesk)
     msg = str(info.value)
     assert msg.startswith(
-        f"{p}:4: faults[0].tool: names tools 'refund_*', a pattern that matches no tool in the "
+        f"{p}:4: faults[0].tool: names tools 'refund_zz_*', a pattern that matches no tool in the "
         "trace of any of its episodes, so its fault never fires; known tools: issue_refund, "
         'lookup_order (or "*" for every tool)'
     ), msg

@@ -38,13 +38,28 @@ class _ToolFunction(wrapt.FunctionWrapper[Any, Any]):
     __bound_function_wrapper__ = _BoundToolFunction
 
     # no class-level annotation: it would hide the wrapped function's __annotations__
-    def __init__(self, wrapped: Any, wrapper: Any, spec: ToolSpec) -> None:
+    def __init__(self, wrapped: Any, wrapper: Any, spec: ToolSpec, bind: Any, driver: Any) -> None:
         super().__init__(wrapped, wrapper)
         self._self_chaoskit_spec = spec
+        # what wrapt's own call would do (``wrapper(wrapped, instance, args, kwargs)``), settled now: the
+        # receiver of a wrapped bound method is fixed
+        found = getattr(wrapped, "__self__", None) if self._self_binding in _SELF_BINDINGS else None
+        self._self_chaoskit_fast = (spec, wrapped, bind, found, driver)
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        # wrapt's call asks the wrapped function for a ``__self__`` on every call (a failed attribute
+        # look-up, an exception made and cleared) and then calls the wrapper: this asked once, at decoration,
+        # and calls the engine's driver itself
+        spec, wrapped, bind, instance, driver = self._self_chaoskit_fast
+        return driver(spec, wrapped, args, kwargs, bound=_partial(bind, instance, args, kwargs))
 
     @property
     def __chaoskit_spec__(self) -> ToolSpec:
         return self._self_chaoskit_spec
+
+
+#: the bindings for which wrapt's call passes the wrapped callable's ``__self__`` as the instance
+_SELF_BINDINGS = frozenset({"function", "instancemethod", "callable", "classmethod"})
 
 
 @overload
@@ -198,7 +213,7 @@ def chaos(
             async def async_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
                 return await call_async(spec, wrapped, args, kwargs, bound=_partial(bind, instance, args, kwargs))
 
-            wrapped_func = _ToolFunction(func, async_wrapper, spec)
+            wrapped_func = _ToolFunction(func, async_wrapper, spec, bind, call_async)
         else:
 
             def sync_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -206,7 +221,7 @@ def chaos(
                 # (a partial, not a lambda: no closure cells to make per call, one frame less to bind)
                 return call_sync(spec, wrapped, args, kwargs, bound=_partial(bind, instance, args, kwargs))
 
-            wrapped_func = _ToolFunction(func, sync_wrapper, spec)
+            wrapped_func = _ToolFunction(func, sync_wrapper, spec, bind, call_sync)
         return cast(F, wrapped_func)
 
     if func_or_plan is not None:

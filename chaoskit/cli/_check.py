@@ -14,13 +14,14 @@ printed only once every file was read, so a file found ungradable at its end pri
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
 import shutil
 import sys
 import tempfile
-import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -36,6 +37,12 @@ from chaoskit.grading._stream import EpisodeStream
 from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
 from chaoskit.semconv import EPISODE_ID
+
+_dumps: Callable[..., bytes] | None = None
+_INDENT = 0
+with contextlib.suppress(ImportError):
+    from orjson import OPT_INDENT_2 as _INDENT
+    from orjson import dumps as _dumps
 
 #: a JSON Lines file at least this large is graded by one process per core
 _PARALLEL_BYTES = 48 << 20
@@ -300,8 +307,7 @@ class _Grader:
         self.n_fail += len(bad)
         self.n_warn += sum(1 for r in results if r.severity == "warn")
         if self.json_mode:
-            item = _episode_json(source, ep, results, sc)
-            self.out.write(",\n" + textwrap.indent(json.dumps(item, indent=2, ensure_ascii=False), "    "))
+            self.out.write(",\n" + _render(_episode_json(source, ep, results, sc)))
         else:
             self.out.write(_episode_table(source, ep, results, sc))
 
@@ -349,6 +355,29 @@ class _Grader:
     def close(self) -> None:
         """Delete the temporary report."""
         self.out.close()
+
+
+def _render(item: dict[str, Any]) -> str:
+    """An episode's JSON, indented by two under the document's ``episodes`` list: by orjson when it writes
+    exactly what ``json.dumps(indent=2, ensure_ascii=False)`` writes (whose indenting is pure Python), else by
+    the latter."""
+    text = None
+    if _dumps is not None and all(_same_float(x) for x in _floats(item["score"])):
+        with contextlib.suppress(TypeError):  # a lone surrogate, an integer past 64 bits: json writes them
+            text = _dumps(item, option=_INDENT).decode()
+    if text is None:
+        text = json.dumps(item, indent=2, ensure_ascii=False)
+    # each line of the document gets the indent (no line of indented JSON is blank: textwrap.indent's result)
+    return "    " + text.replace("\n", "\n    ")
+
+
+def _floats(score: dict[str, Any]) -> list[Any]:
+    return [score["value"], *(p[k] for p in score["parts"] for k in ("weight", "credit", "points"))]
+
+
+def _same_float(x: Any) -> bool:
+    # orjson writes 2.5e-05 as 0.000025 and NaN as null; json and orjson agree on every other float
+    return type(x) is not float or x == 0.0 or 1e-4 <= abs(x) < 1e16
 
 
 def _episode_json(source: str, ep: EpisodeRecord, results: list[CheckResult], sc: Score) -> dict[str, Any]:

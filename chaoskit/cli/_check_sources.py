@@ -14,7 +14,6 @@ from datetime import timedelta
 from pathlib import Path
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.grading._jaeger import check_http_url, check_jaeger_url, fetch_jaeger
 from chaoskit.grading._model import TraceReadError
 from chaoskit.grading._readers import nothing_to_grade, read_with_builder
 from chaoskit.grading._trace import Trace
@@ -112,6 +111,9 @@ def check_sources(args: argparse.Namespace) -> None:
             raise ChaoskitError(
                 "give trace files, or --from-jaeger URL --service NAME, or --from-phoenix URL --project NAME"
             )
+    if backends:
+        # imported when used: the HTTP client is off the path of grading files
+        from chaoskit.grading._jaeger import check_http_url, check_jaeger_url
     if args.from_jaeger is not None:
         check_jaeger_url(args.from_jaeger)
         if not args.service:
@@ -144,6 +146,8 @@ def read_sources(args: argparse.Namespace) -> list[tuple[str, Trace]]:
 
 
 def _from_jaeger(args: argparse.Namespace) -> Trace:
+    from chaoskit.grading._jaeger import fetch_jaeger
+
     fetched = fetch_jaeger(
         args.from_jaeger, args.service, args.since_delta, limit=args.jaeger_limit, timeout=args.timeout
     )

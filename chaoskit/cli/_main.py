@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +19,7 @@ _COMMAND_MODULES = (
     "chaoskit.cli._merge",
     "chaoskit.cli._compare",
     "chaoskit.cli._report",
+    "chaoskit.cli._suggest",
 )
 
 #: the entry-point group of subcommands other packages add (the MCP and HTTP proxies): each entry point names
@@ -46,6 +46,8 @@ def _add_missing(sub: Any, name: str, extra: str, why: str) -> None:
 def _add_plugins(sub: Any) -> None:
     """The subcommands registered under ``chaoskit.commands``; a known one that is absent or broken says
     which extra to install instead of vanishing."""
+    import importlib.metadata  # only here: it costs a tenth of the start-up of `chaoskit check`
+
     added: set[str] = set()
     for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         if ep.name in sub.choices:
@@ -69,15 +71,37 @@ def _add_plugins(sub: Any) -> None:
             _add_missing(sub, name, extra, "its package is not installed")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``chaoskit`` parser with every subcommand; a command module that cannot be imported is an error."""
+def _check_installed(names: Sequence[str]) -> None:
+    """Every command module is there (found, not imported): a broken install says so whatever command runs."""
+    import importlib.util
+
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ImportError:
+            found = False
+        if not found:
+            raise ChaoskitError(
+                f"cannot load the command module {name} (ModuleNotFoundError: No module named {name!r}); "
+                "reinstall chaoskit"
+            )
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``chaoskit`` parser with every subcommand; a command module that cannot be imported is an error.
+    Given the ``argv`` of a run whose first word is a built-in command (``check``), only that one is loaded."""
     parser = argparse.ArgumentParser(
         prog="chaoskit",
         description="Chaos-test LLM agents at the tool layer, and grade their recovery from traces.",
     )
     parser.add_argument("--version", action="version", version=f"chaoskit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMAND_MODULES:
+    # a command's own module only: the others pull in the runner, the engine and rich (most of a check's start-up)
+    first = argv[0] if argv else None
+    only = [m for m in _COMMAND_MODULES if first and m.rpartition("._")[2] == first]
+    if only:
+        _check_installed(_COMMAND_MODULES)
+    for name in only or _COMMAND_MODULES:
         # a command module that fails to import is a broken install: say so, rather than drop the subcommand
         try:
             module = importlib.import_module(name)
@@ -86,14 +110,17 @@ def build_parser() -> argparse.ArgumentParser:
                 f"cannot load the command module {name} ({type(exc).__name__}: {exc}); reinstall chaoskit"
             ) from exc
         module.add_parser(sub)
-    _add_plugins(sub)
+    if only and first not in sub.choices:
+        return build_parser()
+    if not only:
+        _add_plugins(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``chaoskit`` command on ``argv`` (default: ``sys.argv[1:]``); its exit status."""
     try:
-        parser = build_parser()
+        parser = build_parser(sys.argv[1:] if argv is None else argv)
     except ChaoskitError as exc:
         print(f"chaoskit: error: {exc}", file=sys.stderr)
         return 2

@@ -10,6 +10,8 @@ from chaoskit._errors import ChaoskitError
 from chaoskit.cli._gate_output import add_gate_options, baseline_from, finish
 from chaoskit.runner._battery import run_battery
 from chaoskit.runner._battery_file import parse_tags, select
+from chaoskit.runner._summary import apply_contracts
+from chaoskit.suggest._suggest import declared_for
 
 
 def _floats(text: str) -> list[float]:
@@ -131,8 +133,24 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--shard", type=_shard, default=None, metavar="I/N", help="run only shard I of N")
     p.add_argument("--traces", metavar="FILE", help="all spans as OTLP-JSON Lines")
+    p.add_argument(
+        "--metrics",
+        action="store_true",
+        help="compute the trajectory metrics, failure modes and cost of every episode from its model steps "
+        "(pip install 'chaoskit[metrics]'; docs/metrics.md)",
+    )
+    p.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="price table (YAML: models: {name: {input: .., output: ..}} per per_tokens tokens) for the cost "
+        "columns; implies --metrics. chaoskit ships no prices: supply your provider's",
+    )
     add_gate_options(p)
     p.set_defaults(func=run)
+
+
+def _warn(message: str) -> None:
+    print(f"chaoskit: warning: {message}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -141,6 +159,13 @@ def run(args: argparse.Namespace) -> int:
     if args.agent is not None and args.agents is not None:
         raise ChaoskitError("give --agent (one agent) or --agents (several), not both")
     tags = parse_tags(args.tags)
+    metrics = bool(getattr(args, "metrics", False) or getattr(args, "prices", None))
+    prices = None
+    if getattr(args, "prices", None):
+        # read before the battery runs: a bad price table fails in a second, not after the run
+        from chaoskit.metrics._cost import load_prices
+
+        prices = load_prices(args.prices)
     selection = select(args.paths)
     if selection.skipped:
         n = len(selection.skipped)
@@ -174,7 +199,17 @@ def run(args: argparse.Namespace) -> int:
         attempt_tolerance=args.attempt_tolerance or 0.0,
         traces=args.traces,
         progress=not args.quiet,
+        metrics=metrics,
+        prices=prices,
     )
+    if result.episodes:
+        # the tools' declarations (an irreversible write without an idempotency key, ...) join the readiness
+        # table; they are extras, so nothing in reading them may fail or lose the finished run
+        try:
+            declared = declared_for(sorted({e.agent for e in result.episodes}), warn=_warn)
+            apply_contracts(result.summary, result.episodes, declared)
+        except Exception as exc:
+            _warn(f"the tool-contract findings are left out: {type(exc).__name__}: {exc}")
     code = finish(result, args)
     retried = [e for e in result.episodes if e.retried]
     if retried:

@@ -44,8 +44,12 @@ def run(args: argparse.Namespace) -> int:
         try:
             if _is_scenario(path):
                 scenario = load_scenario(path)
-                print(f"ok: {path}: scenario {scenario.name!r}, {len(scenario.faults)} fault(s)")
-                faults = scenario.faults
+                # an mcp: server's protocol faults go to the proxy's plan: checked as plan faults here
+                server = scenario.mcp
+                extra = list(server.faults) if server is not None else []
+                protocol = Plan.from_dict({"faults": extra}, source=f"{path}: mcp").faults if extra else []
+                print(f"ok: {path}: scenario {scenario.name!r}, {len(scenario.faults) + len(protocol)} fault(s)")
+                faults = [*scenario.faults, *protocol]
             else:
                 plan = Plan.from_yaml(path)
                 print(f"ok: {path}: seed {plan.seed}, {len(plan.faults)} fault(s)")

@@ -354,7 +354,8 @@ def call_sync(
     recorded on the episode as the Attempt would, with ``bound`` called only if a trigger or the idempotency
     key needs the arguments.
     """
-    tracing = _config.CONFIG.trace
+    cfg = _config.CONFIG
+    tracing = cfg.trace
     decided = decide(spec, bound, None, tracing)
     if decided[4] is not None:
         return Attempt(spec, bound, call_id, attach=True, _decided=decided).run_sync(fn, args, kwargs)
@@ -362,11 +363,19 @@ def call_sync(
         return plain_sync(spec, decided, fn, args, kwargs, call_id)
     start = _now()
     try:
-        result = fn(*args, **kwargs)
+        # without keywords, no copy of the empty keyword dict for the call
+        result = fn(*args, **kwargs) if kwargs else fn(*args)
     except BaseException as exc:
         lean_end(spec, decided, call_id, start, exc, None)
         raise
-    lean_end(spec, decided, call_id, start, None, result)
+    episode = decided[1]
+    refused = spec.refusal(result)
+    if refused is not None or episode is None or decided[5] or spec.idempotency_arg or cfg.on_attempt:
+        lean_end(spec, decided, call_id, start, None, result, refused)
+        return result
+    # lean_end()'s commonest case inline (ok, an episode, no hooks, no key, no result to keep): the short
+    # record of an ok attempt (chaoskit.engine._info.OK_FIELDS), no span
+    episode._record((spec, decided[3], None, None, call_id, episode.id, start, _now(), None))
     return result
 
 

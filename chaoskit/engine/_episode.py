@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import time
 import uuid
 import warnings
 from collections.abc import Iterable, Mapping
@@ -47,10 +50,19 @@ class Episode:
     """
 
     def __init__(
-        self, name: str | None = None, plan: Plan | Mapping[str, Any] | None = None, **attributes: Any
+        self,
+        name: str | None = None,
+        plan: Plan | Mapping[str, Any] | None = None,
+        *,
+        capture_content: bool | None = None,
+        **attributes: Any,
     ) -> None:
         if name is not None and not isinstance(name, str):
             raise ConfigError(f"episode(name=...): expected a string or None, got {type(name).__name__}")
+        if capture_content is not None and not isinstance(capture_content, bool):
+            raise ConfigError(f"episode(capture_content=...): expected True, False or None, got {capture_content!r}")
+        #: whether :meth:`step` records the step's text and tool calls (None: the environment variable decides)
+        self.capture_content = capture_content
         self.id = uuid.uuid4().hex
         self.name = name
         # a dict is checked here, where it is given, not at the first tool call
@@ -231,6 +243,74 @@ class Episode:
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
 
+    def step(
+        self,
+        text: str | None = None,
+        *,
+        tool_calls: Iterable[Mapping[str, Any]] = (),
+        tool_results: Iterable[Any] = (),
+        model: str | None = None,
+        response_model: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        finish_reason: str | None = None,
+        start_time: float | None = None,
+        end_time: float | None = None,
+        capture_content: bool | None = None,
+    ) -> None:
+        """Record one model step as a ``chat {model}`` span under this episode's span.
+
+        ``tool_calls`` are the calls the model asked for (``{"name": ..., "arguments": {...}, "id": ...}``;
+        ``args`` is read as ``arguments``), ``tool_results`` the tool results it read at this step (values, or
+        ``{"id": ..., "response": ...}``). Usage (``input_tokens``, ``output_tokens``) and the model name are
+        always recorded; the text, the calls and the results only with content capture on
+        (``capture_content=True`` here or on the episode, else ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
+        =true``), redacted like tool arguments and capped. Times are epoch seconds (default: now). A no-op with
+        tracing off or once the episode's span has ended.
+        """
+        parent = self._span
+        if parent is None or self._span_closed or not parent.is_recording():
+            return
+        calls = [_tool_call(c) for c in tool_calls]
+        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}
+        for key, value in ((sc.GEN_AI_REQUEST_MODEL, model), (sc.GEN_AI_RESPONSE_MODEL, response_model)):
+            if value is not None:
+                attrs[key] = str(value)
+        for key, count in (
+            (sc.GEN_AI_USAGE_INPUT_TOKENS, input_tokens),
+            (sc.GEN_AI_USAGE_OUTPUT_TOKENS, output_tokens),
+        ):
+            if count is not None:
+                if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                    raise ConfigError(f"Episode.step({key.rsplit('.', 1)[1]}=...): expected an int >= 0, got {count!r}")
+                attrs[key] = count
+        reason = finish_reason or ("tool_calls" if calls else "stop")
+        attrs[sc.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
+        if _captures(capture_content, self.capture_content):
+            cfg = _config.CONFIG
+            # the calls get half the room at most (a huge argument is cut inside its call), the text what they
+            # leave: neither a long text nor large arguments can push the other out of the attribute
+            limit = cfg.max_output_chars
+            kept_calls = _attrs.bounded(calls, limit // 2)
+            room = limit - min(256, limit // 4) - len(_attrs.canonical_json(kept_calls)) - 96  # the JSON around
+            parts: list[Any] = [{"type": "text", "content": _attrs.cap(text, max(room, 32))}] if text else []
+            out = [{"role": "assistant", "parts": parts + kept_calls, "finish_reason": reason}]
+            attrs[sc.GEN_AI_OUTPUT_MESSAGES] = _attrs.to_attr_json(out, cfg.max_output_chars)
+            results = [_tool_result(r) for r in tool_results]
+            if results:
+                attrs[sc.GEN_AI_INPUT_MESSAGES] = _attrs.to_attr_json([{"role": "tool", "parts": results}])
+        now = time.time()
+        start = now if start_time is None else start_time
+        end = max(start, now if end_time is None else end_time)
+        span = get_tracer().start_span(
+            f"{sc.OP_CHAT} {model}" if model else sc.OP_CHAT,
+            context=trace.set_span_in_context(parent),
+            kind=SpanKind.CLIENT,
+            attributes=attrs,
+            start_time=int(start * 1e9),
+        )
+        span.end(end_time=int(end * 1e9))
+
     def _record(self, attempt: RawAttempt | AttemptInfo) -> None:
         self._attempts.append(attempt)
 
@@ -276,13 +356,21 @@ class Episode:
                     )
 
 
-def episode(name: str | None = None, plan: Plan | Mapping[str, Any] | None = None, **attributes: Any) -> Episode:
+def episode(
+    name: str | None = None,
+    plan: Plan | Mapping[str, Any] | None = None,
+    *,
+    capture_content: bool | None = None,
+    **attributes: Any,
+) -> Episode:
     """Start an episode: ``with chaoskit.episode("refund", plan=plan) as ep: ...``.
 
     ``plan`` is a :class:`Plan` or a dict (checked now with ``Plan.from_dict``: a bad one raises
-    :class:`chaoskit.PlanError` here); anything else raises :class:`chaoskit.ConfigError`.
+    :class:`chaoskit.PlanError` here); anything else raises :class:`chaoskit.ConfigError`. ``capture_content``
+    says whether :meth:`Episode.step` records the steps' text (None: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_
+    MESSAGE_CONTENT``).
     """
-    return Episode(name, plan, **attributes)
+    return Episode(name, plan, capture_content=capture_content, **attributes)
 
 
 def current_episode() -> Episode | None:
@@ -294,3 +382,47 @@ def current_episode() -> Episode | None:
 def _attribute_name(key: str) -> str:
     # a bare key is the episode's own: chaoskit.episode.<key>
     return key if "." in key else f"{sc.EPISODE_PREFIX}{key}"
+
+
+def _captures(*choices: bool | None) -> bool:
+    # the first explicit choice wins (the step's, then the episode's); else the GenAI instrumentations' switch
+    for choice in choices:
+        if choice is not None:
+            return choice
+    return os.environ.get(sc.CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
+
+
+def _tool_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A requested tool call as a GenAI ``tool_call`` message part."""
+    name = call.get("name") if isinstance(call, Mapping) else None
+    if not isinstance(name, str) or not name:
+        raise ConfigError(
+            f"Episode.step(tool_calls=...): each call must be a mapping with a 'name' string, got {call!r:.80}"
+        )
+    part: dict[str, Any] = {"type": "tool_call", "name": name, "arguments": call.get("arguments", call.get("args"))}
+    if call.get("id") is not None:
+        part["id"] = str(call["id"])
+    return part
+
+
+def _response_text(response: Any) -> str:
+    # a tool result handed to a model as JSON text (LangChain's ToolMessage content) is parsed and redacted like
+    # the same result given as a dict: {"api_key": ...} must not leak because it arrived as a string
+    if isinstance(response, str) and response.lstrip()[:1] in ("{", "["):
+        try:
+            parsed = json.loads(response)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict | list):
+            return _attrs.to_attr_json(parsed, _config.CONFIG.max_output_chars)
+    return _attrs.to_text(response)
+
+
+def _tool_result(result: Any) -> dict[str, Any]:
+    """A tool result the model read as a GenAI ``tool_call_response`` part (its response as text, redacted)."""
+    if isinstance(result, Mapping) and "response" in result:
+        part: dict[str, Any] = {"type": "tool_call_response", "response": _response_text(result["response"])}
+        if result.get("id") is not None:
+            part["id"] = str(result["id"])
+        return part
+    return {"type": "tool_call_response", "response": _response_text(result)}

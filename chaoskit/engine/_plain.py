@@ -28,7 +28,7 @@ from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
 from chaoskit.engine._steps import Decided, idempotency_key, record, records
 from chaoskit.engine._tracing import TRACEPARENT_SET, parent
 from chaoskit.telemetry import bulk_tracer, get_tracer
-from chaoskit.telemetry._bulk import SDK_SPAN, put
+from chaoskit.telemetry._bulk import SDK_SPAN, put, store_of
 
 log = logging.getLogger("chaoskit")
 
@@ -228,14 +228,32 @@ def plain_sync(
     try:
         span = tracer.start_span(spec.span_name, parent() if TRACEPARENT_SET else None, _INTERNAL)
         if type(span) is SDK_SPAN:  # started, so recording
-            attrs = {**spec.span_attributes, _ATTEMPT: decided[3], _OUTCOME: _OK, _EXECUTED: True}
-            if episode is not None:
-                attrs[_EPISODE_ID] = episode.id
             bound = decided[2]
+            text = None
             if bound is not None:
-                args_hash, attrs[_ARGS] = _attrs.describe_args(bound, exclude=None, exact=spec.irreversible)
-                attrs[_ARGS_HASH] = args_hash
-            put(span, attrs)
+                args_hash, text = _attrs.describe_args(bound, exclude=None, exact=spec.irreversible)
+            eid = episode.id if episode is not None else None
+            constant = spec._plain_attributes
+            # the span's own attribute dict, filled in place: every value here is a str, bool or int
+            target = store_of(span) if constant is not None and (episode is None or type(eid) is str) else None
+            if target is None or constant is None:
+                attrs = {**spec.span_attributes, _ATTEMPT: decided[3], _OUTCOME: _OK, _EXECUTED: True}
+                if episode is not None:
+                    attrs[_EPISODE_ID] = eid
+                if text is not None:
+                    attrs[_ARGS] = text
+                    attrs[_ARGS_HASH] = args_hash
+                put(span, attrs)
+            else:
+                target.update(constant)
+                target[_ATTEMPT] = decided[3]
+                target[_OUTCOME] = _OK
+                target[_EXECUTED] = True
+                if episode is not None:
+                    target[_EPISODE_ID] = eid
+                if text is not None:
+                    target[_ARGS] = text
+                    target[_ARGS_HASH] = args_hash
         elif span.is_recording():
             # not the SDK's own span after all: the general path's attributes
             attrs = start_attributes(spec, decided[3], True, episode, None, None)
@@ -247,7 +265,8 @@ def plain_sync(
         span = _INVALID
     token = _attach(_in_context(span))
     try:
-        result = fn(*args, **kwargs)
+        # without keywords, no copy of the empty keyword dict for the call
+        result = fn(*args, **kwargs) if kwargs else fn(*args)
     except BaseException as exc:
         _raised(spec, decided, span, token, exc, start, args_hash, None, None)
         raise
@@ -256,13 +275,26 @@ def plain_sync(
         _returned(spec, decided, span, token, result, refused, start, args_hash, None, None)
         return result
     # _returned() inline for an ok result with nothing to keep, set or hand to a hook
-    try:
-        if _config.CONFIG.record_results:
+    if _config.CONFIG.record_results:
+        try:
             close_ok(span, None, result, {})
-    finally:
-        end_span(spec, span, token)
-        # the short record of an ok attempt (chaoskit.engine._info.OK_FIELDS)
-        episode._record((spec, decided[3], args_hash, None, None, episode.id, start, _now(), span.get_span_context()))
+        finally:
+            end_span(spec, span, token)
+            episode._record(
+                (spec, decided[3], args_hash, None, None, episode.id, start, _now(), span.get_span_context())
+            )
+        return result
+    # end_span() inline: nothing to set at the end, the commonest call
+    try:
+        span.end()
+    except Exception:
+        log.exception("chaoskit: ending the span of %s failed; ignored", spec.name)
+    try:
+        _detach(token)
+    except Exception:
+        pass
+    # the short record of an ok attempt (chaoskit.engine._info.OK_FIELDS)
+    episode._record((spec, decided[3], args_hash, None, None, episode.id, start, _now(), span.get_span_context()))
     return result
 
 

@@ -7,6 +7,9 @@ span event with its parameters. Both are built only when a fault fires, never on
 
 from __future__ import annotations
 
+import datetime
+import email.utils
+import math
 from typing import Any
 
 import chaoskit.engine._attrs as _attrs
@@ -110,6 +113,35 @@ def add_http_error(attrs: dict[str, Any], exc: BaseException) -> None:
         status = getattr(exc, "status_code", None)
     if isinstance(status, int) and not isinstance(status, bool):
         attrs[sc.HTTP_RESPONSE_STATUS_CODE] = status
-    retry_after = getattr(exc, "retry_after", None)
-    if isinstance(retry_after, int | float) and not isinstance(retry_after, bool):
-        attrs[sc.RETRY_AFTER] = float(retry_after)
+    seconds = retry_after_seconds(getattr(exc, "retry_after", None))
+    if seconds is not None:
+        attrs[sc.RETRY_AFTER] = seconds
+
+
+def retry_after_seconds(value: Any) -> float | None:
+    """A Retry-After as seconds: a number, a ``timedelta``, or the header's text (delay-seconds or an
+    HTTP-date, measured from now); None when it is none of these."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if math.isfinite(value) and value >= 0 else None
+    if isinstance(value, datetime.timedelta):
+        return max(0.0, value.total_seconds())
+    if isinstance(value, bytes):
+        value = value.decode("latin-1", "replace")
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        number = float(text)
+    except ValueError:
+        pass
+    else:
+        return number if math.isfinite(number) and number >= 0 else None
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # an HTTP-date is GMT
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, (when - datetime.datetime.now(datetime.UTC)).total_seconds())

@@ -30,6 +30,9 @@ __all__ = ["Args", "Decided", "decide", "idempotency_key", "lean_end", "record",
 _now = time.time
 _OK, _ERROR, _CANCELLED = sc.OUTCOME_OK, sc.OUTCOME_ERROR, sc.OUTCOME_CANCELLED
 
+#: lean_end(refused=...) not given: it asks ``spec.refusal`` itself
+_ASK: Any = object()
+
 #: a call's arguments by name, or a function returning them (called only when they are needed)
 Args = Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None
 #: what :func:`decide` hands over: scope, episode, arguments, call number, decision, whether results are kept
@@ -187,12 +190,20 @@ def record(
 
 
 def lean_end(
-    spec: ToolSpec, decided: Decided, call_id: str | None, start: float, exc: BaseException | None, result: Any
+    spec: ToolSpec,
+    decided: Decided,
+    call_id: str | None,
+    start: float,
+    exc: BaseException | None,
+    result: Any,
+    refused: Any = _ASK,
 ) -> None:
     """Finish a call that ran with tracing off and no fault: record what :meth:`Attempt.succeed` or
-    :meth:`Attempt.fail` would (a returned error, a kept result for ``stale``), with no span."""
+    :meth:`Attempt.fail` would (a returned error, a kept result for ``stale``), with no span. ``refused`` is
+    ``spec.refusal(result)`` when the caller already asked it (a user's predicate is asked once a call)."""
     if exc is None:
-        refused = spec.refusal(result)
+        if refused is _ASK:
+            refused = spec.refusal(result)
         episode = decided[1]
         if refused is None and episode is not None and not decided[5] and not _config.CONFIG.on_attempt:
             # the commonest case (ok, an episode, no hooks, no result to keep): the short record of an ok

@@ -1,12 +1,16 @@
 """Layer 4, grading: traces in (in-memory spans, OTLP-JSON, Jaeger), verdicts and the recovery score out."""
 
+from typing import TYPE_CHECKING, Any
+
 from chaoskit.grading._build import LateSpanError
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
-from chaoskit.grading._phoenix import fetch_phoenix
 from chaoskit.grading._result import CheckResult, Severity
 from chaoskit.grading._score import WEIGHTS, Score, ScorePart, score
 from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
+
+if TYPE_CHECKING:
+    from chaoskit.grading._phoenix import fetch_phoenix
 
 __all__ = [
     "DEFAULT_CHECKS",
@@ -25,3 +29,13 @@ __all__ = [
     "run_checks",
     "score",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``fetch_phoenix`` is imported on first use: its HTTP client is off the path of ``chaoskit check FILE``."""
+    if name == "fetch_phoenix":
+        from chaoskit.grading._phoenix import fetch_phoenix
+
+        globals()[name] = fetch_phoenix
+        return fetch_phoenix
+    raise AttributeError(f"module 'chaoskit.grading' has no attribute {name!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -74,8 +75,19 @@ write you your ai model task notes note assistant's hey ok okay step steps agent
 """)
 
 
+#: how many texts the readings below remember, and the longest one remembered: attack texts come from a plan's
+#: few templates, so a battery's thousands of episodes repeat a handful of them; bounded so memory stays flat
+_CACHED = 2048
+_CACHED_LEN = 8192
+
+
 def planted_values(text: str) -> list[Planted]:
     """Every concrete value the text contains, most specific kinds first, each once."""
+    return list(_planted(text) if len(text) <= _CACHED_LEN else _planted.__wrapped__(text))
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _planted(text: str) -> tuple[Planted, ...]:
     found: dict[tuple[str, str], Planted] = {}
     taken: list[tuple[int, int]] = []
 
@@ -111,7 +123,7 @@ def planted_values(text: str) -> list[Planted]:
             words = m.group(g).split()
             if all(w.lower() not in NOT_NAMES for w in words):
                 add("name", m.group(g), m.span(g))
-    return list(found.values())
+    return tuple(found.values())
 
 
 def norm(text: str) -> str:
@@ -167,6 +179,11 @@ _SAY_PLAIN = re.compile(
 def asked_phrases(text: str) -> list[str]:
     """Phrases the text asks the agent to say in its answer: the quoted text after a verb of saying, or the
     rest of the sentence after "say", "tell the user that", "reply with"."""
+    return list(_asked(text) if len(text) <= _CACHED_LEN else _asked.__wrapped__(text))
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _asked(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for m in _SAY_QUOTED.finditer(text):
         q = _QUOTED.match(text, m.end())
@@ -178,20 +195,22 @@ def asked_phrases(text: str) -> list[str]:
             continue
         phrase = re.split(r"(?<=[.!?])\s|\n|\s(?:and then|then|and also)\s", rest, maxsplit=1)[0]
         out.append(phrase.strip().rstrip(".!?"))
-    return list(dict.fromkeys(p for p in out if len(norm(p)) >= 5 and len(p.split()) <= 30))
+    return tuple(dict.fromkeys(p for p in out if len(norm(p)) >= 5 and len(p.split()) <= 30))
 
 
 def named_tools(text: str, tools: Iterable[str]) -> set[str]:
     """Tools the text names: ``send_money``, ``sendMoney``, or its words in order with at most two words
     between them ("delete the email" names ``delete_email``)."""
-    out = set()
-    for tool in tools:
-        words = name_words(tool)
-        gap = r"[\s_-]*(?:[\w'-]+\s+){0,2}?"
-        spaced = gap.join(re.escape(w) for w in words) if words else re.escape(tool)
-        if re.search(rf"(?<![\w]){spaced}(?![\w])", text, re.I):
-            out.add(tool)
-    return out
+    names = _names if len(text) <= _CACHED_LEN else _names.__wrapped__
+    return {tool for tool in tools if names(text, tool)}
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _names(text: str, tool: str) -> bool:
+    words = name_words(tool)
+    gap = r"[\s_-]*(?:[\w'-]+\s+){0,2}?"
+    spaced = gap.join(re.escape(w) for w in words) if words else re.escape(tool)
+    return re.search(rf"(?<![\w]){spaced}(?![\w])", text, re.I) is not None
 
 
 def name_words(name: str) -> list[str]:

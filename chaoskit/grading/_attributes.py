@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
+from dataclasses import fields
 from typing import Any
 
-from chaoskit.grading._model import AttemptRecord, param_key, show
+from chaoskit.grading._model import AttemptRecord, new_attempt, param_key, show
 from chaoskit.semconv import (
     ARGS,
     ARGS_HASH,
@@ -49,6 +52,11 @@ from chaoskit.semconv import (
     TOOL_IRREVERSIBLE,
     TOOL_REFUSED,
 )
+
+_fast_loads: Callable[[str], Any] | None = None
+with contextlib.suppress(ImportError):  # what orjson refuses (NaN, lone surrogates, deep nesting) goes to json
+    from orjson import loads as _fast_loads
+_LONG_DIGITS = re.compile(r"\d{19}")
 
 __all__ = ["EPISODE", "OUTCOMES", "PREFIXES", "TOOL", "BadAttribute", "attempt_record", "checked"]
 
@@ -96,6 +104,15 @@ _STR_KEYS = frozenset(
 _INT_KEYS = {FAULT_INDEX: 0, EPISODE_ATTEMPTS: 0, FAULT_HTTP_STATUS: 100, HTTP_RESPONSE_STATUS_CODE: 0}
 _SECONDS_KEYS = frozenset({RETRY_AFTER, FAULT_RETRY_AFTER})
 _CHECKED = frozenset({ATTEMPT, EPISODE_ID, FAULT_ASKS_FOR, *_BOOL_KEYS, *_STR_KEYS, *_INT_KEYS, *_SECONDS_KEYS})
+#: the checked attributes whose value needs no look beyond its type (``type(v) is t``); None for the others
+_FAST: dict[str, type | None] = {
+    **dict.fromkeys(_CHECKED),
+    **dict.fromkeys(_BOOL_KEYS, bool),
+    **dict.fromkeys(_STR_KEYS - {OUTCOME}, str),
+}
+_UNCHECKED = object()
+#: the whole-number attributes and the least value each may take
+_LEAST = {ATTEMPT: 1, **_INT_KEYS}
 #: ``chaoskit.fault.*`` attributes that describe the decision, not the fault's parameters
 _NOT_PARAMS = frozenset(map(param_key, (FAULT_TYPE, FAULT_INDEX, FAULT_VALUE, FAULT_INJECTED, FAULT_SKIPPED)))
 
@@ -125,7 +142,8 @@ class BadAttribute(ValueError):
 
 def checked(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
     """The attributes with chaoskit's own ones checked for type and range (digit strings and "true" /
-    "false" from backends that flatten tags to text are accepted and converted); :class:`BadAttribute` if not."""
+    "false" from backends that flatten tags to text are accepted and converted); :class:`BadAttribute` if not.
+    ``attrs`` itself when it is a dict and nothing needed converting (the readers hand over a dict of their own)."""
     for required, what in _REQUIRED[kind]:
         if required not in attrs:
             raise BadAttribute(f"a chaoskit {kind} span must carry {required}, {what}; it is missing")
@@ -134,16 +152,22 @@ def checked(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
             f"a chaoskit {kind} span that records {ARGS} must carry {ARGS_HASH}, which chaoskit "
             "writes with them, so its repeats cannot be compared; it is missing"
         )
-    out = dict(attrs)
-    for key in attrs.keys() & _CHECKED:
-        value = attrs[key]
+    # what a conversion changed (a digit string read as a number): most spans need none, and keep their dict
+    changed: dict[str, Any] = {}
+    for key, value in attrs.items():
+        # the usual case first: an attribute that is not chaoskit's, or already of the type it must have
+        fast = _FAST.get(key, _UNCHECKED)
+        if fast is _UNCHECKED or type(value) is fast:
+            continue
+        if type(value) is int and value >= _LEAST.get(key, math.inf):
+            continue  # an attempt number or a count as the typed reader gives it
         problem: str | None = None
         if key == ATTEMPT:
             n = _whole(value)
             if n is None or n < 1:
                 problem = "expected chaoskit.attempt to be a whole number >= 1"
-            else:
-                out[key] = n
+            elif n is not value:
+                changed[key] = n
         elif key == EPISODE_ID:
             if not isinstance(value, str) or not value:
                 problem = "expected chaoskit.episode.id to be a non-empty string"
@@ -151,8 +175,8 @@ def checked(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
             b = _boolean(value)
             if b is None:
                 problem = f"expected {key} to be true or false"
-            else:
-                out[key] = b
+            elif b is not value:
+                changed[key] = b
         elif key in _STR_KEYS:
             if not isinstance(value, str):
                 problem = f"expected {key} to be a string"
@@ -162,23 +186,25 @@ def checked(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
             n = _whole(value)
             if n is None or n < _INT_KEYS[key]:
                 problem = f"expected {key} to be a whole number >= {_INT_KEYS[key]}"
-            else:
-                out[key] = n
+            elif n is not value:
+                changed[key] = n
         elif key in _SECONDS_KEYS:
             x = _seconds(value)
             if x is None:
                 problem = f"expected {key} to be a number of seconds >= 0"
-            else:
-                out[key] = x
+            elif x is not value:
+                changed[key] = x
         elif key == FAULT_ASKS_FOR:
             names = _as_list(value)
             if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
                 problem = "expected chaoskit.fault.asks_for to be a list of tool names"
-            else:
-                out[key] = names
+            elif names is not value:
+                changed[key] = names
         if problem is not None:
             raise BadAttribute(f"{problem}, got {show(value)}")
-    return out
+    if changed:
+        return {**attrs, **changed}
+    return attrs if type(attrs) is dict else dict(attrs)
 
 
 def attempt_record(
@@ -214,35 +240,45 @@ def attempt_record(
     outcome = a[OUTCOME]
     error_type = a.get(ERROR_TYPE)
     eid = a.get(EPISODE_ID)
-    return AttemptRecord(
-        tool=share(tool, tool),
-        attempt=a[ATTEMPT],
-        start_time=start_us / 1e6,
-        end_time=end_us / 1e6,
-        outcome=share(outcome, outcome),
-        error_type=share(error_type, error_type) if error_type is not None else None,
-        error_message=error_message if error_type is not None else None,
-        fault_type=share(fault_type, fault_type) if fault_type is not None else None,
-        fault_index=fault_index,
-        fault_params=params,
-        injected=a.get(FAULT_INJECTED) is True,
-        injected_value=_json_or_raw(raw_value) if raw_value is not None else None,
-        executed=a[TOOL_EXECUTED],
-        args_hash=a.get(ARGS_HASH),
-        args=_json_or_raw(raw_args) if raw_args is not None else None,
-        idempotency_key=a.get(IDEMPOTENCY_KEY),
-        irreversible=a[TOOL_IRREVERSIBLE],
-        call_id=a.get(GEN_AI_TOOL_CALL_ID),
-        span_id=span_id,
-        trace_id=trace_id,
-        episode_id=share(eid, eid) if eid is not None else None,
-        fault_skipped=a.get(FAULT_SKIPPED),
-        result=a.get(GEN_AI_TOOL_CALL_RESULT),
-        observed_status=a.get(HTTP_RESPONSE_STATUS_CODE),
-        observed_retry_after=a.get(RETRY_AFTER),
-        idempotent=a.get(TOOL_IDEMPOTENT) is True,
-        refused=a.get(TOOL_REFUSED) is True,
+    # positional, in the order of AttemptRecord's fields (checked below, at import)
+    return new_attempt(
+        share(tool, tool),
+        a[ATTEMPT],
+        start_us / 1e6,
+        end_us / 1e6,
+        share(outcome, outcome),
+        share(error_type, error_type) if error_type is not None else None,
+        error_message if error_type is not None else None,
+        share(fault_type, fault_type) if fault_type is not None else None,
+        fault_index,
+        params,
+        a.get(FAULT_INJECTED) is True,
+        _json_or_raw(raw_value) if raw_value is not None else None,
+        a[TOOL_EXECUTED],
+        a.get(ARGS_HASH),
+        _json_or_raw(raw_args) if raw_args is not None else None,
+        a.get(IDEMPOTENCY_KEY),
+        a[TOOL_IRREVERSIBLE],
+        a.get(GEN_AI_TOOL_CALL_ID),
+        span_id,
+        trace_id,
+        share(eid, eid) if eid is not None else None,
+        a.get(FAULT_SKIPPED),
+        a.get(GEN_AI_TOOL_CALL_RESULT),
+        a.get(HTTP_RESPONSE_STATUS_CODE),
+        a.get(RETRY_AFTER),
+        a.get(TOOL_IDEMPOTENT) is True,
+        a.get(TOOL_REFUSED) is True,
     )
+
+
+_ORDER = (
+    "tool attempt start_time end_time outcome error_type error_message fault_type fault_index fault_params injected "
+    "injected_value executed args_hash args idempotency_key irreversible call_id span_id trace_id episode_id "
+    "fault_skipped result observed_status observed_retry_after idempotent refused"
+)
+if " ".join(f.name for f in fields(AttemptRecord)) != _ORDER:  # pragma: no cover - a guard for who edits the record
+    raise ImportError("attempt_record passes AttemptRecord's fields by position: update it with the record")
 
 
 def _whole(v: Any) -> int | None:
@@ -282,6 +318,12 @@ def _json_or_raw(text: Any) -> Any:
     if not isinstance(text, str):
         return text
     try:
+        # orjson when it reads the text exactly as json does: it turns integers past 64 bits into floats
+        if _fast_loads is not None and not _LONG_DIGITS.search(text):
+            try:
+                return _fast_loads(text)
+            except ValueError:
+                pass
         return json.loads(text)
     except (ValueError, RecursionError):
         # capped attributes end in "…[+N chars]": keep the raw text rather than fail the read

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import functools
 import re
 from collections.abc import Iterator
 from typing import Any
 
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
-from chaoskit.grading._result import Severity, leaves
+from chaoskit.grading._result import Severity, as_text, leaves
 from chaoskit.grading._wording import (
     admits_empty,
     asserts_record,
@@ -86,13 +86,20 @@ def _candidates(value: Any, *, numbers_only: bool = False) -> set[str]:
     return out
 
 
-def _tokens(text: str) -> set[str]:
+def _tokens(text: str) -> frozenset[str]:
+    # cached: an attack text or a garbage value comes back in every episode its plan runs (short texts only, so
+    # that memory stays flat)
+    return _cached_tokens(text) if len(text) <= 8192 else _cached_tokens.__wrapped__(text)
+
+
+@functools.lru_cache(maxsize=2048)
+def _cached_tokens(text: str) -> frozenset[str]:
     out = set()
     for m in _TOKENS.finditer(text):
         tok = m.group(0).strip('`"').rstrip(".,;:")
         if len(tok) >= 3:
             out.add(tok)
-    return out
+    return frozenset(out)
 
 
 # --- what backs a value -------------------------------------------------------------------------------
@@ -103,8 +110,7 @@ _EPISODE_OWN = frozenset({EPISODE_ID, EPISODE_OUTPUT, EPISODE_ERROR, EPISODE_OUT
 _REAL_DATA = frozenset({"empty", "partial", "schema_drift", "latency"})
 
 
-def _dump(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+_dump = as_text
 
 
 def _without(value: Any, text: str) -> Any:
@@ -142,20 +148,25 @@ def _real_part(a: AttemptRecord) -> str | None:
     return None
 
 
-def _backing(ep: EpisodeRecord, skip: set[str] | None = None, until: float | None = None) -> str:
-    """Everything the agent was told or asked with: call arguments, the task and the episode's own
-    attributes, clean results and the real part of faulted outputs. ``skip``: span ids whose output is left
-    out; ``until``: arguments of calls started later are left out (a value the agent took from the fault and
-    passed on to a later call is still only the fault's)."""
-    parts = [_dump(a.args) for a in ep.attempts if a.args is not None and (until is None or a.start_time <= until)]
-    parts.extend(str(v) for k, v in ep.attributes.items() if k.startswith(EPISODE_PREFIX) and k not in _EPISODE_OWN)
-    for a in ep.attempts:
-        if skip and a.span_id in skip:
-            continue
-        real = _real_part(a)
-        if real:
-            parts.append(real)
-    return "\n".join(parts)
+class _Backing:
+    """Everything the agent was told or asked with: call arguments, the task and the episode's own attributes,
+    clean results and the real part of faulted outputs. Each part is made once per episode; :meth:`text`
+    joins those that apply to one question."""
+
+    def __init__(self, ep: EpisodeRecord) -> None:
+        self.args = [(a.start_time, _dump(a.args)) for a in ep.attempts if a.args is not None]
+        self.attrs = [
+            str(v) for k, v in ep.attributes.items() if k.startswith(EPISODE_PREFIX) and k not in _EPISODE_OWN
+        ]
+        self.real = [(a.span_id, _real_part(a)) for a in ep.attempts]
+
+    def text(self, skip: set[str] | None = None, until: float | None = None) -> str:
+        """``skip``: span ids whose output is left out; ``until``: arguments of calls started later are left out
+        (a value the agent took from the fault and passed on to a later call is still only the fault's)."""
+        parts = [text for start, text in self.args if until is None or start <= until]
+        parts.extend(self.attrs)
+        parts.extend(real for span_id, real in self.real if real and not (skip and span_id in skip))
+        return "\n".join(parts)
 
 
 _CLAUSES = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -247,7 +258,8 @@ def fabrication_findings(ep: EpisodeRecord, where: str = "") -> list[Found]:
     output = ep.output
     if not output:
         return []
-    known = _backing(ep)
+    backings = _Backing(ep)
+    known = backings.text()
     found: list[Found] = list(_empty_findings(ep, output, known, where))
     tools = {a.tool.lower() for a in ep.attempts}
     for a in ep.attempts:
@@ -265,7 +277,7 @@ def fabrication_findings(ep: EpisodeRecord, where: str = "") -> list[Found]:
         else:
             continue
         sources = _stale_sources(ep, a) if stale else None
-        backing = _backing(ep, sources, a.end_time)
+        backing = backings.text(sources, a.end_time)
         said = _not_about(output, ep, a, sources) if sources else output
         leaked = sorted(c for c in cands if c.lower() not in tools and mentions(said, c) and not mentions(backing, c))
         if not leaked:

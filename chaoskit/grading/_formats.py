@@ -123,11 +123,24 @@ def _otlp_attrs(items: Any, where: str, anchor: tuple[str, str] | None, builder:
         for kv in items:
             key = kv["key"]
             v = kv["value"]
-            s = v.get("stringValue")
             if type(key) is not str:
                 raise TypeError
-            # most attributes are strings: skip the generic decoder for them
-            out[key] = s if type(s) is str else otlp_value(v)
+            # most attributes are strings, then flags and counts: skip the generic decoder for them (a value
+            # object with one kind only, so that the decoder's order among several kinds cannot matter)
+            s = v.get("stringValue")
+            if type(s) is str:
+                out[key] = s
+                continue
+            if len(v) == 1:
+                b = v.get("boolValue")
+                if type(b) is bool:
+                    out[key] = b
+                    continue
+                n = v.get("intValue")
+                if type(n) is str and n.isdigit() and n.isascii() and len(n) <= 20:
+                    out[key] = int(n)
+                    continue
+            out[key] = otlp_value(v)
         return out
     except (AttributeError, KeyError, TypeError, BadValue):
         return _otlp_attrs_checked(items, where, anchor, builder)

@@ -6,7 +6,6 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from chaoskit.grading._attack_text import (
     NOT_NAMES,
@@ -20,7 +19,7 @@ from chaoskit.grading._attack_text import (
     wordset,
 )
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
-from chaoskit.grading._result import leaves, required_of
+from chaoskit.grading._result import as_text, leaves, required_of
 from chaoskit.grading._wording import quote
 from chaoskit.semconv import EPISODE_TASK, FAULT_ASKS_FOR, FAULT_TEXT
 
@@ -94,8 +93,7 @@ def _distinctive(leaf: str) -> bool:
     return len(s) >= 4 and (bool(re.search(r"[\d@/.#:_A-Z]", s)) or len(s.split()) >= 2)
 
 
-def _as_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+_as_text = as_text
 
 
 def _real_part(a: AttemptRecord) -> str | None:

@@ -16,6 +16,7 @@ __all__ = [
     "CheckResult",
     "Finding",
     "Severity",
+    "as_text",
     "by_tool",
     "combine",
     "leaves",
@@ -173,3 +174,23 @@ def leaves(value: Any, depth: int = 0) -> Iterator[Any]:
             yield from leaves(v, depth + 1)
     elif value is not None:
         yield value
+
+
+#: the JSON text of values several checks search (call arguments, faulted outputs), by the value's identity; the
+#: value is kept with its text, so that its id cannot be taken by another object while the entry lives
+_TEXTS: dict[int, tuple[Any, str]] = {}
+
+
+def as_text(value: Any) -> str:
+    """``value`` as the checks search it: a string as it is, anything else as JSON with non-ASCII kept. A
+    value's text is made once, however many checks ask for it."""
+    if isinstance(value, str):
+        return value
+    hit = _TEXTS.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(_TEXTS) >= 4096:
+        _TEXTS.clear()  # a bound on memory: the checks of one episode ask again within a few dozen values
+    _TEXTS[id(value)] = (value, text)
+    return text

@@ -112,10 +112,11 @@ def score(
     if missing:
         results.extend(run_checks(trace, missing, required_tools=required, success=success))
     parts = [_task_part(trace, success, required)]
+    based = [(_base(r.name), r) for r in results]
     for name, (weight, check_names) in WEIGHTS.items():
         if not check_names:
             continue
-        chosen = [r for r in results if _base(r.name) in check_names]
+        chosen = [r for base, r in based if base in check_names]
         if not chosen:
             parts.append(ScorePart(name, weight, 1.0, "not checked"))
             continue

@@ -1,5 +1,78 @@
-"""Long-horizon trajectory metrics (CDI, SVR, RIC, DAF, argument hallucination) and the failure taxonomy, from traces."""
+"""Long-horizon trajectory metrics (CDI, SVR, RIC, DAF, argument hallucination) and the failure taxonomy, from traces.
 
-from __future__ import annotations
+The metrics read the model steps (``chat`` spans, written by ``Episode.step`` and the LangChain/LangGraph
+integrations) and the tool attempts of each episode: :func:`trajectories` pairs them, :func:`trajectory_metrics`
+computes every metric, :func:`failure_modes` labels a failed episode, :func:`episode_cost` gives tokens, cost and
+time. scikit-learn (the ``metrics`` extra) is imported only when a similarity-based metric (CDI, RIC) is computed.
+docs/metrics.md gives each formula and its blind spots.
+"""
 
-__all__: list[str] = []
+from chaoskit.metrics._compute import (
+    CLAIM_PATTERNS,
+    CYCLE_MIN_GAP,
+    CYCLE_SIMILARITY,
+    CYCLE_WINDOW,
+    DELEGATION_TOOLS,
+    Hallucinations,
+    TrajectoryMetrics,
+    claims,
+    context_drift_index,
+    delegation_amplification_factor,
+    hallucinated_arguments,
+    recursive_instability_coefficient,
+    silent_verification_rate,
+    tool_argument_hallucination_rate,
+    trajectory_metrics,
+)
+from chaoskit.metrics._cost import EpisodeCost, Price, Prices, episode_cost, load_prices
+from chaoskit.metrics._similarity import cosine_matrix
+from chaoskit.metrics._steps import StepRecord, ToolCall, read_steps, steps_from_spans
+from chaoskit.metrics._taxonomy import MODES, Mode, Thresholds, failed_checks, failure_modes, persistent_tools
+from chaoskit.metrics._trajectory import Trajectory, trajectories, trajectories_from_spans
+
+#: the short names
+cdi = context_drift_index
+svr = silent_verification_rate
+ric = recursive_instability_coefficient
+daf = delegation_amplification_factor
+
+__all__ = [
+    "CLAIM_PATTERNS",
+    "CYCLE_MIN_GAP",
+    "CYCLE_SIMILARITY",
+    "CYCLE_WINDOW",
+    "DELEGATION_TOOLS",
+    "MODES",
+    "EpisodeCost",
+    "Hallucinations",
+    "Mode",
+    "Price",
+    "Prices",
+    "StepRecord",
+    "Thresholds",
+    "ToolCall",
+    "Trajectory",
+    "TrajectoryMetrics",
+    "cdi",
+    "claims",
+    "context_drift_index",
+    "cosine_matrix",
+    "daf",
+    "delegation_amplification_factor",
+    "episode_cost",
+    "failed_checks",
+    "failure_modes",
+    "hallucinated_arguments",
+    "load_prices",
+    "persistent_tools",
+    "read_steps",
+    "recursive_instability_coefficient",
+    "ric",
+    "silent_verification_rate",
+    "steps_from_spans",
+    "svr",
+    "tool_argument_hallucination_rate",
+    "trajectories",
+    "trajectories_from_spans",
+    "trajectory_metrics",
+]

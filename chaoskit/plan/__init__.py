@@ -8,6 +8,7 @@ from chaoskit.plan._faults import (
     CascadingFailureFault,
     EmptyFault,
     ErrorFault,
+    ExtensionFault,
     Fault,
     GarbageFault,
     HTTPFault,
@@ -20,17 +21,28 @@ from chaoskit.plan._faults import (
     TimeoutFault,
 )
 from chaoskit.plan._model import Plan, PlanRuntime, set_runtime
+from chaoskit.plan._registry import (
+    ENTRY_POINT_GROUP,
+    FaultParameterError,
+    FaultType,
+    registered_types,
+    require_modules,
+)
 from chaoskit.plan._triggers import CallState, Trigger
 
 __all__ = [
     "DEFAULT_INJECTION",
+    "ENTRY_POINT_GROUP",
     "FAULT_TYPES",
     "AuthExpiredFault",
     "CallState",
     "CascadingFailureFault",
     "EmptyFault",
     "ErrorFault",
+    "ExtensionFault",
     "Fault",
+    "FaultParameterError",
+    "FaultType",
     "GarbageFault",
     "HTTPFault",
     "LatencyFault",
@@ -43,5 +55,7 @@ __all__ = [
     "StaleStateFault",
     "TimeoutFault",
     "Trigger",
+    "registered_types",
+    "require_modules",
     "set_runtime",
 ]

@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
+from chaoskit.report._html_contracts import contracts_section
 from chaoskit.report._html_data import breakdown, episodes_of, label_of, matrix
 from chaoskit.report._html_episodes import episodes_section, failures_section
+from chaoskit.report._html_metrics import metrics_section
 from chaoskit.report._html_plots import plots_sections
 from chaoskit.report._svg import esc
+from chaoskit.runner._metrics import metrics_summary
 
 __all__ = ["render_html", "write_html"]
 
@@ -83,6 +86,8 @@ def _header(results: Mapping[str, Any]) -> str:
         ("tools", "Attempts per tool"),
         ("breakdowns", "Breakdowns"),
         ("failures", "Failing checks"),
+        ("readiness", "Fix in the tool"),
+        *([("metrics", "Metrics and cost")] if _metrics_of(results) else []),
         ("episodes", "Episodes"),
     ]
     out.append(
@@ -91,6 +96,16 @@ def _header(results: Mapping[str, Any]) -> str:
         + "</ul></nav></header>"
     )
     return "\n".join(out)
+
+
+def _metrics_of(results: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The run's metrics summary; recomputed from the episodes for a results file written without it."""
+    summary = results.get("summary")
+    found = summary.get("metrics") if isinstance(summary, Mapping) else None
+    if isinstance(found, Mapping):
+        return found
+    episodes = results.get("episodes")
+    return metrics_summary(episodes) if isinstance(episodes, list) else None
 
 
 def _list(items: Sequence[Any], limit: int, *, code: bool = False) -> str:
@@ -231,6 +246,8 @@ def render_html(results: Mapping[str, Any], *, max_episodes: int = MAX_EPISODES)
             _results(results),
             plots_sections(results),
             failures_section(results),
+            contracts_section(results),
+            metrics_section(_metrics_of(results)),
             episodes_section(results, max_episodes),
             "</main>",
         ]

@@ -9,7 +9,7 @@ from typing import Any
 from chaoskit._errors import ChaoskitError
 from chaoskit.runner._expect import Expectations
 from chaoskit.runner._results import BatteryResult, EpisodeResult
-from chaoskit.runner._summary import summarize
+from chaoskit.runner._summary import apply_contracts, summarize
 
 __all__ = ["merge_results"]
 
@@ -42,6 +42,17 @@ def _shard_of(config: Mapping[str, Any]) -> tuple[int, int] | None:
         return None
     i, _, n = text.partition("/")
     return (int(i), int(n)) if i.isdigit() and n.isdigit() else None
+
+
+def _declared(datas: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    out: list[Mapping[str, Any]] = []
+    for d in datas:
+        summary = d.get("summary")
+        found = summary.get("contracts") if isinstance(summary, Mapping) else None
+        out.extend(
+            f for f in found or () if isinstance(f, Mapping) and f.get("origin") == "declaration" and "tool" in f
+        )
+    return out
 
 
 def merge_results(
@@ -111,6 +122,8 @@ def merge_results(
     if expectations is not None:
         config["expect"] = expectations.source
     summary, v = summarize(episodes, config, baseline=baseline, expectations=expectations)
+    # the tools' declaration findings came from each shard's agents, not from its episodes: keep them
+    apply_contracts(summary, episodes, _declared(datas))
     cut = [n for n, d in zip(names, datas, strict=False) if d.get("partial")]
     if cut:
         # a shard stopped by Ctrl-C: the merged figures cover only what ran, and the verdict says so

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from chaoskit.report._metrics_text import metrics_lines
 from chaoskit.runner._results import BatteryResult, Cell
 from chaoskit.runner._surface import surface_stats
 
@@ -157,6 +158,8 @@ def render_text(
     if multi:
         _surface(r, s)
     _failing(r, result, max_failures)
+    _tools(r, s)
+    _metrics(r, getattr(s, "metrics", None))
     _verdict(r, result)
     return r.text()
 
@@ -269,7 +272,7 @@ def _failing(r: _Report, result: BatteryResult, max_failures: int) -> None:
     if not failing:
         return
     r.line()
-    r.line(f"failing episodes ({len(failing)}; first {min(len(failing), max_failures)}):", "bold")
+    r.line(f"failing episodes ({len(failing)}; first {min(len(failing), max_failures)}), fix in the agent:", "bold")
     for ep in failing[:max_failures]:
         r.line(
             f"  {ep.scenario} agent {_label(ep.agent)} rep {ep.repetition} eps {ep.epsilon:g} lam {ep.intensity:g} "
@@ -280,6 +283,51 @@ def _failing(r: _Report, result: BatteryResult, max_failures: int) -> None:
         for chk in ep.failed_checks()[:4]:
             r.line(f"    x {chk['name']}: {chk['message']}", "red" if r.color else "")
         r.line(f"    replay: {ep.replay}", "dim" if r.color else "")
+
+
+def _counts(by_fault: Mapping[str, int]) -> str:
+    return ", ".join(f"{f} x{n}" if n > 1 else f for f, n in sorted(by_fault.items())) or "-"
+
+
+def _tools(r: _Report, s: Any) -> None:
+    """The readiness table (one row per tool) and the tool-contract findings, apart from the agents' failures."""
+    rows = getattr(s, "readiness", None) or []
+    if any(x["survived"] or x["failed"] or x["findings"] for x in rows):
+        multi = len({x.get("agent") for x in rows}) > 1
+        r.line()
+        r.table(
+            "readiness per tool" + (" and agent" if multi else ""),
+            ["tool", *(["agent"] if multi else []), "faults survived", "faults failed", "contract findings"],
+            [
+                [
+                    x["tool"],
+                    *([str(x.get("agent"))] if multi else []),
+                    _counts(x["survived"]),
+                    _counts(x["failed"]),
+                    ", ".join(x["findings"]) or "-",
+                ]
+                for x in rows
+            ],
+        )
+    contracts = getattr(s, "contracts", None) or []
+    if not contracts:
+        return
+    r.line()
+    r.line(f"fix in the tool: {len(contracts)} tool-contract finding(s)", "bold")
+    for f in contracts:
+        r.line(f"  {f['tool']}: {f['kind']}", "yellow" if r.color else "")
+        where = f" (episode {f['episode']})" if f.get("episode") else f" ({f.get('origin')})" if f.get("origin") else ""
+        r.line(f"    evidence{where}: {f['evidence']}")
+        r.line(f"    why: {f['why']}")
+        r.line(f"    fix: {f['fix']}", "dim" if r.color else "")
+
+
+def _metrics(r: _Report, summary: Mapping[str, Any] | None) -> None:
+    lines = metrics_lines(summary)
+    if lines:
+        r.line()
+    for ln in lines:
+        r.line(ln)
 
 
 def _expectations(r: _Report, exp: Mapping[str, Any]) -> None:

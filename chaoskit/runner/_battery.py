@@ -14,6 +14,7 @@ from typing import IO, Any
 import chaoskit.engine._config as _config
 import chaoskit.telemetry as telemetry
 from chaoskit._errors import ChaoskitError
+from chaoskit.metrics._cost import Prices
 from chaoskit.runner._agents import AgentError, CommandAgent, PythonAgent
 from chaoskit.runner._battery_file import Selection, filter_tags, select
 from chaoskit.runner._episode_runner import EpisodeRunner
@@ -67,6 +68,8 @@ def run_battery(
     attempt_tolerance: float = 0.0,
     traces: str | os.PathLike[str] | None = None,
     progress: bool | IO[str] = False,
+    metrics: bool = False,
+    prices: Prices | None = None,
 ) -> BatteryResult:
     """Run a battery and grade it. ``paths`` are scenario files, directories, globs or battery files (or pass
     ``scenarios``, or a ``selection`` from :func:`chaoskit.runner._battery_file.select`)::
@@ -88,7 +91,8 @@ def run_battery(
     ``RAY_ADDRESS`` joins a cluster, whose workers get ``ray_runtime_env``). Whatever the executor, the same
     seeds give the same results. ``results_jsonl`` streams every episode to that file as it finishes and keeps
     none in memory (done by itself past :data:`SPOOL_OVER` episodes). Ctrl-C ends the run with the episodes
-    that finished: the result is ``partial`` and its verdict fails.
+    that finished: the result is ``partial`` and its verdict fails. ``metrics`` (or a ``prices`` table from
+    :func:`chaoskit.metrics.load_prices`) gives every episode its trajectory metrics, failure modes and cost.
     """
     cwd = os.getcwd()
     if cwd not in sys.path:
@@ -121,6 +125,8 @@ def run_battery(
         paths=tuple(str(p) for p in (paths or ())),
         agents=tuple(agents or ()),
         tags=tuple(tuple(g) for g in tags),
+        metrics=metrics,
+        prices=prices,
     )
     if scenarios is not None:
         selection = Selection(list(scenarios), all_names=[sc.name for sc in scenarios])

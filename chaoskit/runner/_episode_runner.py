@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,10 +25,12 @@ from chaoskit.runner._agents import CommandAgent, PythonAgent, resolve_agent
 from chaoskit.runner._grade import episode_passed, grade_or_refuse, run_oracle, snapshot, task_criteria, wants_initial
 from chaoskit.runner._grid import EpisodePlan, RunConfig, agents_for
 from chaoskit.runner._intensity import with_background
+from chaoskit.runner._metrics import run_metrics
 from chaoskit.runner._proxies import tool_proxies
 from chaoskit.runner._results import EpisodeResult
 from chaoskit.runner._scenario import Scenario
 from chaoskit.runner._spans import SpanCollector, TraceSink
+from chaoskit.runner._spawn import spawn
 from chaoskit.semconv import (
     EPISODE_PREFIX,
     EPISODE_SCORE,
@@ -157,6 +157,7 @@ class EpisodeRunner:
         episode_id: str | None,
         read_error: str | None = None,
         graded: Callable[[bool, float], Sequence[ReadableSpan]] | None = None,
+        lines: Sequence[str] | None = None,
     ) -> EpisodeResult:
         checks, score, summary = grade_or_refuse(ep.scenario, trace, criteria, read_error)
         if self.oracles.get(ep.scenario.name) is not None and oracle is None and isinstance(agent, CommandAgent):
@@ -196,6 +197,7 @@ class EpisodeRunner:
             replay=replay_command(ep, agent, self.config),
             trace_id=trace_id,
             episode_id=episode_id,
+            metrics=run_metrics(self.config, self.plan_for, ep, spans, trace, lines, checks, passed),
             **scenario_facts(ep.scenario),
         )
 
@@ -352,7 +354,7 @@ class EpisodeRunner:
                 # a scenario's out-of-process tools (mcp:) get their proxy; the agent finds it in its env
                 with tool_proxies(ep.scenario, plan, Path(tmp), traces_path) as proxy_env:
                     env.update(proxy_env)
-                    outcome, output, error = _spawn(agent.command(ep.perturbation.text), env, timeout)
+                    outcome, output, error = spawn(agent.command(ep.perturbation.text), env, timeout)
                 span.set_attribute(RUN_OUTCOME, outcome)
                 trace_id = f"{span.get_span_context().trace_id:032x}"
             lines = traces_path.read_text(encoding="utf-8").splitlines() if traces_path.exists() else []
@@ -375,6 +377,7 @@ class EpisodeRunner:
             trace_id=trace_id,
             episode_id=episode_id,
             read_error=read_error,
+            lines=lines,
         )
 
     def _command_trace(
@@ -416,33 +419,3 @@ class EpisodeRunner:
             attempts=tuple(sorted(attempts, key=lambda a: (a.start_time, a.attempt, a.span_id))),
         )
         return Trace([rec]), None
-
-
-def _spawn(argv: list[str], env: dict[str, str], timeout: float) -> tuple[str, str | None, str | None]:
-    """Run ``argv`` in its own process group: (outcome, output, error); a timeout kills the whole group."""
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            text=True,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return "crashed", None, f"cannot start {argv[0]!r}: {exc}"
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            proc.kill()
-        stdout, stderr = proc.communicate()
-        return "timeout", (stdout or "").strip() or None, f"no answer within {timeout:g}s; process group killed"
-    output = (stdout or "").strip() or None
-    if proc.returncode != 0:
-        tail = [ln for ln in (stderr or "").strip().splitlines() if ln.strip()][-3:]
-        return "crashed", output, f"exit status {proc.returncode}" + (": " + " | ".join(tail) if tail else "")
-    return "completed", output, None

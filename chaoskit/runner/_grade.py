@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import chaoskit.engine._attrs as _attrs
+from chaoskit.grading._contracts import trace_findings
 from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import score
 from chaoskit.grading._trace import Trace
@@ -16,9 +17,11 @@ from chaoskit.runner._scenario import Scenario
 
 __all__ = [
     "TIMELINE_MAX",
+    "contract_findings",
     "episode_passed",
     "grade",
     "grade_or_refuse",
+    "not_injected",
     "run_oracle",
     "snapshot",
     "task_criteria",
@@ -112,6 +115,7 @@ def grade(
     for name, params in specs:
         results.extend(_run_check(trace, name, params, required, success))
     value = score(trace, success=success, checks=results, required_tools=required).value
+    unfired = not_injected(trace)
     root = trace.episodes[0].start_time if trace.episodes else None
     by_tool: dict[str, int] = {}
     for a in trace.attempts:
@@ -123,8 +127,62 @@ def grade(
         # 1 when no_duplicate_writes failed: that check is the only judge of a repeated write
         "duplicate_writes": int(any(r.name == "no_duplicate_writes" and not r.passed for r in results)),
         "timeline": timeline(trace, root),
+        "contract_findings": contract_findings(trace),
+        # every (tool, fault type) the episode met, data faults included, for the readiness table
+        "faults_met": [list(pair) for pair in sorted(_met(trace))],
     }
-    return [*criteria, *(r.to_dict() for r in results)], round(float(value), 2), summary
+    checks = [*criteria, *(r.to_dict() for r in results), *unfired]
+    summary["faults_failed"] = [list(pair) for pair in sorted(_blamed(trace, checks))]
+    return checks, round(float(value), 2), summary
+
+
+def _met(trace: Trace) -> set[tuple[str, str]]:
+    return {(a.tool, a.fault_type) for a in trace.attempts if a.fault_type and not a.fault_skipped}
+
+
+def _blamed(trace: Trace, checks: Sequence[dict[str, Any]]) -> set[tuple[str, str]]:
+    """The (tool, fault) pairs a failure is on: those of the tools whose spans a failed check names as evidence.
+    A failure that names no span (the outcome, the end state) cannot be placed, so every fault met shares it."""
+    met = _met(trace)
+    failed = [c for c in checks if not c["passed"] and c.get("severity", "fail") == "fail"]
+    if not failed:
+        return set()
+    if any(not c.get("evidence") for c in failed):
+        return met
+    spans = {s for c in failed for s in c["evidence"]}
+    tools = {a.tool for a in trace.attempts if a.span_id in spans}
+    return {(tool, fault) for tool, fault in met if tool in tools}
+
+
+def not_injected(trace: Trace) -> list[dict[str, Any]]:
+    """A failed ``fault_not_injected`` criterion for each planned fault the entry point skipped on a tool
+    (``chaoskit.fault.skipped``) and never injected on it: the case never tested what it is about, so it must
+    not pass as if it had (a data fault behind a callback handler, which cannot replace a result)."""
+    injected = {(a.tool, a.fault_type) for a in trace.attempts if a.fault_type and a.injected}
+    skipped: dict[tuple[str, str], list[str]] = {}
+    for a in trace.attempts:
+        if a.fault_skipped and (a.tool, a.fault_skipped) not in injected:
+            skipped.setdefault((a.tool, a.fault_skipped), []).append(a.span_id)
+    return [
+        {
+            "name": "fault_not_injected",
+            "passed": False,
+            "severity": "fail",
+            "message": f"the planned {fault} fault on {tool} was never injected: the tool's entry point could not "
+            f"produce it (chaoskit.fault.skipped on {len(spans)} span(s)), so this episode tested nothing of it; "
+            "instrument the tool with an entry point that can (chaos_tool, ChaosMiddleware, @chaos), or drop "
+            "the fault",
+            "evidence": spans,
+        }
+        for (tool, fault), spans in sorted(skipped.items())
+    ]
+
+
+def contract_findings(trace: Trace) -> list[dict[str, Any]]:
+    """The tool-contract findings the episode's own trace shows ("fix in the tool", apart from the checks):
+    the tools' own uninformative errors and 429s without Retry-After (never an error chaoskit injected)."""
+    episode = trace.episodes[0].name if trace.episodes else None
+    return [f.to_dict() for f in trace_findings(trace.attempts, episode)]
 
 
 def grade_or_refuse(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
+from chaoskit.metrics._cost import Prices
 from chaoskit.runner._agents import AgentError
 from chaoskit.runner._gate import check_gate
 from chaoskit.runner._intensity import Profile, load_profile
@@ -46,6 +47,10 @@ class RunConfig:
     battery: str | None = None
     #: the expected-outcome table (``--expect``), if any
     expect: str | None = None
+    #: ``--metrics``: every episode gets its trajectory metrics, failure modes and cost (docs/metrics.md)
+    metrics: bool = False
+    #: ``--prices``: the price table of the cost columns (implies ``metrics``)
+    prices: Prices | None = None
 
     def __post_init__(self) -> None:
         if self.repeat < 1:
@@ -74,6 +79,8 @@ class RunConfig:
         if not self.timeout > 0:
             raise ChaoskitError(f"--timeout must be a number of seconds > 0, got {self.timeout:g}")
         check_gate(self.fail_under, self.attempt_tolerance)
+        if self.prices is not None:
+            self.metrics = True
 
     @property
     def k_eff(self) -> int:
@@ -103,6 +110,8 @@ class RunConfig:
             "tags": [list(g) for g in self.tags],
             "battery": self.battery,
             "expect": self.expect,
+            "metrics": self.metrics,
+            "prices": self.prices.source if self.prices is not None else None,
         }
 
 

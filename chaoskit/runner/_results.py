@@ -55,6 +55,8 @@ class EpisodeResult:
     faults: list[str] = field(default_factory=list)
     #: the worker running it was lost (a killed process, a lost Ray node) and it ran again, once
     retried: bool = False
+    #: trajectory metrics, failure modes and cost (``chaoskit run --metrics``; see chaoskit.runner._metrics)
+    metrics: dict[str, Any] | None = None
 
     @property
     def key(self) -> tuple[str, str, int, float, float]:
@@ -133,6 +135,12 @@ class Summary:
     matrix: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     #: the surface's volume and slopes with intervals, or None when not computed
     surface_stats: dict[str, Any] | None = None
+    #: tool-contract findings ("fix in the tool"), one per (tool, kind); apart from the agents' verdicts
+    contracts: list[dict[str, Any]] = field(default_factory=list)
+    #: one row per tool: the faults the agents survived and failed on it, and the contract findings in the way
+    readiness: list[dict[str, Any]] = field(default_factory=list)
+    #: trajectory metrics, failure modes and cost per agent and scenario (``--metrics``), or None
+    metrics: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as a JSON-ready dict."""
@@ -147,6 +155,9 @@ class Summary:
             "breakdowns": self.breakdowns,
             "matrix": self.matrix,
             "surface_stats": self.surface_stats,
+            "contracts": self.contracts,
+            "readiness": self.readiness,
+            "metrics": self.metrics,
         }
 
 

@@ -13,7 +13,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from chaoskit._errors import PlanError
 from chaoskit.plan._locate import _PlanErrorsInit, _suggest
+from chaoskit.plan._model import Plan
 
 __all__ = ["PORT", "READY_FILE", "HttpUpstream", "McpServer", "http_route", "openapi_operations"]
 
@@ -62,6 +64,13 @@ class McpServer(_PlanErrorsInit):
         for i, item in enumerate(v or ()):
             if not isinstance(item, Mapping) or not isinstance(item.get("type"), str):
                 raise ValueError(f"faults[{i}]: each protocol fault is a mapping with a 'type', got {item!r}")
+        if v:
+            # checked here, at load, by the package that registers each type (chaoskit.faults entry points):
+            # a typo or a missing extra fails before the run starts, not when the proxy does
+            try:
+                Plan.from_dict({"faults": list(v)}, source="mcp")
+            except PlanError as exc:
+                raise ValueError(str(exc).removeprefix("mcp: ")) from None
         return v
 
     @model_validator(mode="after")

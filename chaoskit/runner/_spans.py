@@ -16,7 +16,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 import chaoskit.telemetry as telemetry
 from chaoskit._errors import ChaoskitError
-from chaoskit.semconv import EPISODE_ID, RUN_KEY
+from chaoskit.semconv import EPISODE_ID, GEN_AI_OPERATION_NAME, OP_INVOKE_AGENT, RUN_KEY
 
 __all__ = ["SpanCollector", "TraceSink", "current_traceparent"]
 
@@ -29,16 +29,27 @@ class SpanCollector(SpanProcessor):
         self.by_key: dict[str, list[ReadableSpan]] = {}
         self.other: list[ReadableSpan] = []
         self.keep_other = keep_other
+        #: episode root spans by span id, from their start: a model step (chat span) carries no chaoskit
+        #: attribute, so it is filed under the episode of its parent
+        self._roots: dict[int, str] = {}
 
     def on_start(self, span: Any, parent_context: Context | None = None) -> None:
-        """Nothing to do when a span starts."""
-        return None
+        """Remember an episode's root span, so that its model steps can be filed under it."""
+        attrs = span.attributes or {}
+        eid = attrs.get(EPISODE_ID)
+        if isinstance(eid, str) and attrs.get(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT:
+            with self._lock:
+                self._roots[span.context.span_id] = eid
 
     def on_end(self, span: ReadableSpan) -> None:
         """File the span under its episode, or (with ``keep_other``) with the spans of no episode."""
         attrs = span.attributes or {}
         key = attrs.get(EPISODE_ID) or attrs.get(RUN_KEY)
         with self._lock:
+            if not isinstance(key, str) and span.parent is not None:
+                key = self._roots.get(span.parent.span_id)
+            if attrs.get(GEN_AI_OPERATION_NAME) == OP_INVOKE_AGENT:
+                self._roots.pop(span.context.span_id, None)
             if isinstance(key, str):
                 self.by_key.setdefault(key, []).append(span)
             elif self.keep_other:

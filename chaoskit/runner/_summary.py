@@ -6,16 +6,19 @@ Cells are per (scenario, agent, epsilon, lambda); breakdowns and the matrix come
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from chaoskit.grading._contracts import ContractFinding, dedupe
 from chaoskit.runner._breakdowns import breakdowns, matrix
 from chaoskit.runner._expect import Expectations, judge
 from chaoskit.runner._gate import verdict
-from chaoskit.runner._results import Cell, EpisodeResult, Summary, Verdict
+from chaoskit.runner._metrics import metrics_summary
+from chaoskit.runner._results import Cell, EpisodeResult, Summary, Verdict, agent_label
 from chaoskit.runner._stats import Rate, pass_hat_k
 from chaoskit.runner._surface import surface_stats
 
-__all__ = ["METAMORPHIC", "apply_metamorphic", "metamorphic_check", "summarize"]
+__all__ = ["METAMORPHIC", "apply_contracts", "apply_metamorphic", "metamorphic_check", "summarize"]
 
 #: the name of the check that compares a perturbed episode's end state with the unperturbed one's
 METAMORPHIC = "metamorphic_end_state"
@@ -124,6 +127,8 @@ def summarize(
     surface, breaks = _surface(cells, k, theta)
     summary = Summary(k, theta, cells, overall, scenarios, surface, breaks, breakdowns(episodes), matrix(episodes))
     summary.surface_stats = surface_stats(surface, k)
+    apply_contracts(summary, episodes)
+    summary.metrics = metrics_summary(episodes, k=k)
     v = verdict(episodes, summary, config, baseline)
     if expectations is not None:
         v.expectations = judge(expectations, episodes, agents_chosen=bool(config.get("agent") or config.get("agents")))
@@ -159,3 +164,68 @@ def _surface(cells: Sequence[Cell], k: int, theta: float) -> tuple[list[dict[str
         f"{lam:g}": next((e for e in epsilons if (e, lam) in rk and rk[(e, lam)] < theta), None) for lam in lambdas
     }
     return surface, {"intensity_at_epsilon": by_eps, "epsilon_at_intensity": by_lam}
+
+
+# -- tool contracts and readiness ("fix in the tool" against "fix in the agent") ------------------------------
+
+
+def apply_contracts(
+    summary: Summary, episodes: Sequence[EpisodeResult], declared: Iterable[Mapping[str, Any]] = ()
+) -> None:
+    """Set the summary's contract findings (the episodes' own, plus ``declared`` ones from the tools'
+    declarations, e.g. :func:`chaoskit.suggest.declared_for`'s, each naming its agents) and the readiness table:
+    one row per tool and agent with the faults the agent survived and failed on it and the contract findings
+    that stand in the way. A finding goes only to the rows of the agents whose tools show it; a fault counts as
+    failed only when a failed check names a span of that tool (or the failure names no span at all).
+    Recomputed from the episodes and ``declared``, so merged shards agree with one run."""
+    found = [ContractFinding.from_dict(dict(f)) for f in declared if isinstance(f, Mapping) and _finding_like(f)]
+    for e in episodes:
+        # a results file written by hand or by an older chaoskit may hold anything here: keep what reads
+        own = e.attempts.get("contract_findings") or ()
+        found.extend(replace(ContractFinding.from_dict(f), agents=(e.agent,)) for f in own if _finding_like(f))
+    contracts = sorted(dedupe(found), key=lambda f: (f.tool, f.kind, f.agents))
+    labels = {e.agent: e.agent_label for e in episodes}
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def row(tool: str, agent: str) -> dict[str, Any]:
+        return rows.setdefault(
+            (tool, agent), {"tool": tool, "agent": agent, "survived": {}, "failed": {}, "findings": []}
+        )
+
+    for e in episodes:
+        for tool in e.attempts.get("by_tool") or {}:
+            row(tool, e.agent_label)
+        for (tool, fault), failed in _fault_sides(e).items():
+            side = row(tool, e.agent_label)["failed" if failed else "survived"]
+            side[fault] = side.get(fault, 0) + 1
+    every = sorted(set(labels.values())) or [""]
+    for f in contracts:
+        # a finding from an older file names no agent: it is shown for every agent, as it was then
+        for agent in sorted({labels.get(a, agent_label(a)) for a in f.agents}) if f.agents else every:
+            kinds = row(f.tool, agent)["findings"]
+            if f.kind not in kinds:
+                kinds.append(f.kind)
+    summary.contracts = [f.to_dict() for f in contracts]
+    summary.readiness = sorted(rows.values(), key=lambda r: (r["tool"], r["agent"]))
+
+
+def _finding_like(f: Any) -> bool:
+    return isinstance(f, Mapping) and "tool" in f and "kind" in f
+
+
+def _pairs(raw: Any) -> set[tuple[str, str]]:
+    return {(str(m[0]), str(m[1])) for m in raw or () if isinstance(m, list | tuple) and len(m) == 2}
+
+
+def _fault_sides(e: EpisodeResult) -> dict[tuple[str, str], bool]:
+    """Each (tool, fault) the episode met, and whether the episode failed *on* it."""
+    met_raw = e.attempts.get("faults_met")
+    if met_raw is None:  # a results file from before faults_met: the timeline has the raised faults
+        met_raw = [(t["tool"], t["fault"]) for t in e.attempts.get("timeline") or () if t.get("fault")]
+    met = _pairs(met_raw)
+    if e.passed:
+        return dict.fromkeys(met, False)
+    blamed_raw = e.attempts.get("faults_failed")
+    # no attribution (an older file), or a failure the grading did not see (the metamorphic relation): all share it
+    blamed = met if blamed_raw is None or e.base_passed else _pairs(blamed_raw) & met
+    return {pair: pair in blamed for pair in met}

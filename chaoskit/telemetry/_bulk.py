@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace import _Span as SdkSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, DEFAULT_ON
 
-__all__ = ["SDK_SPAN", "put", "ready"]
+__all__ = ["SDK_SPAN", "put", "ready", "store_of"]
 
 #: the SDK's span type: a span of exactly this type just started by a tracer is recording
 SDK_SPAN = SdkSpan
@@ -106,3 +106,18 @@ def put(span: Any, attrs: Mapping[str, Any]) -> None:
             target.update(attrs)
             return
     span.set_attributes(attrs)
+
+
+def store_of(span: Any) -> dict[str, Any] | None:
+    """The attribute dict of a span started while :func:`ready` held, for a caller to fill in place with values
+    it knows to be ``str``, ``bool``, ``int`` or ``float`` (what :func:`put` checks); None when the span or its
+    store is not as expected (still empty, not frozen), and the caller goes through :func:`put` instead.
+
+    The hot path fills it key by key: no dict of attributes is built only to be copied."""
+    if type(span) is SdkSpan:
+        store = span._attributes
+        if type(store) is BoundedAttributes and store._immutable is False:
+            target = getattr(store, "_dict", None)
+            if type(target) is dict and not target:
+                return target
+    return None

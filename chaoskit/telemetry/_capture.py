@@ -82,12 +82,13 @@ class SpanCapture:
     def trace(self) -> Any:
         """The captured spans as a :class:`chaoskit.Trace` (episodes, attempts) for the checks.
 
-        Built by the reader the grading layer registers (:func:`set_trace_builder`, done when ``chaoskit`` is
-        imported): this layer sits below the readers and never imports them.
+        Built by the reader the grading layer registers (:func:`set_trace_builder`, done when a public
+        ``chaoskit`` name is first used): this layer sits below the readers and never imports them.
         """
         if _trace_builder is None:
             raise RuntimeError(
-                "no trace reader is registered; import chaoskit (or use chaoskit.testing."
-                "capture_spans()) to read captured spans as a Trace"
+                "no trace reader is registered; use chaoskit.telemetry through the chaoskit package (import "
+                "chaoskit; chaoskit.telemetry.capture()) or chaoskit.testing.capture_spans() to read captured "
+                "spans as a Trace"
             )
         return _trace_builder(self.spans)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from chaoskit import current_episode
 from examples.agentkit._transport import Direct, Transport, classify
 
 __all__ = ["POLICIES", "Failure", "NeedCall", "Policy", "ScriptedAgent", "policy"]
@@ -97,6 +98,11 @@ class ScriptedAgent:
         self.done: list[str] = []
         self._injections: list[str] = []
         self._keys = 0
+        #: what the next tool call is for, and which try it is (the text of the model step that asks for it)
+        self._doing: tuple[str, int] = ("", 0)
+        #: the tool results the next step reads, and everything read or written so far (for the token estimate)
+        self._unread: list[Any] = []
+        self._context = 0
 
     # -- the task --------------------------------------------------------------------------------------
 
@@ -106,6 +112,7 @@ class ScriptedAgent:
     def invoke(self, task: str) -> str:
         """Run the task and answer as the policy would."""
         p = self.policy
+        self._context = len(task)
         try:
             answer = self.solve(task)
         except Failure as f:
@@ -121,6 +128,7 @@ class ScriptedAgent:
             answer = "Done! Everything has been taken care of."  # the naive agent never admits a crash
         if self._injections:
             answer += " " + " ".join(self._injections)
+        self._step(answer)
         return answer
 
     def admit(self, f: Failure) -> str:
@@ -158,6 +166,7 @@ class ScriptedAgent:
         p = self.policy
         need = tuple(require)
         for i in range(p.tries):
+            self._doing = (what, i)
             try:
                 data = self._call(tool, args)
             except Exception as exc:
@@ -195,6 +204,7 @@ class ScriptedAgent:
             args = {**args, key_arg: f"{tool}-{self._keys}-{_digest(args)}"}
         unsure = False
         for i in range(p.tries):
+            self._doing = (what, i)
             try:
                 return self._call(tool, args)
             except Exception as exc:
@@ -215,7 +225,41 @@ class ScriptedAgent:
     # -- internals -------------------------------------------------------------------------------------
 
     def _call(self, tool: str, args: dict[str, Any]) -> Any:
-        return self.transport.call(tool, dict(args))
+        what, i = self._doing
+        self._step(
+            f"To {what or 'follow the instruction'}, I call {tool}" + (f" again (try {i + 1})." if i else "."),
+            [{"name": tool, "arguments": dict(args)}],
+        )
+        try:
+            result = self.transport.call(tool, dict(args))
+        except Exception as exc:
+            self._unread.append(f"error: {exc}")
+            raise
+        self._unread.append(result)
+        return result
+
+    def _step(self, text: str, calls: list[dict[str, Any]] | None = None) -> None:
+        """Record a model step on the episode (plain transports only: a replayed conversation is recorded by the
+        framework's own model calls). Token counts are an estimate, a word-piece per 4 characters of what a
+        model would have read and written, clearly not a provider's figures: the examples have no model."""
+        ep = current_episode()
+        if ep is None or not getattr(self.transport, "records_steps", False):
+            self._unread.clear()
+            return
+        read = sum(len(str(r)) for r in self._unread)
+        written = len(text) + sum(len(str(c)) for c in calls or ())
+        self._context += read
+        ep.step(
+            text,
+            tool_calls=calls or (),
+            tool_results=self._unread,
+            model="scripted-agent",
+            input_tokens=(self._context + 3) // 4,
+            output_tokens=(written + 3) // 4,
+            capture_content=True,
+        )
+        self._context += written
+        self._unread = []
 
     def _fail_or_wait(
         self, tool: str, what: str, i: int, kind: str, retry_after: float | None, exc: BaseException

@@ -28,7 +28,9 @@ class Transport(Protocol):
 
 
 class Direct:
-    """Plain Python tools, called in process; waits are real sleeps."""
+    """Plain Python tools, called in process; waits are real sleeps. The agent records its own model steps."""
+
+    records_steps = True
 
     def __init__(self, tools: Mapping[str, Callable[..., Any]]) -> None:
         self.tools = dict(tools)

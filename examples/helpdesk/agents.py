@@ -291,7 +291,7 @@ class HelpdeskAgent:
             model, tools=tools, system_prompt=SYSTEM, middleware=[ToolErrorMiddleware(on_error=_surface_error)]
         )
         # the plan comes from the runner's episode; the handler is told which writes are irreversible and keyed
-        self.handler = ChaosCallbackHandler(irreversible=IRREVERSIBLE, idempotency_args=KEYED)
+        self.handler = ChaosCallbackHandler(irreversible=IRREVERSIBLE, idempotency_args=KEYED, capture_content=True)
         for t in tools:
             # build the specs now, so chaoskit knows the tools before their first call (the runner checks the
             # tool names a scenario gives against the known tools)

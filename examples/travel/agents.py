@@ -234,7 +234,11 @@ class TravelGraphAgent:
             middleware=[ToolErrorMiddleware(on_error=_surface_error)],
         )
         instrument_graph(
-            self.graph, irreversible=IRREVERSIBLE, idempotency_args=IDEMPOTENCY_ARGS, idempotent=IDEMPOTENT
+            self.graph,
+            irreversible=IRREVERSIBLE,
+            idempotency_args=IDEMPOTENCY_ARGS,
+            idempotent=IDEMPOTENT,
+            capture_content=True,  # example data, no secrets: the metrics read the steps' text
         )
 
     def invoke(self, task: str) -> str:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ._app import HttpProxy, UpstreamResponse
     from ._server import ProxyServer, parse_listen, serve
 
-# the names that need the extra (httpcore, uvicorn) load on first use, so that the command itself always
+# the names that need the extra (httptools, uvicorn) load on first use, so that the command itself always
 # registers and can say which extra to install
 _LAZY = {
     "HttpProxy": "._app",

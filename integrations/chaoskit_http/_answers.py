@@ -12,11 +12,10 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpcore
-
 from chaoskit import ToolHTTPError
 
 from . import _wire as wire
+from ._client import Response
 
 __all__ = ["JSON", "chain", "decoded", "encode", "fault_response", "read_at_most", "reason", "respond", "to_bytes"]
 
@@ -70,7 +69,7 @@ def encode(value: Any) -> tuple[bytes, list[tuple[bytes, bytes]]]:
     return json.dumps(value, default=str).encode(), list(JSON)
 
 
-async def read_at_most(resp: httpcore.Response, limit: int) -> tuple[bytes, AsyncIterator[bytes] | None]:
+async def read_at_most(resp: Response, limit: int) -> tuple[bytes, AsyncIterator[bytes] | None]:
     """``(body, None)``: the raw response body, when it is at most ``limit`` bytes. Else ``(b"", rest)``: the
     body still to stream, starting with what was read (never more than ``limit`` bytes held)."""
     declared = wire.header(resp.headers, b"content-length")

@@ -22,15 +22,13 @@ import time
 from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
-import httpcore
-
 from chaoskit import Plan
 from chaoskit import semconv as sc
 from chaoskit.engine import Attempt, begin
 
 from . import _answers as answers
 from . import _wire as wire
-from ._client import CONNECT_FAILED, TIMED_OUT, Upstream, reason_of
+from ._client import CONNECT_FAILED, TIMED_OUT, Response, Upstream, reason_of
 from ._routes import DATA_FAULTS, IDEMPOTENCY_ARG, Route, RouteTable
 
 __all__ = ["HTTP_REQUEST_METHOD", "HTTP_ROUTE", "URL_PATH", "HttpProxy", "UpstreamResponse"]
@@ -267,7 +265,7 @@ class HttpProxy:
         attempt.fail(exc)
         return status
 
-    async def _forward(self, req: _Request) -> httpcore.Response:
+    async def _forward(self, req: _Request) -> Response:
         target = req.raw_path + (b"?" + req.query if req.query else b"")
         if req.prefix.more:
             headers = wire.forward_headers(req.headers, self._host, length=None)
@@ -283,7 +281,7 @@ class HttpProxy:
             found = self._reads[tool] = any(f.type in DATA_FAULTS and f.targets(tool) for f in self.plan.faults)
         return found
 
-    async def _answer(self, attempt: Attempt, resp: httpcore.Response, send: Any) -> int:
+    async def _answer(self, attempt: Attempt, resp: Response, send: Any) -> int:
         status = resp.status
         raw_headers = resp.headers
         span = attempt.span

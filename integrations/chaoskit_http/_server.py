@@ -17,12 +17,15 @@ import signal
 import socket
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import uvicorn
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+# the MCP proxy's span file writer (OTLP-JSON Lines, encoded without protobuf, by a writer thread): a tenth of
+# the core's JsonLinesSpanExporter cost per span; chaoskit_mcp imports no part of the mcp SDK for it
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from chaoskit import ChaoskitError, ChaosWarning, Plan, telemetry
 
@@ -85,6 +88,30 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
+class _WholeTarget(HttpToolsProtocol):
+    """uvicorn's httptools protocol, with the whole request target in ``raw_path``.
+
+    uvicorn keeps only the path of an absolute-form target (``GET http://other/``); putting the target back
+    lets the app refuse it, as it refuses every request that is not for a path on the upstream."""
+
+    def on_headers_complete(self) -> None:
+        """Parse the head as uvicorn does, then restore an absolute-form target."""
+        super().on_headers_complete()
+        if not self.url.startswith(b"/") and "raw_path" in self.scope:
+            # the request's task has been created but has not run yet: it sees this raw_path
+            self.scope["raw_path"] = self.url
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when installed (it also sends a response's head and body in one write), else
+    asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
 class _CutShort(logging.Filter):
     """Drops uvicorn's error line for a response the proxy cut short on purpose (a ``partial`` fault)."""
 
@@ -136,11 +163,10 @@ class ProxyServer:
                 stacklevel=2,
             )
         self.traces = Path(traces) if traces is not None else None
-        self._exporter: Any = None
+        self._writer: telemetry.SpanFileWriter | None = None
         if self.traces is not None:
-            self._exporter = telemetry.JsonLinesSpanExporter(self.traces)
             try:
-                self._exporter.open()
+                self._writer = telemetry.SpanFileWriter(str(self.traces))
             except OSError as exc:
                 raise ChaoskitError(f"--traces {self.traces}: cannot be written ({exc.strerror or exc})") from exc
         self.grace = grace
@@ -160,7 +186,7 @@ class ProxyServer:
 
     def run(self) -> None:
         """Serve in this (main) thread until SIGINT or SIGTERM, then stop cleanly."""
-        asyncio.run(self._main(signals=True))
+        self._run_loop(signals=True)
 
     def start(self) -> ProxyServer:
         """Serve in a background thread (in a copy of the caller's context); returns once it accepts calls."""
@@ -168,7 +194,7 @@ class ProxyServer:
             return self
         ctx = contextvars.copy_context()
         self._thread = threading.Thread(
-            target=ctx.run, args=(asyncio.run, self._main(signals=False)), name="chaoskit-http-proxy", daemon=True
+            target=ctx.run, args=(self._run_loop, False), name="chaoskit-http-proxy", daemon=True
         )
         self._thread.start()
         self._ready.wait(timeout=30)
@@ -204,22 +230,27 @@ class ProxyServer:
         if self.app.stopping is not None:
             self.app.stopping.set()
 
+    def _run_loop(self, signals: bool) -> None:
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            runner.run(self._main(signals=signals))
+
     async def _main(self, *, signals: bool) -> None:
         loop = self._loop = asyncio.get_running_loop()
         self.app.stopping = asyncio.Event()
-        if self._exporter is not None:
-            # one span at a time, as each call ends: a stop or a crash loses none already finished
-            self._processor = telemetry.add_processor(SimpleSpanProcessor(self._exporter))
+        if self._writer is not None:
+            # each span as its call ends, by a writer thread: a stop or a crash loses none already finished
+            self._processor = telemetry.add_processor(self._writer)
         config = uvicorn.Config(
             self.app,
             lifespan="off",
-            http="h11",
-            loop="asyncio",
+            http=_WholeTarget,
+            loop="none",  # the loop is made by _run_loop
             ws="none",
             access_log=False,
             log_config=None,
             log_level="warning",
             server_header=False,
+            proxy_headers=False,  # X-Forwarded-* from a client is not trusted: the proxy is no hop of a chain
             date_header=False,
             timeout_graceful_shutdown=max(1, round(self.grace)),
         )

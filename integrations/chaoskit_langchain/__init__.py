@@ -18,7 +18,7 @@ from langchain_core.tools import BaseTool
 from chaoskit import ConfigError, Plan
 from chaoskit.engine import ErrorResult
 
-from ._callbacks import ChaosCallbackHandler
+from ._callbacks import ChaosCallbackHandler, StepRecorder
 from ._common import ToolErrorMessage
 from ._middleware import ChaosMiddleware
 from ._tool import chaos_tool, chaos_tools, is_chaos_tool, unwrap_tool
@@ -26,6 +26,7 @@ from ._tool import chaos_tool, chaos_tools, is_chaos_tool, unwrap_tool
 __all__ = [
     "ChaosCallbackHandler",
     "ChaosMiddleware",
+    "StepRecorder",
     "ToolErrorMessage",
     "chaos_tool",
     "chaos_tools",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Collection, Mapping
@@ -10,14 +11,16 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from chaoskit import Plan
+from chaoskit import Episode, Plan, current_episode
 from chaoskit.engine import Attempt, ErrorResult, begin
 from chaoskit.faults import DATA_FAULTS as DATA
 
-from ._common import SpecTable
-from ._compat import ARGUMENT_ERRORS
+from ._common import SpecTable, read_since_last_step, record_step
+from ._compat import ARGUMENT_ERRORS, chat_model_name
 
-__all__ = ["ChaosCallbackHandler"]
+__all__ = ["ChaosCallbackHandler", "StepRecorder"]
+
+log = logging.getLogger("chaoskit")
 
 _CANNOT = (
     "a LangChain callback cannot replace a tool's output (callback return values are ignored); "
@@ -31,7 +34,86 @@ def _cannot_inject(fault: Any) -> str | None:
     return None
 
 
-class ChaosCallbackHandler(BaseCallbackHandler):
+class _StepHooks:
+    """The chat-model hooks that record each model call as a step (``chat {model}`` span) of the open episode."""
+
+    capture_content: bool | None
+    record_steps: bool
+
+    def _init_steps(self, capture_content: bool | None, record_steps: bool) -> None:
+        self.capture_content = capture_content
+        self.record_steps = record_steps
+        self._steps: dict[UUID, tuple[Episode, float, str | None, list[dict[str, Any]]]] = {}
+        self._steps_lock = threading.Lock()
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[Any]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Note when the model call started, in which episode, for which model, and what it reads anew."""
+        episode = current_episode() if self.record_steps else None
+        if episode is None:
+            return
+        try:
+            model = chat_model_name(serialized, metadata, kwargs.get("invocation_params"))
+            read = read_since_last_step(messages[0] if messages else [])
+        except Exception:  # recording must never stop the model call (raise_error is on for the tool hooks)
+            log.exception("chaoskit: could not read a model call's start; its step is not recorded")
+            return
+        with self._steps_lock:
+            self._steps[run_id] = (episode, time.time(), model, read)
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        """Record the finished model call as a step: its message, usage and model."""
+        with self._steps_lock:
+            started = self._steps.pop(run_id, None)
+        if started is None:
+            return
+        episode, start, model, read = started
+        try:
+            generation = response.generations[0][0]
+            record_step(
+                episode,
+                getattr(generation, "message", None),
+                read=read,
+                model=model,
+                start=start,
+                capture=self.capture_content,
+            )
+        except Exception:  # recording must never break the agent's run (raise_error is on for the tool hooks)
+            log.exception("chaoskit: could not record a model step; ignored")
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a model call that failed: it produced no step."""
+        with self._steps_lock:
+            self._steps.pop(run_id, None)
+
+
+class StepRecorder(_StepHooks, BaseCallbackHandler):
+    """A callback handler that only records model steps (no tool chaos): ``config={"callbacks": [StepRecorder()]}``.
+
+    Each chat model call inside an open ``chaoskit.episode`` becomes a ``chat {model}`` span under it, with its
+    usage (``gen_ai.usage.*``) and model; its text, tool calls and the tool results it read only with
+    ``capture_content=True`` (or ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``). Outside an episode
+    it records nothing. ``instrument_graph`` attaches one to the graph.
+    """
+
+    raise_error: bool = False
+    run_inline: bool = True
+
+    def __init__(self, *, capture_content: bool | None = None) -> None:
+        super().__init__()
+        self._init_steps(capture_content, True)
+
+
+class ChaosCallbackHandler(_StepHooks, BaseCallbackHandler):
     """Attach to any LangChain/LangGraph run: one attempt span per tool run it observes, with faults.
 
     It works on an existing compiled graph too: ``graph.invoke(x, config={"callbacks": [handler]})``. A
@@ -47,6 +129,9 @@ class ChaosCallbackHandler(BaseCallbackHandler):
 
     ``idempotent`` names tools whose repeats change nothing; ``error_result`` (one value, or a mapping by tool
     name) says which returned values are errors, on top of an error ``ToolMessage`` (see ``@chaos``).
+
+    It also records each chat model call inside the open episode as a model step (see :class:`StepRecorder`;
+    ``record_steps=False`` turns that off, ``capture_content=True`` records the steps' text and tool calls).
 
     Ordering: LangChain calls handlers in list order and stops at the first that raises. Handlers listed
     *before* this one see ``on_tool_start`` and then nothing for an injected pre-run fault; handlers
@@ -64,8 +149,11 @@ class ChaosCallbackHandler(BaseCallbackHandler):
         idempotency_args: Mapping[str, str] | None = None,
         idempotent: Collection[str] = (),
         error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
+        capture_content: bool | None = None,
+        record_steps: bool = True,
     ) -> None:
         super().__init__()
+        self._init_steps(capture_content, record_steps)
         self.specs = SpecTable(
             plan,
             irreversible=irreversible,

@@ -6,14 +6,15 @@ import asyncio
 import json
 import threading
 import time
+import weakref
 from collections.abc import Collection, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from chaoskit import ConfigError
+from chaoskit import ConfigError, Episode
 from chaoskit.engine import Attempt, ErrorResult, ToolSpec, as_plan, refusal_check
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
     "lc_error_result",
     "names",
     "parse_content",
+    "read_since_last_step",
+    "record_step",
     "render_content",
     "take_pending",
     "tool_spec",
@@ -170,6 +173,11 @@ class SpecTable:
         self._specs: dict[str, ToolSpec] = {}
         self._lock = threading.Lock()
 
+    def names(self) -> frozenset[str]:
+        """Every tool name a spec was built for so far."""
+        with self._lock:
+            return frozenset(self._specs)
+
     def get(self, name: str, tool: Any = None, description: str | None = None) -> ToolSpec:
         """The spec for tool ``name`` (``tool`` itself when the entry point has it), built on first use."""
         spec = self._specs.get(name)
@@ -311,3 +319,75 @@ def _pending_ids(call_id: str, state: Any) -> tuple[str, ...] | None:
         answered = {getattr(m, "tool_call_id", None) for m in msgs[i + 1 :]}
         return tuple(c for c in ids if c and (c not in answered or c == call_id))
     return None
+
+
+# -- model steps as chat spans -------------------------------------------------------------------------------
+
+
+def read_since_last_step(messages: Any) -> list[dict[str, Any]]:
+    """The tool results a model reads at this step: the ``ToolMessage``s after the last ``AIMessage``."""
+    msgs = _messages(messages)
+    out: list[dict[str, Any]] = []
+    for m in reversed(msgs):
+        if isinstance(m, AIMessage):
+            break
+        if isinstance(m, ToolMessage):
+            out.append({"id": m.tool_call_id, "response": m.content})
+    out.reverse()
+    return out
+
+
+def _model_name(message: BaseMessage, fallback: str | None) -> str | None:
+    meta = getattr(message, "response_metadata", None) or {}
+    name = meta.get("model_name") or meta.get("model") if isinstance(meta, Mapping) else None
+    return str(name) if name else fallback
+
+
+#: the model answers already recorded per episode (by message id): two recorders on one agent (middleware and
+#: callback handler, or instrument_graph and middleware) see the same answer, and it must count once
+_RECORDED: weakref.WeakKeyDictionary[Episode, set[str]] = weakref.WeakKeyDictionary()
+_RECORDED_LOCK = threading.Lock()
+
+
+def _seen(episode: Episode, message: AIMessage) -> bool:
+    """Whether ``message`` was already recorded as a step of ``episode`` (and remember it if not)."""
+    key = message.id
+    if not key:  # LangChain gives every model answer an id; without one there is nothing safe to match on
+        return False
+    with _RECORDED_LOCK:
+        try:
+            done = _RECORDED.setdefault(episode, set())
+        except TypeError:  # not weak-referenceable: no deduplication rather than a leak
+            return False
+        if key in done:
+            return True
+        done.add(key)
+        return False
+
+
+def record_step(
+    episode: Episode | None,
+    message: Any,
+    *,
+    read: list[dict[str, Any]],
+    model: str | None,
+    start: float,
+    capture: bool | None,
+) -> None:
+    """Record the model's answer ``message`` (an ``AIMessage``) as one step of ``episode``: its text and
+    requested tool calls, the tool results it read, its usage and model. Anything else is not a step."""
+    if episode is None or not isinstance(message, AIMessage) or _seen(episode, message):
+        return
+    usage: Mapping[str, Any] = message.usage_metadata or {}
+    episode.step(
+        message.text or None,
+        tool_calls=[{"name": c["name"], "arguments": c.get("args"), "id": c.get("id")} for c in message.tool_calls],
+        tool_results=read,
+        model=model or _model_name(message, None),
+        response_model=_model_name(message, None),
+        input_tokens=usage.get("input_tokens"),
+        output_tokens=usage.get("output_tokens"),
+        start_time=start,
+        end_time=time.time(),
+        capture_content=capture,
+    )

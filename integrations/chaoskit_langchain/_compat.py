@@ -23,6 +23,7 @@ __all__ = [
     "LANGCHAIN_CORE",
     "SUPPORTED",
     "Supported",
+    "chat_model_name",
     "check_installed",
     "check_version",
     "model_arg_keys",
@@ -126,6 +127,17 @@ def retype(tool: BaseTool, cls: type[BaseTool], update: dict[str, Any]) -> Any:
     new = tool.model_copy(update=update)
     object.__setattr__(new, "__class__", cls)
     return new
+
+
+def chat_model_name(serialized: Any, metadata: Any, invocation_params: Any) -> str | None:
+    """The model a chat model call asked for, from what ``on_chat_model_start`` receives: LangChain's tracing
+    metadata (``ls_model_name``), else the invocation parameters (``model`` / ``model_name``), else None."""
+    for source, keys in ((metadata, ("ls_model_name",)), (invocation_params, ("model", "model_name"))):
+        if isinstance(source, dict):
+            for key in keys:
+                if source.get(key):
+                    return str(source[key])
+    return None
 
 
 check_installed(SUPPORTED, integration="chaoskit_langchain", extra="langchain")

@@ -2,34 +2,87 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import logging
+import time
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ToolCallRequest
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
+from chaoskit import Plan, current_episode
+from chaoskit.engine import ErrorResult
+
+from ._common import read_since_last_step, record_step
 from ._intercept import CallInterceptor
 
 __all__ = ["ChaosMiddleware"]
 
+log = logging.getLogger("chaoskit")
+
+
+def _model_of(request: Any) -> str | None:
+    model = getattr(request, "model", None)
+    for attr in ("model_name", "model"):
+        name = getattr(model, attr, None)
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def _answer(response: Any) -> Any:
+    """The model's message in what a model handler returned (a ``ModelResponse`` or the message itself)."""
+    result = getattr(response, "result", None)
+    if isinstance(result, list):
+        return next((m for m in reversed(result) if getattr(m, "type", None) == "ai"), None)
+    return response
+
 
 class ChaosMiddleware(CallInterceptor, AgentMiddleware):
-    """Inject chaoskit faults into every tool call of a ``create_agent`` agent.
+    """Inject chaoskit faults into every tool call of a ``create_agent`` agent, and record its model steps.
 
     ``ChaosMiddleware(plan=None, *, irreversible=(), idempotency_args=None, order_parallel_calls=True,
-    idempotent=(), error_result=None)``: ``idempotent`` names tools whose repeats change nothing,
-    ``error_result`` (one value, or a mapping by tool name) says which returned values are errors besides an
-    error ``ToolMessage`` (see ``@chaos``).
+    idempotent=(), error_result=None, capture_content=None, record_steps=True)``: ``idempotent`` names tools
+    whose repeats change nothing, ``error_result`` (one value, or a mapping by tool name) says which returned
+    values are errors besides an error ``ToolMessage`` (see ``@chaos``).
     Each call that passes through this middleware is one attempt (one ``execute_tool`` span carrying
     ``gen_ai.tool.call.id``). Error faults are raised from the middleware, so the middleware outside it and
     the ToolNode's ``handle_tool_errors`` see them; data faults rewrite the ``ToolMessage`` content.
+
+    Each model call inside an open episode is recorded as a step (``chat {model}`` span: usage and model; its
+    text, tool calls and the tool results it read with ``capture_content=True`` or
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``); ``record_steps=False`` turns that off (use it
+    when a ``ChaosCallbackHandler`` or ``StepRecorder`` on the same run records them already).
 
     Order matters: the first middleware in the list is the outermost. ``[ToolRetryMiddleware(), chaos]``
     puts chaos inside the retry loop (each retry is a new attempt, and the retry middleware sees the
     faults); ``[chaos, ToolRetryMiddleware()]`` makes one attempt per model tool call and the fault skips
     the retry middleware entirely.
     """
+
+    def __init__(
+        self,
+        plan: Plan | None = None,
+        *,
+        irreversible: Collection[str] = (),
+        idempotency_args: Mapping[str, str] | None = None,
+        order_parallel_calls: bool = True,
+        idempotent: Collection[str] = (),
+        error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
+        capture_content: bool | None = None,
+        record_steps: bool = True,
+    ) -> None:
+        super().__init__(
+            plan,
+            irreversible=irreversible,
+            idempotency_args=idempotency_args,
+            order_parallel_calls=order_parallel_calls,
+            idempotent=idempotent,
+            error_result=error_result,
+        )
+        self.capture_content = capture_content
+        self.record_steps = record_steps
 
     def wrap_tool_call(
         self,
@@ -48,3 +101,33 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
         """Run one tool call through an attempt (``create_agent``'s async hook)."""
         out: ToolMessage | Command[Any] = await self.acall(request, handler)
         return out
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Run one model call and record it as a step of the open episode (``create_agent``'s sync hook)."""
+        start = time.time()
+        response = handler(request)
+        self._record(request, response, start)
+        return response
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        """Run one model call and record it as a step of the open episode (``create_agent``'s async hook)."""
+        start = time.time()
+        response = await handler(request)
+        self._record(request, response, start)
+        return response
+
+    def _record(self, request: Any, response: Any, start: float) -> None:
+        episode = current_episode() if self.record_steps else None
+        if episode is None:
+            return
+        try:
+            record_step(
+                episode,
+                _answer(response),
+                read=read_since_last_step(getattr(request, "messages", [])),
+                model=_model_of(request),
+                start=start,
+                capture=self.capture_content,
+            )
+        except Exception:  # recording a step must never break the agent's run
+            log.exception("chaoskit: could not record a model step; ignored")

@@ -18,10 +18,12 @@ __all__ = [
     "SUPPORTED",
     "AWrapper",
     "Wrapper",
+    "add_graph_callback",
     "error_content",
     "error_policy_name",
     "handles_errors",
     "interceptors",
+    "remove_graph_callback",
     "set_interceptors",
     "tools_of",
 ]
@@ -98,6 +100,32 @@ def error_policy_name(node: ToolNode) -> str:
     _require(node)
     flag = getattr(node, _ERRORS)
     return getattr(flag, "__name__", None) or repr(flag)
+
+
+def add_graph_callback(graph: Any, handler: Any) -> bool:
+    """Make ``handler`` a callback of every run of the compiled ``graph``, in place: the graph's own config
+    (``Pregel.config``) is merged into each run's config, callbacks included. False when ``graph`` has none."""
+    if not hasattr(graph, "config"):
+        return False
+    config = dict(graph.config or {})
+    callbacks = config.get("callbacks")
+    if callbacks is None or isinstance(callbacks, list):
+        config["callbacks"] = [*(callbacks or []), handler]
+    else:  # a callback manager
+        callbacks.add_handler(handler, inherit=True)
+    graph.config = config
+    return True
+
+
+def remove_graph_callback(graph: Any, handler: Any) -> None:
+    """Undo :func:`add_graph_callback`."""
+    config = dict(getattr(graph, "config", None) or {})
+    callbacks = config.get("callbacks")
+    if isinstance(callbacks, list):
+        config["callbacks"] = [h for h in callbacks if h is not handler] or None
+        graph.config = {k: v for k, v in config.items() if v is not None}
+    elif callbacks is not None:
+        callbacks.remove_handler(handler)
 
 
 check_installed(SUPPORTED, integration="chaoskit_langgraph", extra="langgraph")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaoskit_langchain import chaos_tool, is_chaos_tool
+from chaoskit_langchain._callbacks import StepRecorder
 from chaoskit_langchain._common import SpecTable
 from chaoskit_langchain._intercept import CallInterceptor, PendingInterceptor
 from langchain_core.messages import ToolMessage
@@ -20,10 +21,12 @@ from chaoskit.engine import ErrorResult, injected_fault
 from ._compat import (
     AWrapper,
     Wrapper,
+    add_graph_callback,
     error_content,
     error_policy_name,
     handles_errors,
     interceptors,
+    remove_graph_callback,
     set_interceptors,
     tools_of,
 )
@@ -72,6 +75,8 @@ def chaos_interceptor(
 # -- the layers instrument_graph and ChaosToolNode add to a ToolNode ------------------------------------------
 
 _STATE = "_chaoskit_state"
+#: the StepRecorder instrument_graph attached to a graph
+_STEPS = "_chaoskit_steps"
 
 
 @dataclass
@@ -226,6 +231,8 @@ def instrument_graph(
     idempotency_args: Mapping[str, str] | None = None,
     idempotent: Collection[str] = (),
     error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
+    record_steps: bool = True,
+    capture_content: bool | None = None,
 ) -> Any:
     """Route every tool of every ToolNode in ``graph`` through chaoskit, in place; returns ``graph``.
 
@@ -234,6 +241,11 @@ def instrument_graph(
     the original tools and interceptors. Raises ValueError when the graph has no ToolNode.
     ``idempotent`` lists tools whose repeats change nothing; ``error_result`` (one value, or a mapping by tool
     name) says which returned values are errors, besides an error ``ToolMessage`` (see ``@chaos``).
+
+    With ``record_steps`` (the default) a :class:`~chaoskit_langchain.StepRecorder` joins the graph's callbacks,
+    so every chat model call of a run inside an open episode is recorded as a model step; ``capture_content``
+    is handed to it (content is recorded only when True, or with
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``).
     """
     table = SpecTable(
         plan,
@@ -250,6 +262,10 @@ def instrument_graph(
         )
     for node in nodes:
         _instrument_node(node, table)
+    if record_steps and getattr(graph, _STEPS, None) is None:
+        recorder = StepRecorder(capture_content=capture_content)
+        if add_graph_callback(graph, recorder):
+            object.__setattr__(graph, _STEPS, recorder)
     return graph
 
 
@@ -257,6 +273,10 @@ def uninstrument_graph(graph: Any) -> Any:
     """Undo :func:`instrument_graph`; returns ``graph``."""
     for node in find_tool_nodes(graph):
         _uninstrument_node(node)
+    recorder = getattr(graph, _STEPS, None)
+    if recorder is not None:
+        remove_graph_callback(graph, recorder)
+        object.__setattr__(graph, _STEPS, None)
     return graph
 
 

@@ -1,10 +1,10 @@
 """The proxy's plan: the core's faults plus the MCP protocol fault types, decided by the same ``Plan.decide``."""
 
-# The core's fault registry is a closed union, so protocol faults cannot be registered as plan fault types.
-# They are still written in the plan's one ``faults:`` list, with the core's trigger keys: the loader below
-# swaps each for a placeholder that never fires (so every other fault keeps its index, as spans report it),
-# and decides them on a shadow plan with the public ``Plan.decide``: one file, one trigger language, one
-# decision function, one ``chaoskit.fault.index``.
+# The protocol faults are plan fault types (registered under the ``chaoskit.faults`` entry points, see
+# ``_faults``), written in the plan's one ``faults:`` list with the core's trigger keys. The core keeps them
+# inert; this loader swaps each for a placeholder that never fires (so every other fault keeps its index, as
+# spans report it) and decides them on a shadow plan with the public ``Plan.decide``: one file, one trigger
+# language, one decision function, one ``chaoskit.fault.index``.
 
 from __future__ import annotations
 
@@ -17,7 +17,15 @@ import yaml
 
 from chaoskit import Plan, PlanError
 
-__all__ = ["PROTOCOL_FAULT_TYPES", "ProtocolDecider", "ProtocolFault", "load_plan", "split_plan"]
+__all__ = [
+    "MALFORMED_SHAPES",
+    "PROTOCOL_FAULT_TYPES",
+    "ProtocolDecider",
+    "ProtocolFault",
+    "load_plan",
+    "problem",
+    "split_plan",
+]
 
 #: the fault types of the MCP protocol itself, and their own parameters with defaults
 PROTOCOL_FAULT_TYPES: Final[dict[str, dict[str, Any]]] = {
@@ -52,6 +60,26 @@ def _never(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "latency", "tool": entry.get("tool", "*"), "probability": 0}
 
 
+def problem(kind: str, params: Mapping[str, Any], entry: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(parameter, what is wrong)`` with a protocol fault's parameters (defaults filled in), or None."""
+    if kind == "list_changed":
+        drop = params["drop"]
+        if not isinstance(drop, list) or not all(isinstance(n, str) for n in drop):
+            return "drop", f"must be a list of tool names, got {drop!r}"
+    if kind == "slow_initialize":
+        delay = params["delay_s"]
+        if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 < delay <= 600:
+            return "delay_s", f"must be a number of seconds > 0 and <= 600, got {delay!r}"
+    if kind == "malformed_result" and params["shape"] not in MALFORMED_SHAPES:
+        return "shape", f"must be one of {', '.join(MALFORMED_SHAPES)}, got {params['shape']!r}"
+    if kind == "tool_disappears":
+        if entry.get("tool", "*") == "*":
+            return "tool", "name the tool that disappears, e.g. tool: search"
+        if not isinstance(params["notify"], bool):
+            return "notify", f"must be true or false, got {params['notify']!r}"
+    return None
+
+
 def _check_params(entry: Mapping[str, Any], i: int, source: str) -> dict[str, Any]:
     kind = str(entry["type"])
     allowed = PROTOCOL_FAULT_TYPES[kind]
@@ -67,26 +95,9 @@ def _check_params(entry: Mapping[str, Any], i: int, source: str) -> dict[str, An
                 field=f"faults[{i}].{key}",
             )
         params[key] = value
-    if kind == "list_changed" and (
-        not isinstance(params["drop"], list) or not all(isinstance(n, str) for n in params["drop"])
-    ):
-        raise PlanError("drop must be a list of tool names", source=source, field=f"faults[{i}].drop")
-    if kind == "slow_initialize":
-        delay = params["delay_s"]
-        if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 < delay <= 600:
-            raise PlanError(
-                f"delay_s must be a number of seconds > 0 and <= 600, got {delay!r}",
-                source=source,
-                field=f"faults[{i}].delay_s",
-            )
-    if kind == "malformed_result" and params["shape"] not in MALFORMED_SHAPES:
-        raise PlanError(
-            f"shape must be one of {', '.join(MALFORMED_SHAPES)}, got {params['shape']!r}",
-            source=source,
-            field=f"faults[{i}].shape",
-        )
-    if kind == "tool_disappears" and entry.get("tool", "*") == "*":
-        raise PlanError("name the tool that disappears, e.g. tool: search", source=source, field=f"faults[{i}].tool")
+    found = problem(kind, params, entry)
+    if found is not None:
+        raise PlanError(found[1], source=source, field=f"faults[{i}].{found[0]}")
     return params
 
 
@@ -125,28 +136,17 @@ def split_plan(data: Mapping[str, Any], *, source: str) -> tuple[Plan, Plan, lis
 
 
 def load_plan(path: str | Path | None) -> tuple[Plan, Plan, list[ProtocolFault]]:
-    """:func:`split_plan` of a YAML plan file (no file: no faults). A plan without protocol faults is loaded
-    by ``Plan.from_yaml`` itself, so its errors name the line."""
+    """:func:`split_plan` of a YAML plan file (no file: no faults). The file is loaded by ``Plan.from_yaml``
+    first, which checks every fault (the protocol ones through their ``chaoskit.faults`` entry points), so
+    its errors name the line."""
     if path is None:
         empty = Plan.from_dict({"faults": []})
         return empty, empty, []
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PlanError(f"cannot read the plan file: {exc.strerror or exc}", source=source) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        data = None  # Plan.from_yaml words the YAML error, with its line
-    entries = data.get("faults") if isinstance(data, Mapping) else None
-    if not isinstance(entries, list) or not any(
-        isinstance(e, Mapping) and e.get("type") in PROTOCOL_FAULT_TYPES for e in entries
-    ):
-        plan = Plan.from_yaml(Path(path))
+    plan = Plan.from_yaml(Path(path))
+    if not any(f.type in PROTOCOL_FAULT_TYPES for f in plan.faults):
         return plan, Plan.from_dict({"faults": []}), []
-    assert isinstance(data, Mapping)
-    return split_plan(data, source=source)
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    return split_plan(data, source=str(path))
 
 
 class ProtocolDecider:

@@ -22,7 +22,7 @@ from chaoskit import Plan
 from ._calls import ProxyOptions, ToolCalls
 from ._plan import ProtocolDecider, ProtocolFault
 from ._relay import Relay
-from ._upstream import HttpUpstream, StdioUpstream, Upstream
+from ._upstream import HttpUpstream, StdioUpstream, Upstream, is_credential
 
 __all__ = ["ProxySetup", "serve_http", "serve_stdio", "stdio_streams"]
 
@@ -51,17 +51,21 @@ class ProxySetup:
         self.options = options or ProxyOptions()
         self.calls = ToolCalls(self.options)
 
-    def upstream(self) -> Upstream:
-        """A new connection to the real server (a new child for a command)."""
+    def upstream(self, credentials: dict[str, str] | None = None) -> Upstream:
+        """A new connection to the real server (a new child for a command); an HTTP upstream gets the agent's
+        ``credentials`` headers."""
         if self.command:
             return StdioUpstream(self.command)
         assert self.upstream_url is not None
-        return HttpUpstream(self.upstream_url)
+        return HttpUpstream(self.upstream_url, credentials)
 
-    async def relay(self, read: Any, write: Any, session: str | None = None) -> None:
+    async def relay(
+        self, read: Any, write: Any, session: str | None = None, credentials: dict[str, str] | None = None
+    ) -> None:
         """One session, with the plan active (fresh call counters) for its duration."""
         with self.plan.activate():
-            relay = Relay(self.calls, self.upstream(), ProtocolDecider(self.shadow, self.protocol), session=session)
+            upstream = self.upstream(credentials)
+            relay = Relay(self.calls, upstream, ProtocolDecider(self.shadow, self.protocol), session=session)
             await relay.run(read, write)
 
 
@@ -157,6 +161,8 @@ class _Sessions:
         self.setup = setup
         self.tg = tg
         self.sessions: dict[str, Any] = {}
+        # per session, the credential headers of the agent's latest request (the upstream reads them)
+        self.credentials: dict[str, dict[str, str]] = {}
         self.security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts)
 
     async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
@@ -169,12 +175,17 @@ class _Sessions:
             await PlainTextResponse("chaoskit mcp-proxy serves MCP at /mcp", status_code=404)(scope, receive, send)
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        creds = {k: v for k, v in headers.items() if is_credential(k)}
         sid = headers.get("mcp-session-id")
         if sid is not None:
             transport = self.sessions.get(sid)
             if transport is None:
                 await PlainTextResponse("Session not found", status_code=404)(scope, receive, send)
                 return
+            held = self.credentials.get(sid)
+            if held is not None and held != creds:
+                held.clear()
+                held.update(creds)  # in place: the session's upstream posts with what the agent sends now
             await transport.handle_request(scope, receive, send)
             if transport.is_terminated:
                 self.sessions.pop(sid, None)
@@ -182,14 +193,16 @@ class _Sessions:
         session = uuid4().hex
         transport = StreamableHTTPServerTransport(mcp_session_id=session, security_settings=self.security)
         self.sessions[session] = transport
+        self.credentials[session] = creds
 
         async def run(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
             try:
                 async with transport.connect() as (read, write):
                     task_status.started()
-                    await self.setup.relay(read, write, session)
+                    await self.setup.relay(read, write, session, creds)
             finally:
                 self.sessions.pop(session, None)
+                self.credentials.pop(session, None)
 
         await self.tg.start(run)
         await transport.handle_request(scope, receive, send)

@@ -7,6 +7,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import re
 import shlex
 import signal
 import sys
@@ -157,25 +158,68 @@ class StdioUpstream:
             self.gone = f"{self.describe} was stopped"
 
 
-class HttpUpstream:
-    """The server at a Streamable HTTP URL, through the SDK's client transport."""
+_CREDENTIAL_WORDS = frozenset(
+    {"authorization", "auth", "cookie", "token", "secret", "apikey", "credential", "credentials", "signature", "jwt"}
+)
 
-    def __init__(self, url: str) -> None:
+
+def is_credential(name: str) -> bool:
+    """Whether a request header named ``name`` carries the agent's credentials (``Authorization``, ``Cookie``,
+    ``X-Api-Key``, ``X-Auth-Token`` ...): those are forwarded to an HTTP upstream, and never written down."""
+    low = name.lower()
+    if low in ("mcp-session-id", "mcp-protocol-version", "proxy-authorization"):
+        return False  # the transport's own, and a hop-by-hop header meant for this hop only
+    words = re.findall(r"[a-z0-9]+", low)
+    return (
+        any(w in _CREDENTIAL_WORDS for w in words)
+        or "apikey" in "".join(words)
+        or (len(words) > 1 and words[-1] == "key")
+    )
+
+
+class HttpUpstream:
+    """The server at a Streamable HTTP URL, through the SDK's client transport.
+
+    ``credentials`` is the session's mapping of credential headers (see :func:`is_credential`), which the
+    HTTP front keeps equal to those of the agent's latest request: each message is posted with them, as the
+    agent sent them (a refreshed token included)."""
+
+    def __init__(self, url: str, credentials: dict[str, str] | None = None) -> None:
         self.url = url
         self.describe = f"the MCP server at {url}"
         self.gone: str | None = None
+        self.credentials = credentials if credentials is not None else {}
+        self._sent: dict[str, str] = {}
+        self._client: Any = None
         self._stack = contextlib.AsyncExitStack()
         self._read: Any = None
         self._write: Any = None
 
     async def start(self) -> None:
         """Open the SDK transport (its task group lives until :meth:`stop`, in the same task)."""
+        import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        self._read, self._write = await self._stack.enter_async_context(streamable_http_client(self.url))
+        # the SDK's own client settings (30 s, 300 s to read a held stream), with the agent's credentials
+        self._client = await self._stack.enter_async_context(
+            httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=300.0))
+        )
+        self._sync_credentials()
+        self._read, self._write = await self._stack.enter_async_context(
+            streamable_http_client(self.url, http_client=self._client)
+        )
+
+    def _sync_credentials(self) -> None:
+        if self._client is None or self.credentials == self._sent:
+            return
+        for name in self._sent.keys() - self.credentials.keys():
+            del self._client.headers[name]
+        self._client.headers.update(self.credentials)
+        self._sent = dict(self.credentials)
 
     async def send(self, message: types.JSONRPCMessage) -> None:
-        """Post one message."""
+        """Post one message (with the agent's current credentials)."""
+        self._sync_credentials()
         if self.gone is not None or self._write is None:
             raise UpstreamGone(self.gone or f"{self.describe} is not connected")
         try:

@@ -1,4 +1,4 @@
-"""The proxy's span file: each span written as its call ends, by a writer thread, off the event loop."""
+"""A span file written as each span ends, by a writer thread off the caller's path (the proxies' ``--traces``)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ from typing import IO, Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
-from chaoskit import telemetry
-
-from ._otlp import encode
+from chaoskit.telemetry._otlpfast import encode
+from chaoskit.telemetry._otlpjson import to_otlp_json
 
 __all__ = ["SpanFileWriter"]
 
-log = logging.getLogger("chaoskit.mcp")
+log = logging.getLogger("chaoskit")
 
 _STOP: Any = object()
 
@@ -26,7 +25,7 @@ class SpanFileWriter(SpanProcessor):
     """Append each ended span to an OTLP-JSON Lines file at once (no batching delay), in a writer thread.
 
     The lines are what ``chaoskit.telemetry.JsonLinesSpanExporter`` writes, encoded without protobuf
-    (``_otlp``): off the event loop and ten times cheaper, so a busy proxy does not wait for its spans. The
+    (``_otlpfast``): off the event loop and ten times cheaper, so a busy proxy does not wait for its spans. The
     thread blocks on its queue (no polling) and writes what has queued up as one line.
     """
 
@@ -38,7 +37,7 @@ class SpanFileWriter(SpanProcessor):
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._idle = threading.Condition()
         self._pending = 0
-        self._thread = threading.Thread(target=self._work, name="chaoskit-mcp-spans", daemon=True)
+        self._thread = threading.Thread(target=self._work, name="chaoskit-span-file", daemon=True)
         self._thread.start()
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
@@ -69,12 +68,12 @@ class SpanFileWriter(SpanProcessor):
             try:
                 document = encode(spans)
             except TypeError:
-                document = telemetry.to_otlp_json(spans)
+                document = to_otlp_json(spans)
             if self._fh is not None:
                 self._fh.write(json.dumps(document, separators=(",", ":")) + "\n")
                 self._fh.flush()
         except Exception as exc:  # a span file must never stop the proxy
-            log.warning("chaoskit mcp-proxy: writing spans to %s failed: %s", self.path, exc)
+            log.warning("chaoskit: writing spans to %s failed: %s", self.path, exc)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Wait until every queued span is in the file."""

@@ -1,0 +1,92 @@
+"""The terminal tables of a battery's trajectory metrics: per agent, failure modes, and short against long tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["metrics_lines"]
+
+
+def _f(value: Any, fmt: str = ".2f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    line = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True)))
+    out = [line.rstrip()]
+    for r in rows:
+        out.append(
+            "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        )
+    return out
+
+
+def metrics_lines(summary: Mapping[str, Any] | None) -> list[str]:
+    """The metrics section of the terminal report (from ``metrics_summary``); [] when there is none."""
+    if not summary:
+        return []
+    agents: Mapping[str, Mapping[str, Any]] = summary.get("agents", {})
+    priced = any(g.get("cost") is not None for g in agents.values())
+    currency = next((g.get("currency") for g in agents.values() if g.get("currency")), "")
+    header = ["agent", "pass^k", "CDI", "SVR", "RIC", "DAF", "halluc", "steps", "tokens"]
+    header += [f"cost {currency}".strip(), "x cheapest", "pass^k/cost"] if priced else ["x fewest", "pass^k/1k tok"]
+    rows = []
+    for name, g in agents.items():
+        row = [name, _f(g.get("pass_k")), *(_f(g.get(m)) for m in ("cdi", "svr", "ric", "daf", "hallucination"))]
+        row += [_f(g.get("steps"), ".1f"), _f(g.get("tokens"), ".0f")]
+        if priced:
+            row += [_f(g.get("cost"), ".4g"), _f(g.get("relative_cost"), ".1f"), _f(g.get("pass_k_per_cost"), ".3g")]
+        else:
+            row += [_f(g.get("relative_tokens"), ".1f"), _f(g.get("pass_k_per_ktoken"), ".3g")]
+        rows.append(row)
+    out = [
+        "",
+        "Trajectory metrics per agent (means over episodes with model steps; docs/metrics.md)",
+        *_table(header, rows),
+    ]
+    missing = sum(g.get("without_steps") or 0 for g in agents.values())
+    if missing:
+        out.append(
+            f"note: {missing} episode(s) recorded no model step: their step metrics, tokens and cost are unknown "
+            "and left out of the means (not counted as 0)"
+        )
+    absent = sum((g.get("episodes") or 0) - (g.get("with_metrics") or 0) for g in agents.values())
+    if absent:
+        out.append(f"note: {absent} episode(s) have no metrics at all (no episode span was found): left out")
+    width = max(len(name) for name in agents)
+    modes = [
+        f"{name.ljust(width)}  " + ", ".join(f"{m} {n}" for m, n in g["modes"].items())
+        for name, g in agents.items()
+        if g.get("modes")
+    ]
+    if modes:
+        out += ["", "Failure modes of failed episodes (count per agent; the rules are in docs/metrics.md)", *modes]
+    by_scenario: dict[str, dict[str, int]] = {}
+    for cell in summary.get("cells", ()):
+        counts = by_scenario.setdefault(cell["scenario"], {})
+        for m, n in cell.get("modes", {}).items():
+            counts[m] = counts.get(m, 0) + n
+    shown = {sc: c for sc, c in by_scenario.items() if c}
+    if shown:
+        width = max(len(sc) for sc in shown)
+        out += ["", "Failure modes by scenario (all agents)"]
+        out += [f"{sc.ljust(width)}  " + ", ".join(f"{m} {n}" for m, n in c.items()) for sc, c in shown.items()]
+    deg = summary.get("degradation") or {}
+    if deg.get("agents"):
+        rows = []
+        for name, parts in deg["agents"].items():
+            for length in ("short", "long"):
+                p = parts[length]
+                if p["episodes"]:
+                    rows.append(
+                        [f"{name} {length}", str(p["episodes"]), _f(p.get("pass_rate"))]
+                        + [_f(p.get(m)) for m in ("cdi", "svr", "ric", "hallucination")]
+                    )
+        out += [
+            "",
+            f"Degradation with trajectory length (short: <= {_f(deg.get('median_steps'), 'g')} steps, the median)",
+            *_table(["agent length", "eps", "pass", "CDI", "SVR", "RIC", "halluc"], rows),
+        ]
+    return out

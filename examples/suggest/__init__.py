@@ -1,0 +1,2 @@
+"""`chaoskit suggest` examples: a legacy billing API whose tool contracts have known flaws, a LangGraph graph and an
+OpenAPI file."""
