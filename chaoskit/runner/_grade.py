@@ -115,7 +115,7 @@ def grade(
     for name, params in specs:
         results.extend(_run_check(trace, name, params, required, success))
     value = score(trace, success=success, checks=results, required_tools=required).value
-    unfired = not_injected(trace)
+    unfired = not_injected(trace, scenario.faults)
     root = trace.episodes[0].start_time if trace.episodes else None
     by_tool: dict[str, int] = {}
     for a in trace.attempts:
@@ -154,15 +154,21 @@ def _blamed(trace: Trace, checks: Sequence[dict[str, Any]]) -> set[tuple[str, st
     return {(tool, fault) for tool, fault in met if tool in tools}
 
 
-def not_injected(trace: Trace) -> list[dict[str, Any]]:
-    """A failed ``fault_not_injected`` criterion for each planned fault the entry point skipped on a tool
-    (``chaoskit.fault.skipped``) and never injected on it: the case never tested what it is about, so it must
-    not pass as if it had (a data fault behind a callback handler, which cannot replace a result)."""
-    injected = {(a.tool, a.fault_type) for a in trace.attempts if a.fault_type and a.injected}
+def not_injected(trace: Trace, planned: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """A failed ``fault_not_injected`` criterion for each of the scenario's own ``planned`` faults that was
+    skipped on a tool (``chaoskit.fault.skipped``) and never applied to it in the episode: the case never
+    tested what it is about, so it must not pass as if it had (a data fault behind a callback handler, which
+    cannot replace a result). Not counted: a skip on a call the tool itself refused (it returned an error, so
+    there was no result to fault), and background faults of ``--intensity``, which the scenario did not plan."""
+    applied = _met(trace)
     skipped: dict[tuple[str, str], list[str]] = {}
     for a in trace.attempts:
-        if a.fault_skipped and (a.tool, a.fault_skipped) not in injected:
-            skipped.setdefault((a.tool, a.fault_skipped), []).append(a.span_id)
+        kind = a.fault_skipped
+        if not kind or a.refused or (a.tool, kind) in applied:
+            continue
+        if not any(getattr(f, "type", None) == kind and f.targets(a.tool) for f in planned):
+            continue
+        skipped.setdefault((a.tool, kind), []).append(a.span_id)
     return [
         {
             "name": "fault_not_injected",
