@@ -30,6 +30,7 @@ from chaoskit.semconv import ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE
 __all__ = [
     "FORMATS",
     "Source",
+    "checked_path",
     "file_documents",
     "guarded",
     "jsonl_documents",
@@ -66,8 +67,8 @@ def read(source: Source, fmt: str | None) -> list[EpisodeRecord]:
     return read_with_builder(source, fmt)[0]
 
 
-def load(path: str | os.PathLike[str], fmt: str | None = None) -> list[EpisodeRecord]:
-    """The episodes in the trace file at ``path``; ``fmt`` as in :func:`read` (see ``Trace.load``)."""
+def checked_path(path: Any, fmt: str | None) -> Path:
+    """``path`` as a ``Path`` once it and ``fmt`` are known to be usable; else a ``TraceReadError`` saying why."""
     if fmt is not None and fmt not in FORMATS:
         raise TraceReadError(
             f"unknown trace format {fmt!r}; expected one of {', '.join(FORMATS)}",
@@ -75,7 +76,12 @@ def load(path: str | os.PathLike[str], fmt: str | None = None) -> list[EpisodeRe
         )
     if not isinstance(path, str | os.PathLike) or not str(path).strip():
         raise TraceReadError(f"expected the path of a trace file, got {path!r}", source="<python>")
-    return read(Path(path), fmt)
+    return Path(path)
+
+
+def load(path: str | os.PathLike[str], fmt: str | None = None) -> list[EpisodeRecord]:
+    """The episodes in the trace file at ``path``; ``fmt`` as in :func:`read` (see ``Trace.load``)."""
+    return read(checked_path(path, fmt), fmt)
 
 
 def read_with_builder(

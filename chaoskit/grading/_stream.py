@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 from chaoskit.grading._build import LateSpanError, TraceBuilder
 from chaoskit.grading._model import EpisodeRecord, TraceReadError
-from chaoskit.grading._readers import FORMATS, file_documents, guarded, nothing_to_grade
+from chaoskit.grading._readers import checked_path, file_documents, guarded, nothing_to_grade
 
 __all__ = ["EpisodeStream", "LateSpanError", "iter_episodes"]
 
@@ -26,14 +25,7 @@ class EpisodeStream:
     many were handed out and ``builder`` says what was met (for a "nothing to grade" message)."""
 
     def __init__(self, path: str | os.PathLike[str], fmt: str | None = None) -> None:
-        if fmt is not None and fmt not in FORMATS:
-            raise TraceReadError(
-                f"unknown trace format {fmt!r}; expected one of {', '.join(FORMATS)}",
-                source=str(path) if isinstance(path, str | os.PathLike) else "<python>",
-            )
-        if not isinstance(path, str | os.PathLike) or not str(path).strip():
-            raise TraceReadError(f"expected the path of a trace file, got {path!r}", source="<python>")
-        self.path = Path(path)
+        self.path = checked_path(path, fmt)
         self.fmt = fmt
         self.builder = TraceBuilder(str(path), stream=True)
         self.count = 0

@@ -45,13 +45,27 @@ from chaoskit.semconv import (
     VERDICT_PASS,
 )
 
-__all__ = ["EpisodeRunner", "replay_command", "scenario_facts"]
+__all__ = ["EpisodeRunner", "episode_facts", "replay_command"]
 
 
-def scenario_facts(sc: Scenario) -> dict[str, Any]:
-    """What every episode of ``sc`` records about it: its tags, its ``domain:X`` tag's value, its fault types."""
+def episode_facts(ep: EpisodePlan) -> dict[str, Any]:
+    """What an episode's result records about where it stands, whatever became of it: its scenario (with the
+    scenario's tags, its ``domain:X`` tag's value and its fault types), grid point, seed and task."""
+    sc = ep.scenario
     domain = next((t.partition(":")[2] for t in sc.tags if t.startswith("domain:")), None)
-    return {"tags": list(sc.tags), "domain": domain or None, "faults": sorted({f.type for f in sc.faults})}
+    return {
+        "scenario": sc.name,
+        "source": sc.source,
+        "repetition": ep.repetition,
+        "epsilon": ep.epsilon,
+        "intensity": ep.intensity,
+        "seed": ep.seed,
+        "task": ep.perturbation.text,
+        "edits": list(ep.perturbation.edits),
+        "tags": list(sc.tags),
+        "domain": domain or None,
+        "faults": sorted({f.type for f in sc.faults}),
+    }
 
 
 def replay_command(ep: EpisodePlan, agent: PythonAgent | CommandAgent, config: RunConfig) -> str:
@@ -175,14 +189,7 @@ class EpisodeRunner:
             spans = [*spans, *graded(passed, score)]
         self.traces.write_spans(spans)
         return EpisodeResult(
-            scenario=ep.scenario.name,
-            source=ep.scenario.source,
-            repetition=ep.repetition,
-            epsilon=ep.epsilon,
-            intensity=ep.intensity,
-            seed=ep.seed,
-            task=ep.perturbation.text,
-            edits=list(ep.perturbation.edits),
+            **episode_facts(ep),
             agent=agent.ref,
             outcome=outcome,
             error=error,
@@ -198,7 +205,6 @@ class EpisodeRunner:
             trace_id=trace_id,
             episode_id=episode_id,
             metrics=run_metrics(self.config, self.plan_for, ep, spans, trace, lines, checks, passed),
-            **scenario_facts(ep.scenario),
         )
 
     # -- in-process ----------------------------------------------------------------------------------------

@@ -17,7 +17,20 @@ from chaoskit._errors import PlanError
 from chaoskit.plan._locate import _PlanErrorsInit, _suggest
 from chaoskit.plan._model import Plan
 
-__all__ = ["PORT", "READY_FILE", "HttpUpstream", "McpServer", "http_route", "openapi_operations"]
+__all__ = ["PORT", "READY_FILE", "HttpUpstream", "McpServer", "command_argv", "http_route", "openapi_operations"]
+
+
+def command_argv(v: Any, what: str) -> Any:
+    """A scenario's ``command:`` as an argv list (a string is split as a shell would); a ValueError naming
+    ``what`` the command must start when it is not one."""
+    if isinstance(v, str):
+        try:
+            v = shlex.split(v)
+        except ValueError as exc:
+            raise ValueError(f"cannot split the command line {v!r}: {exc}") from None
+    if v is not None and (not isinstance(v, list) or not v or not all(isinstance(a, str) and a for a in v)):
+        raise ValueError(f"must be the command that starts {what}, got {v!r}")
+    return v
 
 
 class McpServer(_PlanErrorsInit):
@@ -42,14 +55,7 @@ class McpServer(_PlanErrorsInit):
     @field_validator("command", mode="before")
     @classmethod
     def _argv(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            try:
-                v = shlex.split(v)
-            except ValueError as exc:
-                raise ValueError(f"cannot split the command line {v!r}: {exc}") from None
-        if v is not None and (not isinstance(v, list) or not v or not all(isinstance(a, str) and a for a in v)):
-            raise ValueError(f"must be the command that starts the MCP server, e.g. [python, server.py], got {v!r}")
-        return v
+        return command_argv(v, "the MCP server, e.g. [python, server.py]")
 
     @field_validator("url")
     @classmethod
@@ -156,15 +162,7 @@ class HttpUpstream(_PlanErrorsInit):
     @field_validator("command", mode="before")
     @classmethod
     def _argv(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            try:
-                v = shlex.split(v)
-            except ValueError as exc:
-                raise ValueError(f"cannot split the command line {v!r}: {exc}") from None
-        if v is not None and (not isinstance(v, list) or not v or not all(isinstance(a, str) and a for a in v)):
-            raise ValueError(
-                f"must be the command that starts the API, e.g. [python, api.py, --port, '{{port}}'], got {v!r}"
-            )
+        v = command_argv(v, "the API, e.g. [python, api.py, --port, '{port}']")
         if v is not None and not any(PORT in a or READY_FILE in a for a in v):
             raise ValueError(
                 "the runner cannot tell where the API listens: put {port} in the command (the runner picks a "

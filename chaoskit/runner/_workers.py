@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 import chaoskit.telemetry as telemetry
 from chaoskit._errors import ChaoskitError
 from chaoskit.runner._agents import PythonAgent
-from chaoskit.runner._episode_runner import EpisodeRunner, replay_command, scenario_facts
+from chaoskit.runner._episode_runner import EpisodeRunner, episode_facts, replay_command
 from chaoskit.runner._grade import grade_or_refuse, task_criteria
 from chaoskit.runner._grid import EpisodePlan, RunConfig
 from chaoskit.runner._perturb import perturb
@@ -252,14 +252,7 @@ def lost_result(ep: EpisodePlan, runner: EpisodeRunner, why: str) -> EpisodeResu
     criteria = task_criteria(ep.scenario, output=None, outcome="crashed", error=why, oracle=None)
     checks, score, summary = grade_or_refuse(ep.scenario, None, criteria, why)
     return EpisodeResult(
-        scenario=ep.scenario.name,
-        source=ep.scenario.source,
-        repetition=ep.repetition,
-        epsilon=ep.epsilon,
-        intensity=ep.intensity,
-        seed=ep.seed,
-        task=ep.perturbation.text,
-        edits=list(ep.perturbation.edits),
+        **episode_facts(ep),
         agent=agent.ref,
         outcome="crashed",
         error=why,
@@ -273,7 +266,6 @@ def lost_result(ep: EpisodePlan, runner: EpisodeRunner, why: str) -> EpisodeResu
         passed=False,
         replay=replay_command(ep, agent, runner.config),
         retried=True,
-        **scenario_facts(ep.scenario),
     )
 
 
