@@ -8,7 +8,8 @@ one the standard variables describe (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTR
 ``service.name`` ``chaoskit`` only when they name no service.
 
 Environment, read when chaoskit first creates its tracer:
-- ``CHAOSKIT_TRACES_FILE=path``: append every span as OTLP-JSON Lines (the OTel Collector file format). A path
+- ``CHAOSKIT_TRACES_FILE=path``: append every span as OTLP-JSON Lines (the OTel Collector file format), never
+  dropping one (a burst of spans waits for the writer rather than being lost). A path
   that cannot be written (a directory, a missing or read-only directory) is warned about once, in one line on
   the ``chaoskit`` logger, and the agent runs on without the file.
 - ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (+ ``*_HEADERS`` etc.): with the
@@ -32,7 +33,6 @@ from typing import Any, TypeGuard
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from chaoskit._version import __version__
 from chaoskit.telemetry import _bulk, _otlp
@@ -208,40 +208,46 @@ def capture(into: SpanCapture | None = None) -> Iterator[SpanCapture]:
 
 
 def export_otlp(
-    endpoint: str | None = None, *, headers: dict[str, str] | None = None, timeout: float | None = None
+    endpoint: str | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    timeout: float | None = None,
+    block: bool | None = None,
 ) -> SpanProcessor:
     """Export over OTLP/HTTP in batches; unset arguments come from the standard ``OTEL_EXPORTER_OTLP_*``.
 
     As the export set up from the environment: off the tool calls' path, failures logged once, flush and
-    shutdown bounded by :func:`export_timeout`."""
+    shutdown bounded by :func:`export_timeout`. A full queue drops spans (counted, and said at exit) unless
+    ``block`` (default: ``CHAOSKIT_EXPORT_BLOCK=1``) makes the tool call wait for room, for load tests."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     exporter = OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=timeout)
     with _state.lock:
         _hook_exit()
-    return add_processor(BoundedExport(exporter, getattr(exporter, "_endpoint", None) or endpoint or "OTLP"))
+    where = getattr(exporter, "_endpoint", None) or endpoint or "OTLP"
+    return add_processor(BoundedExport(exporter, where, block=block))
 
 
 def write_jsonl(path: str | os.PathLike[str]) -> SpanProcessor:
-    """Append spans to ``path`` as OTLP-JSON Lines, one ``{"resourceSpans": [...]}`` per batch.
+    """Append every span to ``path`` as OTLP-JSON Lines, one ``{"resourceSpans": [...]}`` per line.
 
-    The file is opened at the first batch; a path that cannot be written is warned about once (one line) and
-    the spans are dropped, never raised into the agent.
+    No span is dropped, at any rate (:class:`SpanFileWriter`). The file is opened at the first span; a path that
+    cannot be written is warned about once (one line) and the spans are dropped, never raised into the agent.
     """
-    return _add_jsonl(JsonLinesSpanExporter(path))
+    return _add_jsonl(SpanFileWriter(os.fspath(path), lazy=True))
 
 
-def _add_jsonl(exporter: JsonLinesSpanExporter) -> SpanProcessor:
-    note_local_copy(exporter.path)
-    return add_processor(BatchSpanProcessor(exporter, schedule_delay_millis=500))
+def _add_jsonl(writer: SpanFileWriter) -> SpanProcessor:
+    note_local_copy(writer.path)
+    return add_processor(writer)
 
 
 def _configure_from_env() -> None:
     path = os.environ.get("CHAOSKIT_TRACES_FILE")
     if path:
-        exporter = JsonLinesSpanExporter(path)
         try:
-            exporter.open()  # now, so that a bad path is one warning here instead of one per batch later
+            # opened now, so that a bad path is one warning here instead of one per span later
+            writer = SpanFileWriter(path)
         except OSError as exc:
             # a tracing setting must never stop the agent: say so once and run without the file
             warn_once(
@@ -252,7 +258,7 @@ def _configure_from_env() -> None:
                 why(exc),
             )
         else:
-            _add_jsonl(exporter)
+            _add_jsonl(writer)
     _hook_exit()
 
 

@@ -14,8 +14,11 @@ background thread encodes and sends) with three guarantees added:
   counted) for a pause that doubles, from 1 s to 30 s, until an export succeeds again: no encoding, no
   connection attempts, no retries competing with the agent for the interpreter.
 
-A full queue drops the newest span (counted, not logged per span). Spans delivered or not, chaoskit's local
-sinks (the runner's report, ``--traces``, ``CHAOSKIT_TRACES_FILE``) are fed separately and keep every span.
+A full queue drops the newest span (counted, not logged per span), unless the export blocks
+(``CHAOSKIT_EXPORT_BLOCK=1`` or ``export_otlp(block=True)``, for load tests where a complete backend copy matters
+more than latency): then the tool call that ends a span waits for room, at most the export bound. Spans
+delivered or not, chaoskit's local sinks (the runner's report, ``--traces``, ``CHAOSKIT_TRACES_FILE``) are fed
+separately and keep every span.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from chaoskit.telemetry._sinks import log, warn_once, why
 
 __all__ = [
     "DEFAULT_EXPORT_TIMEOUT",
+    "EXPORT_BLOCK_ENV",
     "EXPORT_TIMEOUT_ENV",
     "BoundedExport",
     "export_timeout",
@@ -50,6 +54,8 @@ __all__ = [
 DEFAULT_EXPORT_TIMEOUT = 5.0
 #: the environment variable that sets that bound, in seconds
 EXPORT_TIMEOUT_ENV = "CHAOSKIT_EXPORT_TIMEOUT"
+#: the environment variable that makes a full export queue wait for room instead of dropping (``1``)
+EXPORT_BLOCK_ENV = "CHAOSKIT_EXPORT_BLOCK"
 
 #: the loggers of the SDK's exporters and batch processor: their lines inside chaoskit's export are dropped
 _EXPORT_LOGGERS = (
@@ -218,12 +224,15 @@ class _Gate(SpanExporter):
 class BoundedExport(BatchSpanProcessor):
     """A batch span processor whose flush and shutdown wait at most the export bound (see the module)."""
 
-    def __init__(self, exporter: SpanExporter, where: str, **options: Any) -> None:
+    def __init__(self, exporter: SpanExporter, where: str, *, block: bool | None = None, **options: Any) -> None:
         self.gate = _Gate(exporter, where)
+        #: a full queue makes the caller wait for room (at most the export bound) instead of dropping the span
+        self.block = block if block is not None else os.environ.get(EXPORT_BLOCK_ENV, "").strip() == "1"
         super().__init__(self.gate, **options)
         self._queue = self._batch_processor._queue
         self._max_queue = self._queue.maxlen or 2048
         self._emit = self._batch_processor.emit
+        self._awaken = self._batch_processor._worker_awaken
         #: spans handed to this processor, and those dropped because its queue was full
         self.handed = 0
         self.dropped = 0
@@ -236,10 +245,20 @@ class BoundedExport(BatchSpanProcessor):
         if ctx is None or not ctx.trace_flags.sampled:
             return
         self.handed += 1
-        if len(self._queue) >= self._max_queue:
+        if len(self._queue) >= self._max_queue and not (self.block and self._room()):
             self.dropped += 1
             return
         self._emit(span)
+
+    def _room(self) -> bool:
+        """Wait (blocking mode) until the queue has room, at most the export bound; whether it has."""
+        deadline = time.monotonic() + export_timeout()
+        while len(self._queue) >= self._max_queue:
+            if self._closed or self.gate.given_up or time.monotonic() >= deadline:
+                return False
+            self._awaken.set()
+            time.sleep(0.001)
+        return True
 
     def _troubled(self) -> bool:
         return self.gate.troubled
@@ -290,7 +309,10 @@ class BoundedExport(BatchSpanProcessor):
         if missing:
             why_not = [self.gate.reason] if self.gate.reason else []
             if self.dropped:
-                why_not.append(f"{self.dropped} dropped by the full export queue (OTEL_BSP_MAX_QUEUE_SIZE)")
+                why_not.append(
+                    f"{self.dropped} dropped by the full export queue (OTEL_BSP_MAX_QUEUE_SIZE, or "
+                    f"{EXPORT_BLOCK_ENV}=1 to wait for room)"
+                )
             if finished is None and not self.gate.reason:
                 why_not.append("still being sent when the bound ran out")
             warn_once(
@@ -336,7 +358,7 @@ def _within(
 def _where_local() -> str:
     files = local_copies()
     if files:
-        return "; the local copy is " + ", ".join(files)
+        return "; every span is in the local copy " + ", ".join(files)
     return "; no local copy was asked for (--traces FILE or CHAOSKIT_TRACES_FILE keeps one)"
 
 

@@ -1,11 +1,10 @@
-"""A span file written as each span ends, by a writer thread off the caller's path (the proxies' ``--traces``)."""
+"""The one OTLP-JSON Lines span file writer: every ended span reaches the file, written by a thread of its own."""
 
 from __future__ import annotations
 
 import json
-import logging
-import queue
 import threading
+from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
@@ -13,78 +12,112 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from chaoskit.telemetry._otlpfast import encode
 from chaoskit.telemetry._otlpjson import to_otlp_json
+from chaoskit.telemetry._sinks import warn_once, why
 
-__all__ = ["SpanFileWriter"]
+__all__ = ["DEFAULT_MAX_PENDING", "SpanFileWriter"]
 
-log = logging.getLogger("chaoskit")
-
-_STOP: Any = object()
+#: spans that may wait for the writer before a tool call that ends one more waits for the writer (back-pressure)
+DEFAULT_MAX_PENDING = 4096
 
 
 class SpanFileWriter(SpanProcessor):
-    """Append each ended span to an OTLP-JSON Lines file at once (no batching delay), in a writer thread.
+    """Append each ended span to an OTLP-JSON Lines file (the OTel Collector file format), never dropping one.
 
-    The lines are what ``chaoskit.telemetry.JsonLinesSpanExporter`` writes, encoded without protobuf
-    (``_otlpfast``): off the event loop and ten times cheaper, so a busy proxy does not wait for its spans. The
-    thread blocks on its queue (no polling) and writes what has queued up as one line.
+    A writer thread encodes and appends what has queued up as one ``{"resourceSpans": [...]}`` line, without
+    protobuf (``_otlpfast``), so a busy agent or proxy does not wait for its spans. When ``max_pending`` spans
+    are waiting, the caller ending one more waits until the writer has caught up to half of that: the file is
+    complete at any rate of spans, and memory stays bounded. (The SDK's batch processor would drop them.)
+
+    ``lazy=False`` opens the file now, so a path that cannot be written raises ``OSError`` naming it (the
+    proxies' ``--traces``); ``lazy=True`` opens it at the first span and warns once instead (``write_jsonl``).
+    A failed write is warned about once and never raised into the agent.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, lazy: bool = False, max_pending: int = DEFAULT_MAX_PENDING) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # opened now: a path that cannot be written fails at start, naming the path
-        self._fh: IO[str] | None = self.path.open("a", encoding="utf-8")
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._idle = threading.Condition()
+        self._fh: IO[str] | None = None
+        self._failed = False
+        if not lazy:
+            self._open()
+        self._queue: deque[ReadableSpan] = deque()
+        self._max = max(1, max_pending)
+        self._cond = threading.Condition()
+        #: spans handed over and not yet written (or given up after a write error)
         self._pending = 0
+        self._closed = False
         self._thread = threading.Thread(target=self._work, name="chaoskit-span-file", daemon=True)
         self._thread.start()
+
+    def _open(self) -> IO[str]:
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.path.open("a", encoding="utf-8")
+        return self._fh
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
         """Nothing to do at the start."""
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Queue the span for the writer."""
-        with self._idle:
+        """Queue the span for the writer; wait for it first if ``max_pending`` spans are already waiting."""
+        with self._cond:
+            if self._closed:
+                return
+            if self._pending >= self._max and threading.current_thread() is not self._thread:
+                self._cond.wait_for(lambda: self._pending <= self._max // 2 or self._closed)
             self._pending += 1
-        self._queue.put(span)
+            self._queue.append(span)
+            if self._pending == 1 or self._pending >= self._max:
+                self._cond.notify_all()
 
     def _work(self) -> None:
         while True:
-            batch = [self._queue.get()]
-            while not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            spans = [s for s in batch if s is not _STOP]
-            if spans:
-                self._write(spans)
-            with self._idle:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._queue) or self._closed)
+                if not self._queue and self._closed:
+                    return
+                spans = list(self._queue)
+                self._queue.clear()
+            self._write(spans)
+            with self._cond:
                 self._pending -= len(spans)
-                self._idle.notify_all()
-            if len(spans) != len(batch):
-                return
+                self._cond.notify_all()
 
     def _write(self, spans: list[ReadableSpan]) -> None:
+        if self._failed:
+            return
         try:
             try:
                 document = encode(spans)
             except TypeError:
                 document = to_otlp_json(spans)
-            if self._fh is not None:
-                self._fh.write(json.dumps(document, separators=(",", ":")) + "\n")
-                self._fh.flush()
-        except Exception as exc:  # a span file must never stop the proxy
-            log.warning("chaoskit: writing spans to %s failed: %s", self.path, exc)
+            fh = self._open()
+            fh.write(json.dumps(document, separators=(",", ":")) + "\n")
+            fh.flush()
+        except Exception as exc:  # a span file must never stop the agent or the proxy
+            self._failed = isinstance(exc, OSError) and self._fh is None
+            warn_once(
+                (id(self), "write"),
+                "chaoskit: writing spans to %s failed (%s); the agent goes on",
+                self.path,
+                why(exc),
+            )
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Wait until every queued span is in the file."""
-        with self._idle:
-            return self._idle.wait_for(lambda: self._pending <= 0, timeout_millis / 1000)
+        with self._cond:
+            self._cond.notify_all()
+            return self._cond.wait_for(lambda: self._pending <= 0, timeout_millis / 1000)
 
     def shutdown(self) -> None:
-        """Write what is queued, stop the thread, close the file."""
+        """Write what is queued, stop the thread, close the file. Spans ending afterwards are not written."""
         self.force_flush()
-        self._queue.put(_STOP)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
         self._thread.join(timeout=2)
         if self._fh is not None:
-            self._fh.close()
+            try:
+                self._fh.close()
+            except OSError:
+                pass
             self._fh = None
