@@ -52,7 +52,20 @@ FORBIDDEN_IN_CORE = re.compile(
     r"^(langchain\w*|langgraph\w*|mcp|chaoskit_langchain|chaoskit_langgraph|chaoskit_mcp|chaoskit_http|httpcore|httptools|uvicorn|uvloop)$"
 )
 
-MAX_LINES = 450
+#: a module holds one concept and may run to about 1,000 lines; a function stays under about 80 (issue 26)
+MAX_LINES = 1000
+MAX_FUNCTION_LINES = 80
+#: functions longer than that today, each to be split by the one-home-per-concept restructure (issue 26); the
+#: list can only shrink: a function that grows past its figure, or a new long one, fails, and so does a stale entry
+LONG_FUNCTIONS = {
+    "chaoskit/runner/_battery.py:run_battery": 159,
+    "chaoskit/adapters/_decorator.py:chaos": 147,
+    "chaoskit/cli/_run.py:add_parser": 105,
+    "chaoskit/engine/_plain.py:plain_sync": 99,
+    "integrations/chaoskit_langchain/_tool.py:chaos_tool": 89,
+    "chaoskit/adapters/_decorator.py:decorate": 84,
+    "chaoskit/runner/_summary.py:summarize": 81,
+}
 MAX_TYPE_IGNORES = 5  # fewer than this many in chaoskit/ + integrations/
 
 
@@ -361,7 +374,25 @@ def test_integrations_import_only_public_chaoskit_names() -> None:
 # --- module hygiene ------------------------------------------------------------------------------------------
 
 
-def test_modules_are_at_most_450_lines() -> None:
+def test_functions_are_at_most_80_lines() -> None:
+    sizes: dict[str, int] = {}
+    for path in source_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    sizes[f"{rel(path)}:{node.name}"] = max(n, sizes.get(f"{rel(path)}:{node.name}", 0))
+    over = [
+        f"{name}: {n} lines" for name, n in sorted(sizes.items()) if n > LONG_FUNCTIONS.get(name, MAX_FUNCTION_LINES)
+    ]
+    assert not over, f"every function has at most {MAX_FUNCTION_LINES} lines (or its LONG_FUNCTIONS figure):\n" + (
+        "\n".join(over)
+    )
+    stale = sorted(set(LONG_FUNCTIONS) - set(sizes))
+    assert not stale, f"no longer over {MAX_FUNCTION_LINES} lines, drop from LONG_FUNCTIONS: {stale}"
+
+
+def test_modules_are_at_most_1000_lines() -> None:
     sizes = {rel(p): len(p.read_text(encoding="utf-8").splitlines()) for p in source_files()}
     over = [f"{name}: {n} lines" for name, n in sorted(sizes.items()) if n > MAX_LINES]
     assert not over, f"every module under chaoskit/ and integrations/ has at most {MAX_LINES} lines:\n" + "\n".join(

@@ -30,7 +30,7 @@ def cli_agent(mode: str = "normal", policy: str = "careful") -> str:
 
 
 def test_careful_battery_is_green(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["run", str(BATTERY / "refund-*.yaml"), "--repeat", "2", "--intensity", "0,0.1", "--seed", "1"])
+    rc = main(["run", str(BATTERY / "refund-*.yaml"), "--repeat", "2", "--intensity", "0,0.1", "--seed", "1", "-v"])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "verdict: PASS" in out and "reliability surface" in out

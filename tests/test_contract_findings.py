@@ -200,7 +200,7 @@ def test_a_run_reports_contract_findings_and_readiness_apart_from_the_agents(tmp
     # the agents' own verdicts are untouched by the tool's flaws: careful passes, naive fails on the checks
     assert all(e.passed for e in result.episodes if e.agent_label == "careful")
     assert any(not e.passed for e in result.episodes if e.agent_label == "naive")
-    text = render_text(result, color=False, width=160)
+    text = render_text(result, color=False, width=160, verbose=True)
     assert "fix in the agent" in text and "fix in the tool: 2 tool-contract finding(s)" in text
     assert text.index("fix in the tool") < text.index("verdict:")
     data = json.loads(json.dumps(result.to_dict()))

@@ -63,7 +63,7 @@ def _fingerprint(e: dict[str, Any]) -> dict[str, Any]:
 
 def _replay_all(argv: list[str], tmp_path: Path, *, at_least: int) -> list[str]:
     results = tmp_path / "battery.json"
-    code, out, err = _run([*argv, "--json", str(results), "--max-failures", "1000"])
+    code, out, err = _run([*argv, "--json", str(results), "--max-failures", "1000", "-v"])
     assert code in (0, 1), err
     original = {
         (e["scenario"], e["repetition"], e["epsilon"], e["intensity"]): e

@@ -164,7 +164,7 @@ def test_text_report_has_table_surface_and_replay(tmp_path: Path) -> None:
     p = tmp_path / "s.yaml"
     p.write_text(SCENARIO)
     result = run_battery([p], agent=naive, repeat=2, intensities=[0, 0.3])
-    text = render_text(result)
+    text = render_text(result, verbose=True)
     assert "pass@1 [95% CI]" in text and "pass^2" in text
     assert "reliability surface" in text
     assert "replay: chaoskit run" in text

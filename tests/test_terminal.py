@@ -63,7 +63,7 @@ def table_rows(text: str, title: str) -> list[list[str]]:
 
 
 def test_plain_report_has_a_row_per_scenario_and_agent(one_point: BatteryResult) -> None:
-    text = render_text(one_point)  # standard output is not a terminal under pytest
+    text = render_text(one_point, verbose=True)  # standard output is not a terminal under pytest
     assert not ANSI.search(text)
     rows = table_rows(text, "results per scenario and agent")
     assert rows[0] == ["scenario", "agent", "n", "pass@1 [95% CI]", "pass^2", "score", "attempts", "failed checks"]
@@ -76,7 +76,7 @@ def test_plain_report_has_a_row_per_scenario_and_agent(one_point: BatteryResult)
 
 
 def test_breakdown_tables_and_missing_keys_are_skipped(one_point: BatteryResult) -> None:
-    text = render_text(one_point)
+    text = render_text(one_point, verbose=True)
     agents = {r[0]: r for r in table_rows(text, "by agent")[1:]}
     assert agents["careful"][:2] == ["careful", "2"] and agents["naive"][2].startswith("0%")
     faults = table_rows(text, "by fault type")
@@ -84,15 +84,15 @@ def test_breakdown_tables_and_missing_keys_are_skipped(one_point: BatteryResult)
     assert "by tag" in text.splitlines()
     one_point.summary.breakdowns = {"agent": one_point.summary.breakdowns["agent"]}
     try:
-        text = render_text(one_point)
+        text = render_text(one_point, verbose=True)
     finally:
         one_point.summary.breakdowns = {}
     assert "by agent" in text.splitlines() and "by tag" not in text and "by domain" not in text
-    assert "by agent" not in render_text(one_point).splitlines()
+    assert "by agent" not in render_text(one_point, verbose=True).splitlines()
 
 
 def test_grid_report_has_surface_stats_and_the_mix(two_agents: BatteryResult) -> None:
-    text = render_text(two_agents)
+    text = render_text(two_agents, verbose=True)
     rows = table_rows(text, "results per scenario and agent")
     assert rows[0][:4] == ["scenario", "agent", "eps", "lam"] and len(rows) == 1 + 2 * 2 * 2
     matrix = table_rows(text, "per scenario and agent, over the grid")
@@ -113,7 +113,7 @@ def test_a_log_gets_wide_tables(two_agents: BatteryResult) -> None:
     old = cell.scenario
     cell.scenario = long_name
     try:
-        text = render_text(two_agents)
+        text = render_text(two_agents, verbose=True)
     finally:
         cell.scenario = old
     row = next(ln for ln in text.splitlines() if ln.startswith(long_name))
@@ -140,7 +140,7 @@ def test_expectation_rows_are_shown(one_point: BatteryResult) -> None:
     }
     v.reasons, v.ok = ["unexpected: refund-not-repeated-after-500 [naive]: expected pass, got fail"], False
     try:
-        text = render_text(one_point)
+        text = render_text(one_point, verbose=True)
     finally:
         v.expectations, v.reasons, v.ok = saved
     assert "expectations (expected.yaml): 1 met, 1 unexpected, 0 not run" in text
@@ -157,17 +157,17 @@ def test_expectation_rows_are_shown(one_point: BatteryResult) -> None:
 
 
 def test_colour_only_on_a_terminal(one_point: BatteryResult, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert not ANSI.search(render_text(one_point))
-    coloured = render_text(one_point, color=True, width=200)
+    assert not ANSI.search(render_text(one_point, verbose=True))
+    coloured = render_text(one_point, color=True, width=200, verbose=True)
     assert re.search(r"\x1b\[[0-9;]*3[12]m", coloured)  # green / red rates
-    assert ANSI.sub("", coloured).count("naive") == render_text(one_point).count("naive")
+    assert ANSI.sub("", coloured).count("naive") == render_text(one_point, verbose=True).count("naive")
     monkeypatch.setattr(sys, "stdout", Terminal())
-    assert ANSI.search(render_text(one_point))
+    assert ANSI.search(render_text(one_point, verbose=True))
     monkeypatch.setenv("NO_COLOR", "1")
-    assert not ANSI.search(render_text(one_point))
+    assert not ANSI.search(render_text(one_point, verbose=True))
     monkeypatch.delenv("NO_COLOR")
     monkeypatch.setenv("TERM", "dumb")
-    assert not ANSI.search(render_text(one_point))
+    assert not ANSI.search(render_text(one_point, verbose=True))
 
 
 # --- the progress bar ------------------------------------------------------------------------------------

@@ -56,6 +56,12 @@ def add_gate_options(p: argparse.ArgumentParser) -> None:
     o.add_argument("--html", metavar="FILE", help="a self-contained HTML report (opens offline)")
     o.add_argument("--quiet", "-q", action="store_true", help="print only the verdict")
     o.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="the full terminal report: per-scenario rows, breakdowns, the surface, failing episodes, readiness",
+    )
+    o.add_argument(
         "--max-failures",
         type=int,
         default=10,
@@ -102,10 +108,10 @@ def finish(result: BatteryResult, args: argparse.Namespace) -> int:
         write_html_report(result.to_dict(), args.html)
     if args.quiet:
         print("verdict: PASS" if result.ok else "verdict: FAIL: " + "; ".join(result.verdict.reasons))
+        if args.html:
+            print(f"HTML report: {args.html}")
     else:
-        print(render_text(result, max_failures=args.max_failures))
-    if args.html:
-        print(f"HTML report: {args.html}")
+        print(render_text(result, max_failures=args.max_failures, verbose=args.verbose, html=args.html))
     if args.update_baseline and args.baseline:
         if result.ok:
             target = Path(args.baseline)

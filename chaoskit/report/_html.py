@@ -150,17 +150,24 @@ def _verdict(results: Mapping[str, Any]) -> str:
     word, cls, mark = ("PASS", "pass", "\u2713") if ok is True else ("FAIL", "fail", "\u2717")
     if ok is None:
         word, cls, mark = "unknown (no verdict in the results)", "fail", "?"
+    why = v.get("why") if isinstance(v.get("why"), str) else ""
     out = [
         '<section id="verdict"><h2>Verdict</h2>',
         f'<p class="verdict {cls}" id="verdict-text">{mark} verdict: {esc(word)}</p>',
     ]
+    if why:
+        out.append(f'<p class="why" id="verdict-why">{esc(why)}</p>')
     reasons = v.get("reasons") if isinstance(v.get("reasons"), list) else []
     assert isinstance(reasons, list)
     if reasons:
         out.append("<h3>Why</h3>" + _list(reasons, 30))
+    judged = isinstance(v.get("expectations"), Mapping)
     for key, title in (("duplicate_writes", "Repeated irreversible writes"), ("regressions", "Regressions")):
         items = v.get(key)
         if isinstance(items, list) and items:
+            if key == "duplicate_writes" and judged:
+                # with an expected-outcome table these are judged by it: expected ones are no reason for the verdict
+                title += ", judged by the expected-outcome table" + (" (all expected)" if ok is True else "")
             out.append(f"<h3>{esc(title)} ({len(items)})</h3>" + _list(items, 10))
     if isinstance(v.get("expectations"), Mapping):
         out.append(_expectations(v["expectations"]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from chaoskit.runner._expect import expected_pairs
 from chaoskit.runner._results import agent_label
 from chaoskit.runner._stats import Rate, pass_hat_k
 
@@ -15,6 +16,7 @@ __all__ = [
     "attempts_per_tool",
     "breakdown",
     "episodes_of",
+    "expected_of",
     "failing_checks",
     "k_of",
     "label_of",
@@ -214,9 +216,11 @@ def attempts_per_tool(results: Mapping[str, Any]) -> list[tuple[str, int, int]]:
 
 def failing_checks(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per (scenario, agent label, failing check): how many episodes it failed in, out of how many,
-    its first message and the replay command of the first episode it failed in."""
+    its first message, the replay command of the first episode it failed in, and whether the expected-outcome
+    table expected it; unexpected rows first."""
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     runs: dict[tuple[str, str], int] = {}
+    expected = expected_of(results)
     for e in episodes_of(results):
         sc, ag = str(e.get("scenario", "?")), label_of(e)
         runs[(sc, ag)] = runs.get((sc, ag), 0) + 1
@@ -234,12 +238,20 @@ def failing_checks(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "failed": 0,
                     "message": str(c.get("message", "")),
                     "replay": str(e.get("replay", "")),
+                    "expected": (sc, str(e.get("agent", ""))) in expected,
                 },
             )
             row["failed"] += 1
     for row in rows.values():
         row["runs"] = runs[(row["scenario"], row["agent"])]
-    return list(rows.values())
+    # the unexpected ones first: they are what the verdict rests on
+    return sorted(rows.values(), key=lambda row: bool(row["expected"]))
+
+
+def expected_of(results: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """The (scenario, agent) pairs whose failures the run's expected-outcome table expected."""
+    v = results.get("verdict")
+    return expected_pairs(v.get("expectations") if isinstance(v, Mapping) else None)
 
 
 def pick_episodes(results: Mapping[str, Any], limit: int) -> tuple[list[Mapping[str, Any]], int, int]:

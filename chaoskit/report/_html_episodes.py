@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chaoskit.report._html_data import episodes_of, failing_checks, label_of, pick_episodes
+from chaoskit.report._html_data import episodes_of, expected_of, failing_checks, label_of, pick_episodes
 from chaoskit.report._svg import esc
 from chaoskit.report._svg_timeline import timeline
 
@@ -36,17 +36,27 @@ def failures_section(results: Mapping[str, Any]) -> str:
     if not rows:
         out.append('<p class="note">No check failed.</p></section>')
         return "\n".join(out)
-    out.append(
-        '<p class="note">One row per scenario, agent and check; the replay command reruns the first episode the '
-        "check failed in, with the same seed and faults.</p>"
+    note = (
+        "One row per scenario, agent and check; the replay command reruns the first episode the check failed in, "
+        "with the same seed and faults."
     )
+    if any(r["expected"] for r in rows):
+        note += (
+            " Rows marked <em>expected</em> are failures the expected-outcome table predicts (flawed agents that "
+            "prove the checks work): they are not reasons for the verdict. Unexpected rows come first."
+        )
+    out.append(f'<p class="note">{note}</p>')
     out.append(
         '<table class="failures"><thead><tr><th>scenario</th><th>agent</th><th>check</th><th>failed in</th>'
         "<th>message and replay</th></tr></thead><tbody>"
     )
     for r in rows[:MAX_FAILURE_ROWS]:
+        row_cls, badge = "", ""
+        if r["expected"]:
+            row_cls, badge = ' class="expected"', ' <span class="badge expected">expected</span>'
         out.append(
-            f"<tr><td>{esc(r['scenario'])}</td><td>{esc(r['agent'])}</td><td><code>{esc(r['check'])}</code></td>"
+            f"<tr{row_cls}><td>{esc(r['scenario'])}</td>"
+            f"<td>{esc(r['agent'])}</td><td><code>{esc(r['check'])}</code>{badge}</td>"
             f'<td class="num">{r["failed"]}/{r["runs"]}</td><td><div class="message">{esc(r["message"])}</div>'
             f'<div>replay: <code class="replay">{esc(r["replay"])}</code></div></td></tr>'
         )
@@ -119,9 +129,11 @@ def _timeline_block(episode: Mapping[str, Any], name: str) -> str:
     )
 
 
-def _episode(e: Mapping[str, Any], i: int) -> str:
+def _episode(e: Mapping[str, Any], i: int, expected: set[tuple[str, str]]) -> str:
     passed = bool(e.get("passed"))
     cls, word = ("pass", "PASS") if passed else ("fail", "FAIL")
+    if not passed and (str(e.get("scenario", "?")), str(e.get("agent", ""))) in expected:
+        word = "FAIL (expected)"
     name = (
         f"{e.get('scenario', '?')} \u00b7 {label_of(e)} \u00b7 rep {_g(e.get('repetition'))} \u00b7 "
         f"\u03b5 {_g(e.get('epsilon'))} \u00b7 \u03bb {_g(e.get('intensity'))}"
@@ -167,7 +179,8 @@ def episodes_section(results: Mapping[str, Any], limit: int) -> str:
         '<button type="button" id="collapse-all">close all</button>'
         '<button type="button" id="only-failing" aria-pressed="false">only failing</button></p>',
     ]
-    out.extend(_episode(e, i) for i, e in enumerate(chosen))
+    expected = expected_of(results)
+    out.extend(_episode(e, i, expected) for i, e in enumerate(chosen))
     if omitted:
         out.append(
             f'<p class="omitted">{omitted} more episodes not listed ({omitted_failing} of them failing); the JSON '

@@ -1,4 +1,4 @@
-"""The terminal report of a battery: results per scenario and agent, breakdowns, the surface, expectations, verdict.
+"""The terminal report of a battery: one screen by default (agents, failing checks, verdict), everything with -v.
 
 Rendered with rich: colour only on a terminal (rich decides, ``NO_COLOR`` respected); elsewhere plain ASCII tables
 on a wide console, so that CI logs never cut a table at 80 columns and tests can read the text.
@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chaoskit.report._metrics_text import metrics_lines
+from chaoskit.runner._expect import expected_pairs
 from chaoskit.runner._results import BatteryResult, Cell
 from chaoskit.runner._surface import surface_stats
 
@@ -105,12 +106,22 @@ def _decide(color: bool | None, width: int | None) -> tuple[bool, int]:
 
 
 def render_text(
-    result: BatteryResult, *, max_failures: int = 10, color: bool | None = None, width: int | None = None
+    result: BatteryResult,
+    *,
+    max_failures: int = 10,
+    color: bool | None = None,
+    width: int | None = None,
+    verbose: bool = False,
+    html: str | None = None,
 ) -> str:
-    """The report ``chaoskit run`` prints: at most ``max_failures`` failing episodes are listed, with replays.
+    """The report ``chaoskit run`` prints, ending with the verdict and why.
 
-    ``color`` and ``width`` default to standard output's: colour and the terminal's width on a terminal,
-    else no colour and :data:`PLAIN_WIDTH` columns."""
+    By default one screen: one line per agent, the unexpected outcomes, the failing checks grouped by check
+    (with counts, how many the expected-outcome table expected, and one replay command each), the tool-contract
+    findings counted, and the path of the HTML report (``html``). ``verbose`` (``-v``) adds the per-scenario
+    rows, the breakdowns, the surface, at most ``max_failures`` failing episodes with replays, the readiness
+    table and the findings in full. ``color`` and ``width`` default to standard output's: colour and the
+    terminal's width on a terminal, else no colour and :data:`PLAIN_WIDTH` columns."""
     color, width = _decide(color, width)
     r = _Report(color, width)
     s = result.summary
@@ -121,7 +132,29 @@ def render_text(
         f"k={s.k}, profile {prof.get('name', '?')}, {result.elapsed_s:.1f}s",
         "bold",
     )
-    for ln in _mix_lines(prof, cfg.get("intensities") or ()):
+    if verbose:
+        _full(r, result, max_failures)
+    else:
+        _agents(r, result)
+        _failing_checks(r, result)
+        _contracts_count(r, s)
+        # asked for with --metrics: shown on the first screen too
+        _metrics(r, getattr(s, "metrics", None))
+    exp = getattr(result.verdict, "expectations", None)
+    if exp:
+        _expectations(r, exp)
+    if html:
+        r.line()
+        r.line(f"HTML report: {html}")
+    _verdict(r, result)
+    return r.text()
+
+
+def _full(r: _Report, result: BatteryResult, max_failures: int) -> None:
+    """The ``-v`` body: per-scenario rows, overall, the grid, breakdowns, surface, failing episodes, tools."""
+    s = result.summary
+    cfg = result.config
+    for ln in _mix_lines(cfg.get("profile") or {}, cfg.get("intensities") or ()):
         r.line(ln)
     multi = len({(c.epsilon, c.intensity) for c in s.cells}) > 1
     r.line()
@@ -142,7 +175,7 @@ def render_text(
                 sc,
                 agent,
                 str(st["n"]),
-                _rate(st["pass_at_1"], s.theta, color),
+                _rate(st["pass_at_1"], s.theta, r.color),
                 f"{st['mean_score']:.1f}",
                 f"{st['mean_attempts']:g}",
             ]
@@ -160,8 +193,79 @@ def render_text(
     _failing(r, result, max_failures)
     _tools(r, s)
     _metrics(r, getattr(s, "metrics", None))
-    _verdict(r, result)
-    return r.text()
+
+
+def _expected_pairs(result: BatteryResult) -> set[tuple[str, str]]:
+    return expected_pairs(getattr(result.verdict, "expectations", None))
+
+
+def _agents(r: _Report, result: BatteryResult) -> None:
+    """One line per agent: episodes, passed, pass@1, mean score, failing (and how many were expected)."""
+    expected = _expected_pairs(result)
+    by_agent: dict[str, list[Any]] = {}
+    for e in result.episodes:
+        by_agent.setdefault(_label(e.agent), []).append(e)
+    if not by_agent:
+        return
+    rows = []
+    for label, eps in by_agent.items():
+        n = len(eps)
+        passed = sum(e.passed for e in eps)
+        failing = [e for e in eps if not e.passed]
+        exp_n = sum((e.scenario, e.agent) in expected for e in failing)
+        note = f"{len(failing)}" + (f" ({exp_n} expected)" if expected and failing else "")
+        rows.append(
+            [
+                label,
+                str(n),
+                str(passed),
+                f"{passed / n * 100:.0f}%",
+                f"{sum(e.score for e in eps) / n:.1f}",
+                note if failing else "-",
+            ]
+        )
+    r.line()
+    r.table(None, ["agent", "episodes", "passed", "pass@1", "mean score", "failing"], rows)
+
+
+def _failing_checks(r: _Report, result: BatteryResult) -> None:
+    """The failing checks grouped by check: episodes, how many were expected, one replay command."""
+    expected = _expected_pairs(result)
+    groups: dict[str, list[Any]] = {}
+    for e in result.episodes:
+        if e.passed:
+            continue
+        names = {c["name"].partition("(")[0] for c in e.failed_checks()} or {f"outcome {e.outcome}"}
+        for name in sorted(names):
+            groups.setdefault(name, []).append(e)
+    if not groups:
+        return
+    failing = sum(not e.passed for e in result.episodes)
+    exp_all = sum(not e.passed and (e.scenario, e.agent) in expected for e in result.episodes)
+    r.line()
+    head = f"failing checks ({failing} episode{'s' * (failing != 1)} failed"
+    head += f", {exp_all} of them expected by the table):" if expected else "):"
+    r.line(head, "bold")
+    width = max(len(n) for n in groups)
+    rows = []
+    for name, eps in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        surprising = [e for e in eps if (e.scenario, e.agent) not in expected]
+        note = f"({len(eps) - len(surprising)} expected)" if expected else ""
+        rows.append((name, len(eps), note, (surprising or eps)[0].replay))
+    notes = max(len(row[2]) for row in rows)
+    for name, count, note, replay in rows:
+        r.line(f"  {name:<{width}}  {count:>3} {note:<{notes}}  replay: {replay}")
+
+
+def _contracts_count(r: _Report, s: Any) -> None:
+    contracts = getattr(s, "contracts", None) or []
+    if contracts:
+        tools = sorted({f["tool"] for f in contracts})
+        r.line()
+        r.line(
+            f"fix in the tool: {len(contracts)} tool-contract finding{'s' * (len(contracts) != 1)} on "
+            f"{', '.join(tools)} (-v or the HTML report shows them)"
+        )
 
 
 def _rate(d: Mapping[str, Any], theta: float, color: bool) -> Text:
@@ -268,15 +372,24 @@ def _surface(r: _Report, s: Any) -> None:
 
 
 def _failing(r: _Report, result: BatteryResult, max_failures: int) -> None:
+    expected = _expected_pairs(result)
     failing = [e for e in result.episodes if not e.passed]
     if not failing:
         return
+    # the unexpected ones first: they are what the verdict rests on
+    failing.sort(key=lambda e: (e.scenario, e.agent) in expected)
+    exp_n = sum((e.scenario, e.agent) in expected for e in failing)
     r.line()
-    r.line(f"failing episodes ({len(failing)}; first {min(len(failing), max_failures)}), fix in the agent:", "bold")
+    r.line(
+        f"failing episodes ({len(failing)}{f', {exp_n} expected by the table' if expected else ''}; first "
+        f"{min(len(failing), max_failures)}), fix in the agent:",
+        "bold",
+    )
     for ep in failing[:max_failures]:
+        tag = "(expected) " if (ep.scenario, ep.agent) in expected else ""
         r.line(
-            f"  {ep.scenario} agent {_label(ep.agent)} rep {ep.repetition} eps {ep.epsilon:g} lam {ep.intensity:g} "
-            f"seed {ep.seed}: {ep.outcome}" + (f" ({ep.error})" if ep.error else "")
+            f"  {tag}{ep.scenario} agent {_label(ep.agent)} rep {ep.repetition} eps {ep.epsilon:g} "
+            f"lam {ep.intensity:g} seed {ep.seed}: {ep.outcome}" + (f" ({ep.error})" if ep.error else "")
         )
         if ep.edits:
             r.line(f"    task: {ep.task!r}  ({'; '.join(ep.edits)})")
@@ -291,8 +404,9 @@ def _counts(by_fault: Mapping[str, int]) -> str:
 
 def _tools(r: _Report, s: Any) -> None:
     """The readiness table (one row per tool) and the tool-contract findings, apart from the agents' failures."""
-    rows = getattr(s, "readiness", None) or []
-    if any(x["survived"] or x["failed"] or x["findings"] for x in rows):
+    # a row with nothing to say (no fault survived or failed, no finding) is left out
+    rows = [x for x in getattr(s, "readiness", None) or [] if x["survived"] or x["failed"] or x["findings"]]
+    if rows:
         multi = len({x.get("agent") for x in rows}) > 1
         r.line()
         r.table(
@@ -356,11 +470,12 @@ def _expectations(r: _Report, exp: Mapping[str, Any]) -> None:
 def _verdict(r: _Report, result: BatteryResult) -> None:
     v = result.verdict
     exp = getattr(v, "expectations", None)
-    if exp:
-        _expectations(r, exp)
+    why = getattr(v, "why", "")
     r.line()
     if v.ok:
-        r.line("verdict: PASS", "bold green" if r.color else "")
+        # "PASS on the absolute rules only: ..." reads as one phrase; any other reason follows a colon
+        sep = " " if why.startswith("on ") else ": "
+        r.line("verdict: PASS" + (sep + why if why else ""), "bold green" if r.color else "")
         return
     r.line("verdict: FAIL", "bold red" if r.color else "")
     shown = 0

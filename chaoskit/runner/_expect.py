@@ -23,7 +23,7 @@ from chaoskit.plan._locate import _line_for, _suggest
 from chaoskit.plan._yaml import load_yaml, read_source
 from chaoskit.runner._results import EpisodeResult, agent_label
 
-__all__ = ["CRITERIA", "Expectation", "Expectations", "judge", "load_expectations"]
+__all__ = ["CRITERIA", "Expectation", "Expectations", "expected_pairs", "judge", "load_expectations"]
 
 #: names in an episode's ``checks`` besides the registered checks: the task's criteria and the runner's own
 CRITERIA = ("outcome", "output_contains", "output_not_contains", "end_state", "trace", "metamorphic_end_state")
@@ -220,13 +220,21 @@ def _outcome(x: Expectation, eps: Sequence[EpisodeResult]) -> dict[str, Any] | N
     return {**base, "actual": "fail", "checks": missed, "detail": detail}
 
 
+def expected_pairs(judged: Mapping[str, Any] | None) -> set[tuple[str, str]]:
+    """The ``(scenario, agent)`` pairs whose failures ``judged`` (``judge``'s answer, or the ``expectations`` of a
+    results file's verdict) expected: reports show those failing episodes as expected, never as reasons."""
+    pairs = (judged or {}).get("expected_fail") or ()
+    return {(str(p[0]), str(p[1])) for p in pairs if isinstance(p, list | tuple) and len(p) == 2}
+
+
 def judge(table: Expectations, episodes: Sequence[EpisodeResult], *, agents_chosen: bool = False) -> dict[str, Any]:
-    """Judge the episodes against ``table``: the entries met, the unexpected outcomes, and the entries that did
-    not run. An unexpected outcome has scenario, agent, expected (pass or fail), actual (pass or fail), checks
-    (those expected to fail that did not), why (the table's reason) and detail (what happened, with a replay
-    command). A (scenario, agent) that ran without an entry is unexpected too: expected None, actual
-    ``missing``. An entry whose scenario did not run (``--tags``, ``--shard``) counts as not run; one whose
-    scenario ran without its agent is unexpected (actual ``not run``), unless ``agents_chosen`` (the run's
+    """Judge the episodes against ``table``: the entries met, the unexpected outcomes, the entries that did not
+    run, and ``expected_fail``, the ``[scenario, agent]`` pairs whose failures the table expected and got (reports
+    show those episodes as expected). An unexpected outcome has scenario, agent, expected (pass or fail), actual
+    (pass or fail), checks (those expected to fail that did not), why (the table's reason) and detail (what
+    happened, with a replay command). A (scenario, agent) that ran without an entry is unexpected too: expected
+    None, actual ``missing``. An entry whose scenario did not run (``--tags``, ``--shard``) counts as not run; one
+    whose scenario ran without its agent is unexpected (actual ``not run``), unless ``agents_chosen`` (the run's
     agents came from ``--agent`` / ``--agents``, not from the battery)."""
     runs: dict[tuple[str, str], list[EpisodeResult]] = {}
     for e in episodes:
@@ -234,6 +242,8 @@ def judge(table: Expectations, episodes: Sequence[EpisodeResult], *, agents_chos
     met, not_run = 0, 0
     unexpected: list[dict[str, Any]] = []
     covered: set[tuple[str, str]] = set()
+    #: (scenario, agent) whose failing episodes the table expected: reports show them as expected, not as reasons
+    expected_fail: set[tuple[str, str]] = set()
     for x in table.entries:
         keys = [k for k in runs if k[0] == x.scenario and x.matches(k[1])]
         if not keys:
@@ -257,6 +267,8 @@ def judge(table: Expectations, episodes: Sequence[EpisodeResult], *, agents_chos
         found = _outcome(x, [e for k in keys for e in runs[k]])
         if found is None:
             met += 1
+            if not x.passes:
+                expected_fail.update(keys)
         else:
             unexpected.append(found)
     for (sc, ref), eps in runs.items():
@@ -273,4 +285,10 @@ def judge(table: Expectations, episodes: Sequence[EpisodeResult], *, agents_chos
                     "detail": f"no entry in {table.source} for this scenario and agent (it ran: {actual})",
                 }
             )
-    return {"file": table.source, "met": met, "unexpected": unexpected, "not_run": not_run}
+    return {
+        "file": table.source,
+        "met": met,
+        "unexpected": unexpected,
+        "not_run": not_run,
+        "expected_fail": [list(k) for k in sorted(expected_fail)],
+    }

@@ -13,7 +13,16 @@ from chaoskit._errors import ChaoskitError
 from chaoskit._version import __version__
 from chaoskit.runner._results import RESULTS_KIND, EpisodeResult, Summary, Verdict, agent_label
 
-__all__ = ["BASELINE_KIND", "baseline_attempts", "cell_key", "check_gate", "load_baseline", "make_baseline", "verdict"]
+__all__ = [
+    "BASELINE_KIND",
+    "baseline_attempts",
+    "cell_key",
+    "check_gate",
+    "explain",
+    "load_baseline",
+    "make_baseline",
+    "verdict",
+]
 
 #: the ``kind`` of a baseline file (``--baseline FILE --update-baseline``)
 BASELINE_KIND = "chaoskit-baseline"
@@ -99,6 +108,34 @@ def verdict(
             v.reasons.append(f"attempt counts rose against the baseline in {len(v.regressions)} scenario cell(s)")
     v.ok = not v.reasons
     return v
+
+
+def explain(v: Verdict, episodes: Sequence[EpisodeResult], config: Mapping[str, Any], mean_score: float) -> str:
+    """One sentence on what the verdict rests on. A PASS that rests on the absolute rules alone says so, with the
+    share of episodes that passed, since a run in which every episode failed is green without a gate on them."""
+    n = len(episodes)
+    failing = sum(not e.passed for e in episodes)
+    if not v.ok:
+        first = v.reasons[0] if v.reasons else "the gate failed"
+        more = len(v.reasons) - 1
+        return first + (f" (and {more} more reason{'s' * (more != 1)})" if more > 0 else "")
+    exp = v.expectations
+    if exp is not None:
+        expected = sum(1 for e in episodes if not e.passed and [e.scenario, e.agent] in exp.get("expected_fail", []))
+        text = f"{exp.get('met', 0)} of {exp.get('met', 0)} expected outcomes met"
+        if failing:
+            text += f"; the {expected} failing episode{'s were' if expected != 1 else ' was'} expected by the table"
+        return text
+    fail_under = config.get("fail_under")
+    if fail_under is not None:
+        return f"mean score {mean_score:.1f} >= --fail-under {float(fail_under):g}, and no absolute rule was broken"
+    if not failing:
+        return f"all {n} episode{'s' * (n != 1)} passed"
+    share = (n - failing) / n * 100 if n else 0.0
+    return (
+        f"on the absolute rules only: {share:.0f} % of episodes passed ({failing} of {n} failed); "
+        "add --fail-under or --expect to gate on them"
+    )
 
 
 def _attempts_of(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

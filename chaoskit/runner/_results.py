@@ -171,6 +171,8 @@ class Verdict:
     regressions: list[str] = field(default_factory=list)
     #: with ``--expect``: the expected-outcome table's judgement (then it alone decides ``ok``)
     expectations: dict[str, Any] | None = None
+    #: one sentence on what the verdict rests on (``runner._gate.explain``), shown beside it in every report
+    why: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict (``expectations`` only when an expected-outcome table was used)."""
@@ -179,6 +181,7 @@ class Verdict:
             "reasons": self.reasons,
             "duplicate_writes": self.duplicate_writes,
             "regressions": self.regressions,
+            "why": self.why,
         }
         if self.expectations is not None:
             out["expectations"] = self.expectations

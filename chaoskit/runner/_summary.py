@@ -12,7 +12,7 @@ from typing import Any
 from chaoskit.grading._contracts import ContractFinding, dedupe
 from chaoskit.runner._breakdowns import breakdowns, matrix
 from chaoskit.runner._expect import Expectations, judge
-from chaoskit.runner._gate import verdict
+from chaoskit.runner._gate import explain, verdict
 from chaoskit.runner._metrics import metrics_summary
 from chaoskit.runner._results import Cell, EpisodeResult, Summary, Verdict, agent_label
 from chaoskit.runner._stats import Rate, pass_hat_k
@@ -135,6 +135,7 @@ def summarize(
         # the table alone decides: an expected failure (a repeated write by a flawed agent) is no reason to fail
         v.reasons = [f"unexpected: {line}" for line in expectations.lines(v.expectations)]
         v.ok = not v.reasons
+    v.why = explain(v, episodes, config, summary.overall["mean_score"])
     return summary, v
 
 
