@@ -53,8 +53,14 @@ RAISABLE = (
     "TimeoutError",
     "ConnectionError",
 )
-#: faults whose real tool does not run: the call's ``returns`` never reaches the agent
-NOT_RUN = ("error", "timeout", "rate_limit", "auth_expired")
+#: the fault types whose call ends in an exception for the agent (``http`` with ``after_write`` too: the write
+#: ran, then the error); the others hand the agent a result, real or altered
+RAISING = ("error", "timeout", "http", "rate_limit", "auth_expired")
+
+
+def fault_raises(fault: Mapping[str, Any]) -> bool:
+    """Whether a call with this fault ends in an exception for the agent."""
+    return fault["type"] in RAISING
 
 
 class CorpusError(ValueError):
@@ -209,7 +215,7 @@ def _load_call(raw: Any, i: int, tools: Mapping[str, Tool], w: _Where, sid: str)
     if unknown:
         raise w.fail("situation", sid, f"{f}.{sorted(unknown)[0]}", "unknown field")
     tool = raw.get("tool")
-    if tool not in tools:
+    if not isinstance(tool, str) or tool not in tools:
         raise w.fail("situation", sid, f"{f}.tool", f"{tool!r} is not one of the situation's tools {sorted(tools)}")
     args = raw.get("args", {})
     if not isinstance(args, Mapping) or not all(isinstance(k, str) and k.isidentifier() for k in args):
@@ -248,7 +254,9 @@ def _load_situation(raw: Any, i: int, domain: str, w: _Where) -> Situation:
     calls = raw.get("calls")
     if not isinstance(calls, list) or not calls:
         raise w.fail("situation", sid, "calls", "expected a non-empty list of calls")
-    return Situation(sid, domain, task, tools, tuple(_load_call(c, j, tools, w, sid) for j, c in enumerate(calls)), str(w.path))
+    return Situation(
+        sid, domain, task, tools, tuple(_load_call(c, j, tools, w, sid) for j, c in enumerate(calls)), str(w.path)
+    )
 
 
 def _load_answer(raw: Any, i: int, sits: Mapping[str, Situation], w: _Where) -> Case:
@@ -257,9 +265,11 @@ def _load_answer(raw: Any, i: int, sits: Mapping[str, Situation], w: _Where) -> 
     aid = _str(raw.get("id"), w, f"answers[{i}]", None, "id")
     unknown = set(raw) - {"id", "situation", "lang", "labels", "note", "text"}
     if unknown:
-        raise w.fail("answer", aid, sorted(unknown)[0], "unknown field; allowed: id, situation, lang, labels, note, text")
+        raise w.fail(
+            "answer", aid, sorted(unknown)[0], "unknown field; allowed: id, situation, lang, labels, note, text"
+        )
     sid = raw.get("situation")
-    if sid not in sits:
+    if not isinstance(sid, str) or sid not in sits:
         raise w.fail("answer", aid, "situation", f"no situation {sid!r} in the corpus")
     if not aid.startswith(f"{sid}/"):
         raise w.fail("answer", aid, "id", f"expected '{sid}/NN' (the situation's id, a slash, a number)")
@@ -268,7 +278,9 @@ def _load_answer(raw: Any, i: int, sits: Mapping[str, Situation], w: _Where) -> 
         raise w.fail("answer", aid, "lang", f"allowed: {', '.join(LANGS)}; got {lang!r}")
     labels = raw.get("labels")
     if not isinstance(labels, list) or any(lab not in LABELS for lab in labels) or len(set(labels)) != len(labels):
-        raise w.fail("answer", aid, "labels", f"expected a list of distinct labels among {', '.join(LABELS)}; got {labels!r}")
+        raise w.fail(
+            "answer", aid, "labels", f"expected a list of distinct labels among {', '.join(LABELS)}; got {labels!r}"
+        )
     note = raw.get("note", "")
     if labels:
         note = _str(note, w, "answer", aid, "note")
@@ -428,7 +440,9 @@ def stats(cases: Sequence[Case]) -> dict[str, Any]:
                     if f.get("retry_after") is not None:
                         modes["http retry_after"] += 1
                 if f["type"] == "garbage":
-                    modes["garbage " + ("stale" if f.get("stale") else "off_by_one" if f.get("off_by_one") else "value")] += 1
+                    modes[
+                        "garbage " + ("stale" if f.get("stale") else "off_by_one" if f.get("off_by_one") else "value")
+                    ] += 1
     by_type: dict[str, Counter[str]] = {}
     for s in sits.values():
         for i, c in enumerate(s.calls):
@@ -458,13 +472,19 @@ def stats(cases: Sequence[Case]) -> dict[str, Any]:
     }
 
 
+def received_of(situation: Situation, *, seed: int = 0) -> list[dict[str, Any]]:
+    """Replay a situation (no grading) and return what the agent received on each call: ``{tool, ok, result}``
+    or ``{tool, ok: False, error}``; what an answer quoting a faulted value must match."""
+    return _run(situation, "(shown)", seed, {})
+
+
 def _print_show(sits: Mapping[str, Situation], sid: str) -> int:
     if sid not in sits:
         print(f"no situation {sid!r}", file=sys.stderr)
         return 2
     s = sits[sid]
     print(f"plan: {json.dumps(plan_for(s).to_dict()['faults'], default=str)}")
-    for call, got in zip(s.calls, _run(s, "(shown)", 0, {}), strict=True):
+    for call, got in zip(s.calls, received_of(s), strict=True):
         shown = got["result"] if got["ok"] else got["error"]
         print(f"{call.tool}({json.dumps(call.args)}) -> {json.dumps(shown, ensure_ascii=False, default=str)}")
     return 0
