@@ -20,6 +20,7 @@ import json
 import re
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -377,19 +378,28 @@ def _tool(decl: Tool, current: list[Call]) -> Any:
     return chaoskit.chaos(name=decl.name, irreversible=decl.irreversible, description=decl.description)(impl)
 
 
+def _wait_before_retry(exc: Exception, call: Call, following: Sequence[Call]) -> None:
+    """Before retrying the same call, wait the Retry-After the error asked for, as a careful agent does (the
+    corpus keeps these waits short; a longer one is capped at a second so that replaying stays fast)."""
+    wait = getattr(exc, "retry_after", None)
+    if wait and following and following[0].tool == call.tool and following[0].args == call.args:
+        time.sleep(min(float(wait), 1.0))
+
+
 def _run(situation: Situation, answer: str, seed: int, attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Run one episode: the scripted agent makes the calls in order and answers ``answer``."""
     current: list[Call] = [situation.calls[0]]
     tools = {name: _tool(decl, current) for name, decl in situation.tools.items()}
     received: list[dict[str, Any]] = []
     with chaoskit.episode(situation.id, plan=plan_for(situation, seed=seed), task=situation.task, **attrs) as ep:
-        for call in situation.calls:
+        for i, call in enumerate(situation.calls):
             current[0] = call
             try:
                 got = tools[call.tool](**call.args)
                 received.append({"tool": call.tool, "ok": True, "result": got})
             except Exception as exc:  # the agent reads the error and goes on, as a tool-calling agent does
                 received.append({"tool": call.tool, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
+                _wait_before_retry(exc, call, situation.calls[i + 1 : i + 2])
         ep.finish(answer)
     return received
 
