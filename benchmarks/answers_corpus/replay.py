@@ -404,26 +404,32 @@ def _run(situation: Situation, answer: str, seed: int, attrs: Mapping[str, Any])
     return received
 
 
-def replay_many(cases: Sequence[Case], *, seed: int = 0, record_results: bool = True) -> list[Replayed]:
-    """Replay ``cases`` into one OTLP-JSON Lines file, read it back and grade each episode with the default
-    checks, as ``chaoskit check FILE`` does (one ``Trace`` per episode)."""
+def replay_many(
+    cases: Sequence[Case], *, seed: int = 0, record_results: bool = True, chunk: int = 150
+) -> list[Replayed]:
+    """Replay ``cases`` into OTLP-JSON Lines files (``chunk`` episodes each, well under the span batcher's
+    queue), read them back and grade each episode alone with the default checks, as ``chaoskit check FILE``
+    does (one ``Trace`` per episode). An episode missing from the export, or missing some of its attempts,
+    raises: it cannot be graded."""
     chaoskit.configure(record_results=record_results)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "corpus.jsonl"
-        writer = telemetry.write_jsonl(out)
-        try:
-            received = [_run(c.situation, c.text, seed, {"answer_id": c.id}) for c in cases]
-        finally:
-            telemetry.remove_processor(writer)  # flushes the batch to the file
-        trace = Trace.load(out)
-    by_answer = {ep.attributes.get("chaoskit.episode.answer_id"): ep for ep in trace.episodes}
-    done = []
-    for c, got in zip(cases, received, strict=True):
-        ep = by_answer.get(c.id)
-        if ep is None:
-            raise RuntimeError(f"answer {c.id}: its episode is missing from the exported trace")
-        one = Trace([ep])
-        done.append(Replayed(c, got, one, list(checks.run_checks(one))))
+    done: list[Replayed] = []
+    for start in range(0, len(cases), chunk):
+        part = cases[start : start + chunk]
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "corpus.jsonl"
+            writer = telemetry.write_jsonl(out)
+            try:
+                received = [_run(c.situation, c.text, seed, {"answer_id": c.id}) for c in part]
+            finally:
+                telemetry.remove_processor(writer)  # flushes the batch to the file
+            trace = Trace.load(out)
+        by_answer = {ep.attributes.get("chaoskit.episode.answer_id"): ep for ep in trace.episodes}
+        for c, got in zip(part, received, strict=True):
+            ep = by_answer.get(c.id)
+            if ep is None or len(ep.attempts) != len(c.situation.calls):
+                raise RuntimeError(f"answer {c.id}: its episode is missing from the exported trace, or incomplete")
+            one = Trace([ep])
+            done.append(Replayed(c, got, one, list(checks.run_checks(one))))
     return done
 
 
