@@ -2,8 +2,8 @@
 
 Exit status: 0 when every check passed (warnings allowed), 1 when the traces were graded and a check failed,
 2 when they could not be graded (unreadable, untrustworthy, nothing to grade, an episode chaos did not reach,
-the backend unreachable) or on a usage error. A trace that cannot be graded is never a pass. The verdicts come from ``checks.run_checks`` and
-``score`` alone.
+the backend unreachable) or on a usage error. A trace that cannot be graded is never a pass. The verdicts come
+from ``checks.run_checks`` and ``score`` alone.
 
 Trace files are graded as they are read, one episode at a time (``Trace.iter_episodes``), in memory bounded by
 the largest episode; a large JSON Lines file is cut into parts graded in parallel processes (``--workers``), and
@@ -28,8 +28,8 @@ from typing import Any, TextIO
 from chaoskit._errors import ChaoskitError
 from chaoskit.cli._check_sources import add_source_options, check_sources, read_sources
 from chaoskit.grading._build import LateSpanError, TraceBuilder
-from chaoskit.grading._evidence import CANNOT_GRADE
 from chaoskit.grading._chunks import read_part, split_jsonl
+from chaoskit.grading._evidence import CANNOT_GRADE
 from chaoskit.grading._model import EpisodeRecord, TraceReadError
 from chaoskit.grading._readers import FORMATS, guarded, nothing_to_grade, read_with_builder
 from chaoskit.grading._result import CheckResult

@@ -26,17 +26,17 @@ from chaoskit.grading._result import CheckResult, names, times, where
 from chaoskit.grading._trace import Trace
 from chaoskit.semconv import EPISODE_TOOL_CALLS, PLAN
 
-__all__ = ["CANNOT_GRADE", "ATTACH_HINT", "evidence_gaps", "planned_selectors", "selector_matches"]
+__all__ = ["ATTACH_HINT", "CANNOT_GRADE", "evidence_gaps", "planned_selectors", "selector_matches"]
 
 #: the name of the result an episode that cannot be graded gets (``CheckResult.name``)
 CANNOT_GRADE = "cannot_grade"
 
 #: how to put chaoskit in front of tools it did not reach
 ATTACH_HINT = (
-    "attach chaoskit to the tools it missed: @chaos on the tool, chaoskit_langchain.chaos_tools or ChaosMiddleware on the "
-    "agent that owns them, chaoskit_langgraph.instrument_graph(...) on the graph that runs them (a subagent's or "
-    "worker's own graph too), or ChaosCallbackHandler in the run's callbacks, which reaches subagents through "
-    "inherited callbacks (see docs/langchain.md)"
+    "attach chaoskit to the tools it missed: @chaos on the tool, chaoskit_langchain.chaos_tools or ChaosMiddleware "
+    "on the agent that owns them, chaoskit_langgraph.instrument_graph(...) on the graph that runs them (a "
+    "subagent's or worker's own graph too), or ChaosCallbackHandler in the run's callbacks, which reaches "
+    "subagents through inherited callbacks (see docs/langchain.md)"
 )
 
 #: the selectors of a plan's text, by the text (episodes of one scenario repeat the same plan)
