@@ -254,7 +254,6 @@ def test_deepagents_subagent_refunding_twice_is_not_green(tmp_path: Path, capsys
     assert sorted(a.tool for a in trace.attempts) == ["lookup_order", "task"]
     message = the_gap(trace)
     assert "issue_refund (2 times)" in message and "ran without chaoskit" in message
-    assert "on the subagent" not in message or "subagent" in message
     assert "subagent" in message and "ChaosCallbackHandler" in message
     assert check_file(tmp_path, doc) == 2
     assert "issue_refund (2 times)" in capsys.readouterr().err
@@ -306,6 +305,13 @@ def test_chaoskit_run_fails_an_episode_chaos_did_not_reach(
     assert unreached["attempts"]["by_tool"] == {"lookup_order": 1}
     gap = next(c for c in unreached["checks"] if c["name"] == CANNOT_GRADE)
     assert gap["passed"] is False and "issue_refund (once)" in gap["message"] and "instrument_graph" in gap["message"]
+
+    # an expected-outcome table cannot count it as an expected failure: it tested nothing
+    table = tmp_path / "expected.yaml"
+    table.write_text("expect:\n  refund-unreached:\n    reached_refund_agent: pass\n    unreached_refund_agent: fail\n")
+    assert main(["run", str(scenario), "--agents", agents, "--expect", str(table), "--json", str(out), "-q"]) == 1
+    (unexpected,) = json.loads(out.read_text())["verdict"]["expectations"]["unexpected"]
+    assert unexpected["agent"].endswith("unreached_refund_agent") and "cannot_grade" in unexpected["detail"]
 
     # the reached agent alone: a green run, as before
     agent = "test_grading_evidence:reached_refund_agent"
