@@ -327,3 +327,31 @@ def test_selector_rule_is_the_plan_layers() -> None:
     for selector in [("issue_refund",), ("*",), ("refund_*",), ("a", "b?"), ("[rs]earch",)]:
         for tool_name in ["issue_refund", "refund_card", "a", "bb", "b", "search", "research", "x"]:
             assert selector_matches(selector, tool_name) == tool_matches(selector, tool_name)
+
+
+def test_a_plan_cut_on_the_root_span_is_read_in_part() -> None:
+    # a plan of 400 faults is cut on the root span to its first ones; a tool named only past the cut is not
+    # known, so "no attempt of any named tool" cannot be decided and must not void a run that reached it
+    faults: list[dict[str, Any]] = [
+        {"type": "latency", "tool": f"tool_{i}", "on_call": 9, "delay_s": 0.0} for i in range(400)
+    ]
+    plan = Plan.from_dict({"faults": [*faults, {"type": "latency", "tool": "search", "on_call": 1, "delay_s": 0.0}]})
+
+    @chaos
+    def search(query: str) -> list[str]:
+        return ["kettle"]
+
+    with telemetry.capture() as cap:
+        with chaoskit.episode("long-plan", plan=plan) as ep:
+            search("k")
+            ep.finish("Found a kettle.")
+    trace = Trace.from_spans(cap.spans)
+    assert "…[+" in trace.episodes[0].attributes["chaoskit.plan"]
+    assert CANNOT_GRADE not in {r.name for r in run_checks(trace)}
+    # what it does read still counts: tool_0, named before the cut, asked for and never attempted
+    with telemetry.capture() as cap:
+        with chaoskit.episode("long-plan", plan=plan) as ep:
+            ep.step(tool_calls=[{"name": "tool_0", "arguments": {}}])
+            search("k")
+            ep.finish("Found a kettle.")
+    assert "tool_0 (once)" in the_gap(Trace.from_spans(cap.spans))

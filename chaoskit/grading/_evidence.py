@@ -39,8 +39,11 @@ ATTACH_HINT = (
     "subagents through inherited callbacks (see docs/langchain.md)"
 )
 
+#: what the engine leaves in place of the items of a list it cut to fit the attribute (``…[+384 items]``)
+_CUT = "…[+"
+
 #: the selectors of a plan's text, by the text (episodes of one scenario repeat the same plan)
-_SELECTORS: dict[str, tuple[tuple[str, ...], int] | None] = {}
+_SELECTORS: dict[str, tuple[tuple[str, ...], int, bool] | None] = {}
 
 
 def selector_matches(selector: tuple[str, ...], tool: str) -> bool:
@@ -63,9 +66,10 @@ def _names(value: Any) -> tuple[str, ...]:
     return ()
 
 
-def planned_selectors(ep: EpisodeRecord) -> tuple[tuple[str, ...], int] | None:
-    """The tool selectors of the episode's plan that name tools (``*`` left out) and the number of its faults;
-    None when the episode has no plan, or its plan text cannot be read (cut at its size cap)."""
+def planned_selectors(ep: EpisodeRecord) -> tuple[tuple[str, ...], int, bool] | None:
+    """The tool selectors of the episode's plan that name tools (``*`` left out), the number of its faults, and
+    whether the plan is whole (a long plan is cut on the root span: its first faults, then ``…[+N items]``);
+    None when the episode has no plan, or its plan text cannot be read."""
     text = ep.attributes.get(PLAN)
     if not isinstance(text, str):
         return None
@@ -75,16 +79,23 @@ def planned_selectors(ep: EpisodeRecord) -> tuple[tuple[str, ...], int] | None:
         data = json.loads(text)
     except ValueError:
         data = None
-    found: tuple[tuple[str, ...], int] | None = None
+    found: tuple[tuple[str, ...], int, bool] | None = None
     faults = data.get("faults") if isinstance(data, Mapping) else None
     if isinstance(faults, list):
         named: list[str] = []
+        whole = True
         for fault in faults:
-            if isinstance(fault, Mapping):
-                # a fault without ``tool`` targets every tool; a cascading failure also names its dependents
-                for key in ("tool", "dependents"):
-                    named.extend(n for n in _names(fault.get(key)) if n != "*")
-        found = (tuple(dict.fromkeys(named)), len(faults))
+            if not isinstance(fault, Mapping):
+                whole = False  # the cut mark in place of the faults left out
+                continue
+            # a fault without ``tool`` targets every tool; a cascading failure also names its dependents
+            for key in ("tool", "dependents"):
+                for n in _names(fault.get(key)):
+                    if n.startswith(_CUT):
+                        whole = False
+                    elif n != "*":
+                        named.append(n)
+        found = (tuple(dict.fromkeys(named)), len(faults), whole)
     if len(_SELECTORS) >= 256:
         _SELECTORS.clear()
     _SELECTORS[text] = found
@@ -108,7 +119,7 @@ def _gap(ep: EpisodeRecord) -> str | None:
     plan = planned_selectors(ep)
     if plan is None or plan[1] == 0:
         return None
-    selectors, _ = plan
+    selectors, _, whole = plan
     attempted = {a.tool for a in ep.attempts}
     reached = any(selector_matches(selectors, t) for t in attempted) if selectors else bool(attempted)
     if reached and EPISODE_TOOL_CALLS not in ep.attributes:
@@ -116,7 +127,7 @@ def _gap(ep: EpisodeRecord) -> str | None:
     asked = _asked(ep)
     targeted = [t for t in asked if t not in attempted and (not selectors or selector_matches(selectors, t))]
     ran = names([f"{t} ({times(asked[t])})" for t in sorted(targeted)])
-    if selectors and not reached:
+    if selectors and not reached and whole:  # a cut plan may name tools that were reached
         why = (
             f"the plan's faults name {names(list(selectors))}, but no attempt of "
             f"{'it' if len(selectors) == 1 else 'any of them'} went through chaoskit"
