@@ -122,6 +122,8 @@ def test_unattached_langgraph_agent_cannot_be_graded(tmp_path: Path, capsys: pyt
     assert check_file(tmp_path, doc, "--json") == 2
     report = json.loads(capsys.readouterr().out)
     assert report["passed"] is False
+    (why,) = report["cannot_grade"]
+    assert why.startswith(f"{tmp_path / 'trace.jsonl'}: episode refund (id ") and "issue_refund" in why
     assert [c["name"] for c in report["episodes"][0]["checks"]] == [CANNOT_GRADE]
     assert report["episodes"][0]["score"]["value"] == 0.0
 
@@ -140,6 +142,8 @@ def test_the_same_agent_instrumented_grades_as_before(tmp_path: Path, capsys: py
     assert CANNOT_GRADE not in {r.name for r in results} and len(results) == 7
     assert check_file(tmp_path, doc) in (0, 1)
     assert "cannot grade" not in capsys.readouterr().err
+    assert check_file(tmp_path, doc, "--json") in (0, 1)
+    assert "cannot_grade" not in json.loads(capsys.readouterr().out)
 
 
 # --- some tools went through chaoskit, the model's steps show others ran without it ----------------------------

@@ -350,7 +350,10 @@ class _Grader:
         """Print the whole report."""
         self.out.seek(0)
         if self.json_mode:
-            stream.write(f'{{\n  "passed": {json.dumps(not self.failed)},\n  "episodes": [')
+            stream.write(f'{{\n  "passed": {json.dumps(not self.failed)},\n')
+            if self.ungradable:  # why the exit status is 2: the episodes chaos did not reach
+                stream.write(f'  "cannot_grade": {json.dumps(self.ungradable, ensure_ascii=False)},\n')
+            stream.write('  "episodes": [')
             if self.n:
                 self.out.read(2)  # the first episode's separator
                 stream.write("\n")
