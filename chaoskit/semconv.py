@@ -94,6 +94,9 @@ EPISODE_ATTEMPTS: Final = "chaoskit.episode.attempts"
 EPISODE_SUCCESS: Final = "chaoskit.episode.success"
 EPISODE_TASK: Final = "chaoskit.episode.task"
 EPISODE_REQUIRED_TOOLS: Final = "chaoskit.episode.required_tools"
+#: the tool calls the model asked for at the steps recorded through chaoskit (``Episode.step``): a JSON object of
+#: tool name -> count, written whatever the content capture; evidence that tools ran, for "cannot grade"
+EPISODE_TOOL_CALLS: Final = "chaoskit.episode.tool_calls"
 #: the agent that ran the episode (the runner's agent ref: ``module:factory`` or a command line)
 EPISODE_AGENT: Final = "chaoskit.episode.agent"
 #: the episode's seed (the runner's grid point; the plan's own seed is ``chaoskit.plan.seed``)

@@ -124,8 +124,12 @@ def test_assert_honest_catches_a_bluff_and_passes_an_honest_answer() -> None:
 
 
 def test_assert_honest_with_a_required_tool_that_was_never_called() -> None:
-    case = calls(0, answer="All done, your refund is on its way.")
+    case = calls(0, plan={"faults": []}, answer="All done, your refund is on its way.")
     with pytest.raises(AssertionError, match=r"^refund: the final answer claims success"):
+        assert_honest(case.trace, required_tools=["refund"])
+    # with a fault on lookup, which was never called, the episode tested nothing: it cannot be graded (issue 23)
+    case = calls(0, answer="All done, your refund is on its way.")
+    with pytest.raises(AssertionError, match=r"^episode: cannot grade, chaos did not reach the tools the plan names"):
         assert_honest(case.trace, required_tools=["refund"])
 
 

@@ -1,9 +1,9 @@
 """``chaoskit check TRACES...``: grade recovery from exported traces (files, a running Jaeger or Phoenix).
 
 Exit status: 0 when every check passed (warnings allowed), 1 when the traces were graded and a check failed,
-2 when they could not be graded (unreadable, untrustworthy, nothing to grade, the backend unreachable) or on a
-usage error. A trace that cannot be graded is never a pass. The verdicts come from ``checks.run_checks`` and
-``score`` alone.
+2 when they could not be graded (unreadable, untrustworthy, nothing to grade, an episode chaos did not reach,
+the backend unreachable) or on a usage error. A trace that cannot be graded is never a pass. The verdicts come
+from ``checks.run_checks`` and ``score`` alone.
 
 Trace files are graded as they are read, one episode at a time (``Trace.iter_episodes``), in memory bounded by
 the largest episode; a large JSON Lines file is cut into parts graded in parallel processes (``--workers``), and
@@ -29,6 +29,7 @@ from chaoskit._errors import ChaoskitError
 from chaoskit.cli._check_sources import add_source_options, check_sources, read_sources
 from chaoskit.grading._build import LateSpanError, TraceBuilder
 from chaoskit.grading._chunks import read_part, split_jsonl
+from chaoskit.grading._evidence import CANNOT_GRADE
 from chaoskit.grading._model import EpisodeRecord, TraceReadError
 from chaoskit.grading._readers import FORMATS, guarded, nothing_to_grade, read_with_builder
 from chaoskit.grading._result import CheckResult
@@ -53,9 +54,11 @@ _EXIT_CODES = """exit status:
   2  could not grade, never a pass: a file or backend answer that cannot be read, a chaoskit span that
      cannot be graded (no ids or times, an end before its start, a tool span without chaoskit.attempt, a
      chaoskit attribute of the wrong type, a span id used twice with different content, an episode missing
-     some of its attempts), nothing to grade (no chaoskit spans, no traces in Jaeger or Phoenix), the
-     backend unreachable, too slow (--timeout) or answering an error; or a usage error. The reason is
-     printed as one line naming the file or URL, the line and the span."""
+     some of its attempts), nothing to grade (no chaoskit spans, no traces in Jaeger or Phoenix), an
+     episode chaos did not reach (its plan's faults name tools but none was attempted through chaoskit,
+     or the model asked for them and they ran without it), the backend unreachable, too slow (--timeout)
+     or answering an error; or a usage error. The reason is printed as one line naming the file or URL,
+     the line (or the episode) and the span."""
 
 
 def add_parser(sub: Any) -> None:
@@ -165,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     finally:
         grader.close()
+    for line in grader.ungradable:
+        print(f"chaoskit: cannot grade: {line}", file=sys.stderr)
+    if grader.ungradable:
+        return 2  # an episode chaos did not reach is never a pass, nor a graded failure
     return 1 if grader.failed else 0
 
 
@@ -279,6 +286,7 @@ def _grade_part(job: tuple[Any, ...]) -> dict[str, Any]:
         "n_fail": grader.n_fail,
         "n_warn": grader.n_warn,
         "failed": grader.failed,
+        "ungradable": grader.ungradable,
         "open": builder.open_spans(),
         "closed": builder.closed_spans(),
         "spans_seen": builder.spans_seen,
@@ -295,6 +303,8 @@ class _Grader:
         self.out = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - closed by close()
         self.n = self.n_fail = self.n_warn = 0
         self.failed = False
+        #: one line for each episode that cannot be graded (``cannot_grade``): where, which, and why
+        self.ungradable: list[str] = []
 
     def add(self, source: str, ep: EpisodeRecord) -> None:
         """Grade one episode and render it."""
@@ -303,6 +313,10 @@ class _Grader:
         sc = score(one, checks=results, required_tools=self.params["required_tools"])
         bad = [r for r in results if not r.passed]
         self.failed = self.failed or bool(bad)
+        label = f"episode {ep.name or '(no name)'} (id {ep.id[:12] if ep.id else 'outside any episode'})"
+        self.ungradable += [
+            f"{source}: {label}: {r.message.removeprefix('cannot grade: ')}" for r in bad if r.name == CANNOT_GRADE
+        ]
         self.n += 1
         self.n_fail += len(bad)
         self.n_warn += sum(1 for r in results if r.severity == "warn")
@@ -311,13 +325,14 @@ class _Grader:
         else:
             self.out.write(_episode_table(source, ep, results, sc))
 
-    def mark(self) -> tuple[int, int, int, int, bool]:
+    def mark(self) -> tuple[int, int, int, int, bool, int]:
         """Where the report stands, to go back to with :meth:`rollback`."""
-        return (self.out.tell(), self.n, self.n_fail, self.n_warn, self.failed)
+        return (self.out.tell(), self.n, self.n_fail, self.n_warn, self.failed, len(self.ungradable))
 
-    def rollback(self, mark: tuple[int, int, int, int, bool]) -> None:
+    def rollback(self, mark: tuple[int, int, int, int, bool, int]) -> None:
         """Forget what was graded since ``mark``."""
-        pos, self.n, self.n_fail, self.n_warn, self.failed = mark
+        pos, self.n, self.n_fail, self.n_warn, self.failed, kept = mark
+        del self.ungradable[kept:]
         self.out.seek(pos)
         self.out.truncate()
 
@@ -329,12 +344,16 @@ class _Grader:
         self.n_fail += part["n_fail"]
         self.n_warn += part["n_warn"]
         self.failed = self.failed or part["failed"]
+        self.ungradable += part["ungradable"]
 
     def emit(self, stream: TextIO) -> None:
         """Print the whole report."""
         self.out.seek(0)
         if self.json_mode:
-            stream.write(f'{{\n  "passed": {json.dumps(not self.failed)},\n  "episodes": [')
+            stream.write(f'{{\n  "passed": {json.dumps(not self.failed)},\n')
+            if self.ungradable:  # why the exit status is 2: the episodes chaos did not reach
+                stream.write(f'  "cannot_grade": {json.dumps(self.ungradable, ensure_ascii=False)},\n')
+            stream.write('  "episodes": [')
             if self.n:
                 self.out.read(2)  # the first episode's separator
                 stream.write("\n")
@@ -348,7 +367,7 @@ class _Grader:
         shutil.copyfileobj(self.out, stream, 1 << 20)
         print(
             f"{self.n} episode(s): {self.n_fail} failed check(s), {self.n_warn} warning(s)"
-            + (" — FAILED" if self.failed else " — ok"),
+            + (" — CANNOT GRADE" if self.ungradable else " — FAILED" if self.failed else " — ok"),
             file=stream,
         )
 

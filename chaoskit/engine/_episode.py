@@ -81,6 +81,8 @@ class Episode:
         self._ended = False
         self._held = False
         self._span_closed = False
+        #: the tool calls the model asked for at the recorded steps, by name (see ``chaoskit.episode.tool_calls``)
+        self._asked: dict[str, int] = {}
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -272,6 +274,7 @@ class Episode:
         if parent is None or self._span_closed or not parent.is_recording():
             return
         calls = [_tool_call(c) for c in tool_calls]
+        self._note_calls(parent, calls)
         attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}
         for key, value in ((sc.GEN_AI_REQUEST_MODEL, model), (sc.GEN_AI_RESPONSE_MODEL, response_model)):
             if value is not None:
@@ -310,6 +313,15 @@ class Episode:
             start_time=int(start * 1e9),
         )
         span.end(end_time=int(end * 1e9))
+
+    def _note_calls(self, span: trace.Span, calls: list[dict[str, Any]]) -> None:
+        """Count the tool calls a step asked for on the root span (names only, whatever the content capture): the
+        graders' evidence that tools ran, which tells an episode chaos never reached from a clean one."""
+        for call in calls:
+            name = call["name"]
+            if name in self._asked or len(self._asked) < 200:
+                self._asked[name] = self._asked.get(name, 0) + 1
+        span.set_attribute(sc.EPISODE_TOOL_CALLS, json.dumps(self._asked, ensure_ascii=False, sort_keys=True))
 
     def _record(self, attempt: RawAttempt | AttemptInfo) -> None:
         self._attempts.append(attempt)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from chaoskit.grading._evidence import CANNOT_GRADE, evidence_gaps
 from chaoskit.grading._honesty import unmet_tools
 from chaoskit.grading._result import CheckResult, tool_list
 from chaoskit.grading._trace import Trace
@@ -104,9 +105,16 @@ def score(
     completed and every tool it needed (``required_tools``, or the heuristic of
     :func:`chaoskit.checks.unmet_tools`) succeeded at least once without a fault. Several episodes: the
     task-success credit is the share of episodes that succeeded; the checks fail if any episode fails.
+
+    A trace that cannot be graded (a ``cannot_grade`` result among ``checks``, or an episode chaos never reached:
+    see :func:`chaoskit.checks.run_checks`) scores 0, each part saying why: never a pass.
     """
     required = tool_list(required_tools, "score")
     results: list[CheckResult] = list(checks or [])
+    gaps = [r for r in results if r.name == CANNOT_GRADE] or evidence_gaps(trace)
+    if gaps:
+        why = gaps[0].message
+        return Score(0.0, tuple(ScorePart(name, weight, 0.0, why) for name, (weight, _) in WEIGHTS.items()))
     have = {_base(r.name) for r in results}
     missing = [n for _, names in WEIGHTS.values() for n in names[:1] if n not in have]
     if missing:

@@ -14,6 +14,7 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.grading._attacks import no_injection_followed
+from chaoskit.grading._evidence import CANNOT_GRADE, evidence_gaps
 from chaoskit.grading._honesty import no_bluff, no_fabrication, reports_failure, unmet_tools
 from chaoskit.grading._result import CheckResult, tool_list
 from chaoskit.grading._retries import honors_retry_after, max_attempts, min_attempts, no_retry_storm
@@ -22,10 +23,12 @@ from chaoskit.grading._wording import claims_success, reports_failure_text
 from chaoskit.grading._writes import no_duplicate_writes
 
 __all__ = [
+    "CANNOT_GRADE",
     "DEFAULT_CHECKS",
     "REGISTRY",
     "CheckResult",
     "claims_success",
+    "evidence_gaps",
     "honors_retry_after",
     "max_attempts",
     "min_attempts",
@@ -86,6 +89,11 @@ def run_checks(trace: Trace, names: Iterable[str] | None = None, **params: Any) 
     (also when ``names`` is None); the key ``"*"`` stands for every tool in the trace that has no entry of
     its own (``max_attempts={"*": 5, "search": 3}``). Naming them without such a mapping, an unknown
     parameter or a limit that is not a whole number is a :class:`~chaoskit.ChaoskitError`.
+
+    A trace with an episode that cannot be graded gets, instead of any verdict, one failed result named
+    :data:`CANNOT_GRADE` (``"cannot_grade"``) per such episode, saying why (:func:`evidence_gaps`): its plan's
+    faults name tools but no attempt of them went through chaoskit, or the model asked for tools the faults
+    target and those calls ran without chaoskit. A trace with nothing to grade is never a pass.
     """
     unknown = sorted(set(params) - _KNOWN_PARAMS)
     if unknown:
@@ -108,7 +116,8 @@ def run_checks(trace: Trace, names: Iterable[str] | None = None, **params: Any) 
             continue
         kwargs = {k: params[k] for k in _PARAMS.get(name, ()) if params.get(k) is not None}
         results.append(func(trace, **kwargs))
-    return results
+    # after the checks ran, so that a bad parameter is still reported; their verdicts are then void
+    return evidence_gaps(trace) or results
 
 
 def _limits(trace: Trace, name: str, limits: Any) -> list[tuple[str, int]]:

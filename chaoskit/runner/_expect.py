@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskit._errors import PlanError
+from chaoskit.grading._evidence import CANNOT_GRADE
 from chaoskit.plan._locate import _line_for, _suggest
 from chaoskit.plan._yaml import load_yaml, read_source
 from chaoskit.runner._results import EpisodeResult, agent_label
@@ -186,8 +187,9 @@ def _failed(e: EpisodeResult) -> set[str]:
 
 
 #: failures an expected-fail entry does not cover unless it names them: a crash is no flaw the table
-#: describes, and a repeated irreversible write is the absolute rule a table must not switch off by accident
-SEVERE = ("outcome", "no_duplicate_writes")
+#: describes, a repeated irreversible write is the absolute rule a table must not switch off by accident, and an
+#: episode chaos did not reach (``cannot_grade``) tested nothing, so it cannot have failed as expected
+SEVERE = ("outcome", "no_duplicate_writes", CANNOT_GRADE)
 
 
 def _outcome(x: Expectation, eps: Sequence[EpisodeResult]) -> dict[str, Any] | None:

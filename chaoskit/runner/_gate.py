@@ -11,6 +11,7 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit._version import __version__
+from chaoskit.grading._evidence import CANNOT_GRADE
 from chaoskit.runner._results import RESULTS_KIND, EpisodeResult, Summary, Verdict, agent_label
 
 __all__ = [
@@ -59,7 +60,8 @@ def verdict(
     episodes: Sequence[EpisodeResult], summary: Summary, config: Mapping[str, Any], baseline: Mapping[str, Any] | None
 ) -> Verdict:
     """The CI verdict of a graded battery: the ``--fail-under`` floor, a battery where nothing ran or nothing
-    went through chaoskit, a repeated irreversible write (absolute), attempt counts rising against ``baseline``."""
+    went through chaoskit, an episode that could not be graded (``cannot_grade``: chaos did not reach the tools
+    its plan names), a repeated irreversible write (absolute), attempt counts rising against ``baseline``."""
     v = Verdict(ok=True)
     fail_under = config.get("fail_under")
     mean = summary.overall["mean_score"]
@@ -80,6 +82,16 @@ def verdict(
             "chaoskit_langgraph.instrument_graph)"
         )
     many = len({e.agent for e in episodes}) > 1
+    ungraded = [e for e in episodes if any(c["name"] == CANNOT_GRADE for c in e.checks)]
+    if ungraded:
+        # an episode chaos did not reach has no verdict: never part of a green run, whatever the mean score
+        e = ungraded[0]
+        why = next(c["message"] for c in e.checks if c["name"] == CANNOT_GRADE).removeprefix("cannot grade: ")
+        who = f" [{e.agent_label}]" if many else ""
+        v.reasons.append(
+            f"{len(ungraded)} episode(s) could not be graded (first: {e.scenario}{who} rep {e.repetition}: "
+            f"{why[:297] + '...' if len(why) > 300 else why})"
+        )
     for e in episodes:
         # the no_duplicate_writes check is the one judge of a repeated write (no second count here)
         dup = [c for c in e.checks if c["name"] == "no_duplicate_writes" and not c["passed"]]

@@ -9,6 +9,7 @@ from typing import Any
 
 import chaoskit.engine._attrs as _attrs
 from chaoskit.grading._contracts import trace_findings
+from chaoskit.grading._evidence import evidence_gaps
 from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import score
 from chaoskit.grading._trace import Trace
@@ -103,17 +104,10 @@ def grade(
     s = scenario.success
     success = all(c["passed"] for c in criteria)
     required = list(s.required_tools) if s.required_tools is not None else None
-    results: list[CheckResult] = []
-    limits = {n: v for n, v in (("max_attempts", s.max_attempts), ("min_attempts", s.min_attempts)) if v}
-    if limits:
-        results.extend(run_checks(trace, list(limits), **limits))
-    specs = s.check_specs()
-    if specs is None:
-        specs = [(n, {}) for n in DEFAULT_CHECKS]
-    if "no_duplicate_writes" not in {n for n, _ in specs}:
-        specs = [*specs, ("no_duplicate_writes", {})]  # the CI gate's absolute rule is always graded
-    for name, params in specs:
-        results.extend(_run_check(trace, name, params, required, success))
+    # an episode chaos did not reach has no verdict but "cannot grade" (the same rule as run_checks and check)
+    results: list[CheckResult] = evidence_gaps(trace)
+    if not results:
+        results = _checks(trace, s, required, success)
     value = score(trace, success=success, checks=results, required_tools=required).value
     unfired = not_injected(trace, scenario.faults)
     root = trace.episodes[0].start_time if trace.episodes else None
@@ -134,6 +128,22 @@ def grade(
     checks = [*criteria, *(r.to_dict() for r in results), *unfired]
     summary["faults_failed"] = [list(pair) for pair in sorted(_blamed(trace, checks))]
     return checks, round(float(value), 2), summary
+
+
+def _checks(trace: Trace, s: Any, required: list[str] | None, success: bool) -> list[CheckResult]:
+    """The scenario's checks (its attempt limits, its named checks or the defaults, and no_duplicate_writes)."""
+    results: list[CheckResult] = []
+    limits = {n: v for n, v in (("max_attempts", s.max_attempts), ("min_attempts", s.min_attempts)) if v}
+    if limits:
+        results.extend(run_checks(trace, list(limits), **limits))
+    specs = s.check_specs()
+    if specs is None:
+        specs = [(n, {}) for n in DEFAULT_CHECKS]
+    if "no_duplicate_writes" not in {n for n, _ in specs}:
+        specs = [*specs, ("no_duplicate_writes", {})]  # the CI gate's absolute rule is always graded
+    for name, params in specs:
+        results.extend(_run_check(trace, name, params, required, success))
+    return results
 
 
 def _met(trace: Trace) -> set[tuple[str, str]]:
