@@ -29,6 +29,7 @@ __all__ = [
     "model_arg_keys",
     "own_run_methods",
     "retype",
+    "sync_run",
 ]
 
 
@@ -103,6 +104,12 @@ def own_run_methods(cls: type[BaseTool]) -> tuple[Callable[..., Any] | None, Cal
     run = cls._run if cls._run is not BaseTool._run else None
     arun = cls._arun if cls._arun is not BaseTool._arun else None
     return run, arun
+
+
+def sync_run(cls: type[BaseTool]) -> Callable[..., Any]:
+    """The ``_run`` of a LangChain tool class (``StructuredTool._run`` raises NotImplementedError for a tool
+    that has only a coroutine)."""
+    return cls._run
 
 
 def model_arg_keys(tool: BaseTool) -> frozenset[str] | None:
