@@ -16,6 +16,7 @@ from chaoskit_langchain import ChaosCallbackHandler, ChaosMiddleware, chaos_tool
 from chaoskit_langgraph import ChaosToolNode, instrument_graph
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
+from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 import chaoskit
@@ -194,6 +195,26 @@ def test_the_differences_these_tests_catch_are_real() -> None:
         assert without_chaoskit(handler, "ConnectionResetError", False).outcome.startswith("raised Connection")
         assert without_chaoskit(handler, "ConnectionResetError", False, wrapper=True).outcome == "completed"
         assert without_chaoskit(handler, "ValueError", False).outcome == "completed"
+
+
+def test_a_tool_error_caught_above_the_tool_node_is_no_crash() -> None:
+    run = Run()
+    lookup = _lookup(run.runs, ERRORS["ConnectionResetError"])
+    inner = instrument_graph(tool_graph(ScriptedChatModel(policy=retry_once), ToolNode([lookup])), QUIET)
+
+    def guarded(state: MessagesState) -> dict[str, Any]:
+        try:
+            return inner.invoke(state)  # type: ignore[no-any-return]
+        except ConnectionResetError:
+            return {"messages": [AIMessage("sorry, the order lookup is down")]}
+
+    outer = StateGraph(MessagesState)
+    outer.add_node("guarded", guarded)
+    outer.add_edge(START, "guarded")
+    with chaoskit.episode("caught", plan=QUIET) as ep:
+        out = outer.compile().invoke({"messages": [HumanMessage("where is my order?")]})
+    assert out["messages"][-1].text == "sorry, the order lookup is down"
+    assert ep.outcome == "completed"  # the ToolNode re-raised, but the run went on: no crash
 
 
 # -- an injected error is handled as the user's handler handles the same real error ---------------------------
