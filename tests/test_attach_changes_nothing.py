@@ -197,6 +197,19 @@ def test_the_differences_these_tests_catch_are_real() -> None:
         assert without_chaoskit(handler, "ValueError", False).outcome == "completed"
 
 
+def test_uninstrument_gives_the_node_its_own_handle_tool_errors_back() -> None:
+    import chaoskit_langgraph._compat as lg_compat
+    from chaoskit_langgraph import find_tool_nodes, uninstrument_graph
+
+    own = (ValueError,)
+    graph = tool_graph(ScriptedChatModel(policy=retry_once), ToolNode([_lookup([], None)], handle_tool_errors=own))
+    (node,) = find_tool_nodes(graph)
+    instrument_graph(graph, QUIET)
+    assert lg_compat.error_policy(node) is not own  # the equivalent policy, while instrumented
+    uninstrument_graph(graph)
+    assert lg_compat.error_policy(node) is own and lg_compat.interceptors(node) == (None, None)
+
+
 def test_a_tool_error_caught_above_the_tool_node_is_no_crash() -> None:
     run = Run()
     lookup = _lookup(run.runs, ERRORS["ConnectionResetError"])
