@@ -7,6 +7,7 @@ import importlib.metadata
 import subprocess
 import sys
 import textwrap
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,9 +57,17 @@ def test_the_installed_release_is_in_the_supported_range(integration: str, suppo
 
 
 def test_the_ranges_are_the_ones_documented() -> None:
-    # the range the docs and pyproject promise; change them together
-    assert [str(s) for s in lc_compat.SUPPORTED] == ["langchain-core>=1.0,<2", "langchain>=1.0,<2"]
-    assert [str(s) for s in lg_compat.SUPPORTED] == ["langgraph>=1.0,<2", "langgraph-prebuilt>=1.0,<2"]
+    # the range the docs and pyproject promise; change them together (tests/test_lowest_versions.py runs the
+    # integration tests at the minimums)
+    assert [str(s) for s in lc_compat.SUPPORTED] == ["langchain-core>=1.6,<2", "langchain>=1.4,<2"]
+    assert [str(s) for s in lg_compat.SUPPORTED] == ["langgraph>=1.2.11,<2", "langgraph-prebuilt>=1.1,<2"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    for extra, module in (("langchain", lc_compat), ("langgraph", lc_compat), ("langgraph", lg_compat)):
+        for each in module.SUPPORTED:
+            wanted = f"{each.distribution}>={'.'.join(map(str, each.minimum))},<{'.'.join(map(str, each.below))}"
+            assert wanted in extras[extra], (extra, wanted, extras[extra])
+    docs = (ROOT / "docs" / "langchain.md").read_text(encoding="utf-8")
+    assert all(f"`{s}`" in docs for s in (*lc_compat.SUPPORTED, *lg_compat.SUPPORTED))
 
 
 def _check(version: str | None) -> None:
@@ -69,23 +78,23 @@ def test_too_old_a_release_is_refused_with_the_range_and_the_fix() -> None:
     with pytest.raises(ImportError) as info:
         _check("0.3.79")
     message = str(info.value)
-    assert "chaoskit_langchain needs langchain-core>=1.0,<2" in message
+    assert "chaoskit_langchain needs langchain-core>=1.6,<2" in message
     assert "langchain-core 0.3.79 is installed" in message
     assert "pip install 'chaoskit[langchain]'" in message
 
 
 def test_a_missing_distribution_is_refused_with_the_fix() -> None:
-    with pytest.raises(ImportError, match=r"needs langchain-core>=1\.0,<2, which is not installed: pip install"):
+    with pytest.raises(ImportError, match=r"needs langchain-core>=1\.6,<2, which is not installed: pip install"):
         _check(None)
 
 
 @pytest.mark.parametrize("version", ["2.0.0", "2.0.0a1", "3.1"])
 def test_a_newer_major_release_only_warns(version: str) -> None:
-    with pytest.warns(ChaosWarning, match=rf"tested with langchain-core>=1\.0,<2; langchain-core {version} is"):
+    with pytest.warns(ChaosWarning, match=rf"tested with langchain-core>=1\.6,<2; langchain-core {version} is"):
         _check(version)
 
 
-@pytest.mark.parametrize("version", ["1.0", "1.0.0rc1", "1.8.3", "1.99.0.post1"])
+@pytest.mark.parametrize("version", ["1.6", "1.6.0rc1", "1.8.3", "1.99.0.post1"])
 def test_a_release_in_range_passes_silently(version: str) -> None:
     import warnings
 
@@ -124,7 +133,7 @@ def _import_with(module: str, **versions: str) -> subprocess.CompletedProcess[st
 
 def test_importing_with_too_old_a_release_fails_before_using_it() -> None:
     proc = _import_with("chaoskit_langchain", **{"langchain-core": "0.3.79"})
-    assert "ImportError: chaoskit_langchain needs langchain-core>=1.0,<2; langchain-core 0.3.79" in proc.stdout, (
+    assert "ImportError: chaoskit_langchain needs langchain-core>=1.6,<2; langchain-core 0.3.79" in proc.stdout, (
         proc.stdout + proc.stderr
     )
 
@@ -132,7 +141,24 @@ def test_importing_with_too_old_a_release_fails_before_using_it() -> None:
 def test_importing_with_a_newer_major_release_warns() -> None:
     proc = _import_with("chaoskit_langgraph", **{"langgraph-prebuilt": "2.0.0"})
     assert "imported" in proc.stdout, proc.stdout + proc.stderr
-    assert "ChaosWarning: chaoskit_langgraph is tested with langgraph-prebuilt>=1.0,<2" in proc.stderr, proc.stderr
+    assert "ChaosWarning: chaoskit_langgraph is tested with langgraph-prebuilt>=1.1,<2" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("distribution", "version", "message"),
+    [
+        # langchain 1.0.2 has no ToolCallRequest: a raw ImportError from the middleware's import before
+        ("langchain", "1.0.2", "chaoskit_langchain needs langchain>=1.4,<2; langchain 1.0.2 is installed"),
+        # langchain 1.3 has ToolCallRequest but not the README's ToolErrorMiddleware
+        ("langchain", "1.3.18", "chaoskit_langchain needs langchain>=1.4,<2; langchain 1.3.18 is installed"),
+        ("langgraph", "1.2.10", "chaoskit_langgraph needs langgraph>=1.2.11,<2; langgraph 1.2.10 is installed"),
+    ],
+)
+def test_importing_chaoskit_langgraph_below_the_range_gives_the_documented_message(
+    distribution: str, version: str, message: str
+) -> None:
+    proc = _import_with("chaoskit_langgraph", **{distribution: version})
+    assert f"ImportError: {message}" in proc.stdout, proc.stdout + proc.stderr
 
 
 # --- the internals the compat modules reach, at the installed release ------------------------------------------
@@ -179,7 +205,7 @@ def test_a_toolnode_without_the_internals_is_refused_clearly() -> None:
     object.__delattr__(node, "_awrap_tool_call")
     with pytest.raises(
         RuntimeError,
-        match=r"supports langgraph-prebuilt>=1\.0,<2: this ToolNode has no "
+        match=r"supports langgraph-prebuilt>=1\.1,<2: this ToolNode has no "
         r"_awrap_tool_call",
     ):
         lg_compat.interceptors(node)

@@ -10,12 +10,14 @@ from typing import Annotated, Any
 import pytest
 from _lc_helpers import ORDER, RAISING, Recorder
 from chaoskit_langchain import chaos_tool, chaos_tools, is_chaos_tool, unwrap_tool
+from chaoskit_langchain._common import tool_spec
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 
 import chaoskit
 from chaoskit import Plan, ToolHTTPError, chaos
+from chaoskit.adapters import spec_of
 from chaoskit.testing import attempt_attributes, capture_spans
 
 
@@ -323,7 +325,10 @@ def test_chaos_under_tool(use_async: bool) -> None:
 
     assert refund.description == "Refund an order."
     assert refund.args == {"order_id": {"title": "Order Id", "type": "string"}}
-    assert chaos_tool(refund) is refund  # already one attempt per call: no second layer
+    # already one attempt per call: chaos_tool makes it one chaos tool (for the tool call id), not two layers
+    again = chaos_tool(refund)
+    assert is_chaos_tool(again) and spec_of(again.coroutine if use_async else again.func) is None
+    assert tool_spec(again).irreversible  # type: ignore[union-attr]
     plan = Plan(faults=[{"type": "rate_limit", "tool": "refund", "on_call": 1}])
     rec = Recorder()
     with capture_spans() as cap, chaoskit.episode("under", plan=plan):
@@ -398,4 +403,6 @@ def test_rewrapping_a_chaos_tool_with_other_options_is_refused_not_ignored() -> 
         """Charge the card of an order."""
         return f"charged {order_id}"
 
-    assert chaos_tool(charge_card, irreversible=True) is charge_card
+    # @chaos under @tool: one chaos tool with the function's options (one attempt per call, with the call id)
+    again = chaos_tool(charge_card, irreversible=True)
+    assert is_chaos_tool(again) and tool_spec(again).irreversible  # type: ignore[union-attr]

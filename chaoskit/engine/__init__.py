@@ -7,14 +7,15 @@ LangChain and LangGraph integrations, a third party's) uses, and all it needs. D
 where start and end run in different frames (callback handlers), report the halves yourself with
 :meth:`Attempt.transform`, :meth:`Attempt.succeed`, :meth:`Attempt.fail` and :meth:`Attempt.skip`.
 
-:func:`injected_fault` tells an exception the engine injected (and which fault) from the tool's own.
+:func:`injected_fault` tells an exception the engine injected (and which fault) from the tool's own;
+:func:`explain_crash` tells the episode why an exception would end the agent's run, should it end it.
 
 Importing the engine installs its plan runtime (``plan.activate()`` / ``plan.reset()``).
 """
 
 from chaoskit.engine._attempt import Attempt, begin, call_async, call_sync
 from chaoskit.engine._config import as_plan
-from chaoskit.engine._effects import injected_fault
+from chaoskit.engine._effects import crash_reason, explain_crash, injected_fault
 from chaoskit.engine._info import AttemptInfo
 from chaoskit.engine._runtime import reset
 from chaoskit.engine._spec import RETURNED_ERROR, ErrorResult, ToolSpec, default_refusal, refusal_check
@@ -29,7 +30,9 @@ __all__ = [
     "begin",
     "call_async",
     "call_sync",
+    "crash_reason",
     "default_refusal",
+    "explain_crash",
     "injected_fault",
     "refusal_check",
     "reset",

@@ -44,7 +44,7 @@ from chaoskit.engine._plain import (
 )
 from chaoskit.engine._spanattrs import fault_attributes, fault_event, fault_summary
 from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
-from chaoskit.engine._steps import Args, Decided, decide, idempotency_key, lean_end, record
+from chaoskit.engine._steps import Args, Decided, decide, idempotency_key, keeps, lean_end, record, suspended
 from chaoskit.plan._faults import _UNSET, _FaultBase
 
 log = logging.getLogger("chaoskit")
@@ -95,7 +95,7 @@ class Attempt:
         self.hash: str | None = None
         tracing = _config.CONFIG.trace
         if _decided is None:
-            _decided = decide(spec, args, cannot_inject, tracing)
+            _decided = decide(spec, args, cannot_inject, tracing, call_id)
         self.scope, self.episode, resolved, self.n, decision, self._history = _decided
         self.args = resolved
         fault = self.fault = decision[1] if decision else None
@@ -181,9 +181,14 @@ class Attempt:
             if self.fault is not None and self.fault.type != "latency":
                 self.skip(f"the tool returned an error instead of a result ({_attrs.cap(refused, 120)})")
             return result
-        if self._history:
-            self.scope.remember_result(self.spec.name, result)
         fault = self.fault
+        if self.spec.opaque_result is not None and not keeps(self.spec, result):
+            # a handoff or a state update, not data: a data fault would break it; an error fault still applies
+            if fault is not None and fault.type in _effects.DATA:
+                self.skip(self.spec.opaque_result(result) or "the result is no data")
+                return result
+        elif self._history:
+            self.scope.remember_result(self.spec.name, result)
         if fault is None or fault.type == "latency":
             return result
         if _effects.raises_after(fault):
@@ -231,6 +236,9 @@ class Attempt:
         if self._done:
             return
         self._done = True
+        if suspended(self.spec, exc, self.scope, self.n, self.call_id):
+            self._suspend()
+            return
         outcome = sc.OUTCOME_ERROR if isinstance(exc, Exception) else sc.OUTCOME_CANCELLED
         injected = exc is self.injected_exc
         try:
@@ -243,6 +251,17 @@ class Attempt:
             outcome = close_error(self.span, exc, self.executed, injected, described)
         finally:
             self._end(outcome, type(exc).__qualname__, str(exc), injected)
+
+    def _suspend(self) -> None:
+        # not an attempt (the call will be asked again, and counted then): the fault's budget goes back, and
+        # the span is dropped unended, so it is never exported; only the context is restored
+        if self.fault is not None and self.fault_index is not None:
+            self.scope.unfire(self.fault_index, self.spec.name)
+        if self._token is not None:
+            try:
+                otel_context.detach(self._token)
+            except Exception:
+                pass
 
     def _fault_event(self) -> None:
         span = self.span
@@ -356,7 +375,7 @@ def call_sync(
     """
     cfg = _config.CONFIG
     tracing = cfg.trace
-    decided = decide(spec, bound, None, tracing)
+    decided = decide(spec, bound, None, tracing, call_id)
     if decided[4] is not None:
         return Attempt(spec, bound, call_id, attach=True, _decided=decided).run_sync(fn, args, kwargs)
     if tracing:
@@ -391,7 +410,7 @@ async def call_async(
     """One attempt around ``await fn(*args, **kwargs)``: :func:`begin` then :meth:`Attempt.run_async` (with
     tracing off and no fault, no Attempt is built, as in :func:`call_sync`)."""
     tracing = _config.CONFIG.trace
-    decided = decide(spec, bound, None, tracing)
+    decided = decide(spec, bound, None, tracing, call_id)
     if decided[4] is not None:
         return await Attempt(spec, bound, call_id, attach=True, _decided=decided).run_async(fn, args, kwargs)
     if tracing:

@@ -46,7 +46,7 @@ class Scope:
     their own index and the budget is never exceeded; a fault that fires takes the lock to count its fire.
     """
 
-    __slots__ = ("_lock", "counters", "fired", "first_results", "outages")
+    __slots__ = ("_lock", "counters", "fired", "first_results", "outages", "resumes")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -56,6 +56,9 @@ class Scope:
         self.first_results: dict[str, Any] = {}
         # cascading_failure outages in progress (None until one starts, so other plans pay one test)
         self.outages: _Outages | None = None
+        # call numbers kept for the calls that resume suspended ones, by (tool, call id) (None until a call
+        # is suspended, so other scopes pay one test)
+        self.resumes: dict[tuple[str, str | None], int] | None = None
 
     def tool_plan(self, plan: Plan, tool: str) -> tuple[bool, bool]:
         """``(targeted, keeps_history)``: whether a fault of ``plan`` targets ``tool``, and whether a ``stale``
@@ -71,6 +74,22 @@ class Scope:
             counter = self.counters.setdefault(tool, itertools.count(1))
         return counter
 
+    def suspend(self, tool: str, call_id: str | None, n: int) -> None:
+        """A call of ``tool`` numbered ``n`` was suspended: the call that resumes it (same call id) gets ``n``."""
+        with self._lock:
+            if self.resumes is None:
+                self.resumes = {}
+            self.resumes[(tool, call_id)] = n
+
+    def number(self, tool: str, call_id: str | None, counter: Iterator[int]) -> int:
+        """The number of a call of ``tool``: the one a suspended call kept for it, else the next count."""
+        resumes = self.resumes
+        if resumes:
+            kept = resumes.pop((tool, call_id), None)  # atomic under the GIL; callers may hold the lock
+            if kept is not None:
+                return kept
+        return next(counter)
+
     def next_call(
         self,
         plan: Plan | None,
@@ -78,19 +97,20 @@ class Scope:
         args: Any,
         veto: Callable[[_FaultBase], str | None] | None = None,
         rules: ToolRules | None = None,
+        call_id: str | None = None,
     ) -> tuple[int, tuple[int, _FaultBase] | None]:
         """Count a call of ``tool`` and decide its fault (``rules``: ``plan.rules(tool)``, when the caller has
         it). A fault that ``veto`` gives a reason against (the entry point cannot inject it) is still returned,
         so it can be reported as skipped, but does not use up its ``times`` budget."""
         if plan is None:
-            return next(self.counter(tool)), None
+            return self.number(tool, call_id, self.counter(tool)), None
         if rules is None:
             rules = plan.rules(tool)
         if not rules.targeted:
-            return next(self.counter(tool)), None
+            return self.number(tool, call_id, self.counter(tool)), None
         if self.outages is not None:
             with self._lock:
-                n = next(self.counter(tool))
+                n = self.number(tool, call_id, self.counter(tool))
                 shared = self.outages.hit(tool)
                 if shared is not None:
                     return n, shared
@@ -99,14 +119,14 @@ class Scope:
                 return n, None if decision is None else self._fire(decision, tool, veto)
         if not rules.budgeted:
             # no times budget: the decision depends on the call's number (and arguments) alone
-            n = next(self.counter(tool))
+            n = self.number(tool, call_id, self.counter(tool))
             decision = rules.decide(plan.seed, tool, n, args, self.fired)
             if decision is None:
                 return n, None
             with self._lock:
                 return n, self._fire(decision, tool, veto)
         with self._lock:
-            n = next(self.counter(tool))
+            n = self.number(tool, call_id, self.counter(tool))
             decision = rules.decide(plan.seed, tool, n, args, self.fired)
             return n, None if decision is None else self._fire(decision, tool, veto)
 

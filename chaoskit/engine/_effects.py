@@ -88,6 +88,28 @@ def injected_fault(exc: BaseException) -> str | None:
     return value if isinstance(value, str) else None
 
 
+_CRASH = "__chaoskit_crash_reason__"
+
+
+def explain_crash(exc: BaseException, reason: str) -> None:
+    """Say why ``exc`` would end the agent's run, for the episode to record if it does end it.
+
+    An entry point that sees a tool error leave its framework (a ToolNode that re-raised it) knows more than
+    the episode will, but not whether something above catches it: the episode records the crash, with this
+    reason, only when the exception really ends its block.
+    """
+    try:
+        object.__setattr__(exc, _CRASH, reason)
+    except (AttributeError, TypeError):  # an exception that takes no attributes: the default reason then
+        pass
+
+
+def crash_reason(exc: BaseException) -> str | None:
+    """The reason :func:`explain_crash` gave for ``exc``, if any."""
+    value = getattr(exc, _CRASH, None)
+    return value if isinstance(value, str) else None
+
+
 def _default_error_message(cls: type[BaseException], tool: str) -> str:
     if issubclass(cls, ConnectionResetError):
         return f"[Errno 104] Connection reset by peer while calling {tool}"

@@ -22,6 +22,7 @@ import chaoskit.engine._config as _config
 import chaoskit.semconv as sc
 from chaoskit._errors import ChaosWarning, ConfigError
 from chaoskit.engine._context import ACTIVE, Active, Scope, live_active
+from chaoskit.engine._effects import crash_reason
 from chaoskit.engine._info import AttemptInfo, RawAttempt, from_raw, tool_name
 from chaoskit.engine._tracing import traceparent_context
 from chaoskit.plan._locate import _suggest
@@ -231,7 +232,9 @@ class Episode:
             span.set_attribute(_attribute_name(key), value if plain else _attrs.to_attr_json(value))
 
     def crash(self, exc: BaseException, *, reason: str | None = None) -> None:
-        """Record that the agent itself failed (e.g. a tool error it did not handle ended the run)."""
+        """Record that the agent itself failed (e.g. a tool error it did not handle ended the run); without
+        ``reason``, the one an entry point gave for ``exc`` (``chaoskit.engine.explain_crash``), if any."""
+        reason = reason or crash_reason(exc)
         self.outcome = "crashed"
         self.error = exc
         span = self._span

@@ -25,7 +25,7 @@ import chaoskit.engine._config as _config
 import chaoskit.semconv as sc
 from chaoskit.engine._spanattrs import add_http_error
 from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
-from chaoskit.engine._steps import Decided, idempotency_key, record, records
+from chaoskit.engine._steps import Decided, idempotency_key, keeps, record, records, suspended
 from chaoskit.engine._tracing import TRACEPARENT_SET, parent
 from chaoskit.telemetry import bulk_tracer, get_tracer
 from chaoskit.telemetry._bulk import SDK_SPAN, put, store_of
@@ -332,7 +332,7 @@ def _returned(
     call_id: str | None,
 ) -> None:
     # refused: spec.refusal(result), asked once by the caller
-    if refused is None and decided[5]:
+    if refused is None and decided[5] and keeps(spec, result):
         decided[0].remember_result(spec.name, result)
     try:
         if refused is not None or _config.CONFIG.record_results:
@@ -383,6 +383,14 @@ def _raised(
     idem: str | None,
     call_id: str | None,
 ) -> None:
+    if suspended(spec, exc, decided[0], decided[3], call_id):
+        # not an attempt: its span is dropped unended (never exported), the context restored
+        if token is not None:
+            try:
+                _detach(token)
+            except Exception:
+                pass
+        return
     outcome = _ERROR if isinstance(exc, Exception) else _CANCELLED
     try:
         outcome = close_error(span, exc, True, False)

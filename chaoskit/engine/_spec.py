@@ -185,7 +185,8 @@ class ToolSpec:
     ``idempotent`` declares that repeating a call with the same arguments changes nothing (recorded as
     ``chaoskit.tool.idempotent``). ``error_result`` says which returned values are errors (see
     :data:`ErrorResult`); such an attempt is recorded as ``outcome=error`` with ``chaoskit.tool.refused``.
-    ``plan`` may be given as a dict (validated with ``Plan.from_dict`` here).
+    ``plan`` may be given as a dict (validated with ``Plan.from_dict`` here). ``suspends`` and
+    ``opaque_result`` are for entry points whose framework has control-flow exceptions and non-data results.
     """
 
     name: str
@@ -196,6 +197,13 @@ class ToolSpec:
     tool_type: str = "function"
     idempotent: bool = False
     error_result: ErrorResult | None = None
+    #: exceptions that suspend a call instead of ending it (LangGraph's ``GraphInterrupt``, raised by
+    #: ``interrupt()``): such a call is not an attempt. It leaves no span and no record, gives back its fault's
+    #: budget, and keeps its call number for the call that resumes it (same tool, same call id)
+    suspends: tuple[type[BaseException], ...] = ()
+    #: ``(result) -> reason | None``: a reason when a result is no data a data fault may change (a LangGraph
+    #: ``Command``: a handoff or a state update); a data fault on it is skipped, an error fault still applies
+    opaque_result: Callable[[Any], str | None] | None = None
     refusal: Callable[[Any], str | None] = field(init=False, repr=False, compare=False)
     #: the attributes every attempt span of this tool starts with, built once here (read-only)
     span_attributes: MappingProxyType[str, Any] = field(init=False, repr=False, compare=False)

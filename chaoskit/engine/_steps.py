@@ -25,7 +25,7 @@ from chaoskit.plan._model import Plan, ToolRules
 
 log = logging.getLogger("chaoskit")
 
-__all__ = ["Args", "Decided", "decide", "idempotency_key", "lean_end", "record", "records"]
+__all__ = ["Args", "Decided", "decide", "idempotency_key", "keeps", "lean_end", "record", "records", "suspended"]
 
 _now = time.time
 _OK, _ERROR, _CANCELLED = sc.OUTCOME_OK, sc.OUTCOME_ERROR, sc.OUTCOME_CANCELLED
@@ -39,9 +39,16 @@ Args = Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None
 Decided = tuple[Scope, Any, Mapping[str, Any] | None, int, tuple[int, _FaultBase] | None, bool]
 
 
-def decide(spec: ToolSpec, args: Args, veto: Callable[[_FaultBase], str | None] | None, tracing: bool) -> Decided:
+def decide(
+    spec: ToolSpec,
+    args: Args,
+    veto: Callable[[_FaultBase], str | None] | None,
+    tracing: bool,
+    call_id: str | None = None,
+) -> Decided:
     """Count the call and decide its fault. The arguments are bound (``args`` called) only when they are
-    recorded (tracing on), a ``match`` trigger reads them, or the idempotency key is taken from them."""
+    recorded (tracing on), a ``match`` trigger reads them, or the idempotency key is taken from them. A call
+    that resumes a suspended one (same tool and ``call_id``) gets the number that call kept."""
     active = active_get()
     if (
         active is not None
@@ -62,7 +69,7 @@ def decide(spec: ToolSpec, args: Args, veto: Callable[[_FaultBase], str | None] 
                 entry = (rules, scope.counter(name), rules.targeted and not rules.budgeted, rules.decide, plan.seed)
                 tool = active.tools.setdefault(name, entry)
             rules, counter, by_number, decide_call, seed = tool
-            if by_number and scope.outages is None:
+            if by_number and scope.outages is None and scope.resumes is None:
                 # _count()'s commonest case inline: count, then decide from the number (and arguments) alone
                 if callable(args):
                     args = args() if tracing or rules.needs_args or spec.idempotency_arg is not None else None
@@ -71,14 +78,14 @@ def decide(spec: ToolSpec, args: Args, veto: Callable[[_FaultBase], str | None] 
                 if decision is not None:
                     decision = scope.fire(decision, name, veto)
                 return scope, episode, args, n, decision, rules.history
-            return _count(spec, args, veto, tracing, plan, scope, episode, rules, counter)
+            return _count(spec, args, veto, tracing, plan, scope, episode, rules, counter, call_id)
     plan, scope, episode = resolve(spec.plan)
     name = spec.name
     if plan is None:
         if callable(args):
             args = args() if tracing or spec.idempotency_arg is not None else None
-        return scope, episode, args, next(scope.counter(name)), None, False
-    return _count(spec, args, veto, tracing, plan, scope, episode, plan.rules(name), scope.counter(name))
+        return scope, episode, args, scope.number(name, call_id, scope.counter(name)), None, False
+    return _count(spec, args, veto, tracing, plan, scope, episode, plan.rules(name), scope.counter(name), call_id)
 
 
 def _count(
@@ -91,23 +98,40 @@ def _count(
     episode: Any,
     rules: ToolRules,
     counter: Iterator[int],
+    call_id: str | None = None,
 ) -> Decided:
     """:func:`decide` once the plan, scope, rules and counter are known."""
     if not rules.targeted:
         if callable(args):
             args = args() if tracing or spec.idempotency_arg is not None else None
-        return scope, episode, args, next(counter), None, False
+        return scope, episode, args, scope.number(spec.name, call_id, counter), None, False
     if callable(args):
         args = args() if tracing or rules.needs_args or spec.idempotency_arg is not None else None
     if scope.outages is None and not rules.budgeted:
         # Scope.next_call's common case inline (no outage, no times budget): count, then decide from the number
-        n = next(counter)
+        n = scope.number(spec.name, call_id, counter)
         decision = rules.decide(plan.seed, spec.name, n, args, scope.fired)
         if decision is not None:
             decision = scope.fire(decision, spec.name, veto)
         return scope, episode, args, n, decision, rules.history
-    n, decision = scope.next_call(plan, spec.name, args, veto, rules)
+    n, decision = scope.next_call(plan, spec.name, args, veto, rules, call_id)
     return scope, episode, args, n, decision, rules.history
+
+
+def suspended(spec: ToolSpec, exc: BaseException, scope: Scope, n: int, call_id: str | None) -> bool:
+    """Whether ``exc`` suspends the call rather than ending it (``spec.suspends``); if so, the call keeps its
+    number ``n`` for the call that resumes it, and the caller records nothing."""
+    if not spec.suspends or not isinstance(exc, spec.suspends):
+        return False
+    scope.suspend(spec.name, call_id, n)
+    return True
+
+
+def keeps(spec: ToolSpec, result: Any) -> bool:
+    """Whether ``result`` may be kept for a later ``stale`` fault to replay: data, not a handoff or a state
+    update (``spec.opaque_result``), which a replay would repeat without the tool running."""
+    opaque = spec.opaque_result
+    return opaque is None or opaque(result) is None
 
 
 def idempotency_key(spec: ToolSpec, args: Mapping[str, Any] | None) -> str | None:
@@ -201,6 +225,8 @@ def lean_end(
     """Finish a call that ran with tracing off and no fault: record what :meth:`Attempt.succeed` or
     :meth:`Attempt.fail` would (a returned error, a kept result for ``stale``), with no span. ``refused`` is
     ``spec.refusal(result)`` when the caller already asked it (a user's predicate is asked once a call)."""
+    if exc is not None and suspended(spec, exc, decided[0], decided[3], call_id):
+        return
     if exc is None:
         if refused is _ASK:
             refused = spec.refusal(result)
@@ -225,7 +251,7 @@ def lean_end(
         message: str | None = str(exc)
     elif refused is None:
         outcome, error_type, message = _OK, None, None
-        if decided[5]:
+        if decided[5] and keeps(spec, result):
             decided[0].remember_result(spec.name, result)
     else:
         outcome, error_type, message = _ERROR, RETURNED_ERROR, refused

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.errors import GraphInterrupt
+from langgraph.types import Command
 
 from chaoskit import ConfigError, Episode
 from chaoskit.engine import Attempt, ErrorResult, ToolSpec, as_plan, refusal_check
@@ -20,6 +22,7 @@ from chaoskit.engine import Attempt, ErrorResult, ToolSpec, as_plan, refusal_che
 __all__ = [
     "CALL_ID",
     "PENDING",
+    "SUSPENDS",
     "Pending",
     "Sequencer",
     "SpecTable",
@@ -27,6 +30,7 @@ __all__ = [
     "ToolErrorMessage",
     "lc_error_result",
     "names",
+    "not_data",
     "parse_content",
     "read_since_last_step",
     "record_step",
@@ -34,6 +38,25 @@ __all__ = [
     "take_pending",
     "tool_spec",
 ]
+
+#: what ``interrupt()`` raises inside a tool (human in the loop): the call is suspended, not an attempt, and
+#: LangGraph runs it again on resume (same tool call id), which the plan counts as the call
+SUSPENDS: tuple[type[BaseException], ...] = (GraphInterrupt,)
+
+
+def not_data(result: Any) -> str | None:
+    """Why a data fault must leave ``result`` alone: a ``Command`` (a swarm handoff, a state update) is no
+    data, and faulting it would lose the handoff. The one check of every LangChain/LangGraph entry point,
+    given to the engine as ``ToolSpec.opaque_result``."""
+    if isinstance(result, Command) or (
+        isinstance(result, list | tuple) and any(isinstance(r, Command) for r in result)
+    ):
+        return (
+            "the tool returned a Command (a handoff or a state update), not data; a data fault would lose "
+            "it (error faults still apply)"
+        )
+    return None
+
 
 #: the ``tool_call_id`` LangChain gave ``BaseTool.run``; its ``_run``/``func`` never receive it
 CALL_ID: ContextVar[str | None] = ContextVar("chaoskit_lc_call_id", default=None)
@@ -199,6 +222,8 @@ class SpecTable:
                 if own is None or _per_tool(self.error_result, name) is not None
                 else own.error_result
             ),
+            suspends=SUSPENDS,
+            opaque_result=not_data,
         )
         with self._lock:
             return self._specs.setdefault(name, spec)

@@ -29,6 +29,7 @@ __all__ = [
     "model_arg_keys",
     "own_run_methods",
     "retype",
+    "sync_run",
 ]
 
 
@@ -43,9 +44,12 @@ class Supported(NamedTuple):
         return f"{self.distribution}>={_dotted(self.minimum)},<{_dotted(self.below)}"
 
 
-#: the releases ``chaoskit_langchain`` is tested with; widen a range only after the tests pass against it
-LANGCHAIN_CORE: Final = Supported("langchain-core", (1, 0), (2,))
-LANGCHAIN: Final = Supported("langchain", (1, 0), (2,))
+#: the releases ``chaoskit_langchain`` is tested with; widen a range only after the tests pass against it. The
+#: minimums are the lowest releases the integration tests pass on (``tests/test_lowest_versions.py`` runs them
+#: there): ``ToolErrorMiddleware`` (used by the README and the examples) came with langchain 1.4, which needs
+#: langchain-core 1.6 (``ToolCallRequest`` itself came with langchain 1.3)
+LANGCHAIN_CORE: Final = Supported("langchain-core", (1, 6), (2,))
+LANGCHAIN: Final = Supported("langchain", (1, 4), (2,))
 SUPPORTED: Final = (LANGCHAIN_CORE, LANGCHAIN)
 
 #: what LangChain raises when it rejects a tool call's arguments before the tool runs (pydantic 2 or 1 schemas)
@@ -103,6 +107,12 @@ def own_run_methods(cls: type[BaseTool]) -> tuple[Callable[..., Any] | None, Cal
     run = cls._run if cls._run is not BaseTool._run else None
     arun = cls._arun if cls._arun is not BaseTool._arun else None
     return run, arun
+
+
+def sync_run(cls: type[BaseTool]) -> Callable[..., Any]:
+    """The ``_run`` of a LangChain tool class (``StructuredTool._run`` raises NotImplementedError for a tool
+    that has only a coroutine)."""
+    return cls._run
 
 
 def model_arg_keys(tool: BaseTool) -> frozenset[str] | None:

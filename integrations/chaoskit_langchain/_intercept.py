@@ -13,7 +13,6 @@ from opentelemetry import trace
 
 from chaoskit import Plan
 from chaoskit.engine import Attempt, ErrorResult, ToolSpec, begin
-from chaoskit.faults import DATA_FAULTS as DATA
 
 from ._common import (
     PENDING,
@@ -134,12 +133,7 @@ class _Call:
                 return out
             self.value = parse_content(out.content)
             return self.value
-        fault = self.attempt.fault
-        if fault is not None and fault.type in DATA:
-            self.attempt.skip(
-                f"the tool returned a {type(out).__name__}, not a ToolMessage; wrap the tool with "
-                f"chaoskit_langchain.chaos_tool to fault its raw result"
-            )
+        # a Command (handoff, state update): the engine skips a data fault on it (ToolSpec.opaque_result)
         self.value = out
         return out
 
@@ -214,6 +208,8 @@ def _carrying(pending: Pending) -> Iterator[None]:
         with trace.use_span(attempt.span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
             yield
     except BaseException as exc:
+        if not pending.consumed:
+            _unreached(attempt, f"the call never reached the tool ({type(exc).__name__})")
         attempt.fail(exc)  # a no-op when the tool already closed it
         raise
     finally:
@@ -225,8 +221,15 @@ def _keep(tool: Any, args: dict[str, Any]) -> dict[str, Any]:
     return args if keys is None else {k: v for k, v in args.items() if k in keys}
 
 
+def _unreached(attempt: Attempt, why: str) -> None:
+    # a fault decided for a call that never reached the tool did not happen: say so, never record it as decided
+    if attempt.fault is not None:
+        attempt.skip(why, stacklevel=4)
+
+
 def _close_unreached(pending: Pending, out: Any) -> Any:
     if not pending.consumed:
+        _unreached(pending.attempt, "the call never reached the tool (answered before it ran)")
         if isinstance(out, ToolMessage) and out.status == "error":
             pending.attempt.fail(ToolErrorMessage(_text(out.content)))
         else:

@@ -15,12 +15,12 @@ from langchain_core.tools import BaseTool, StructuredTool, Tool
 
 from chaoskit import ConfigError, Plan
 from chaoskit.adapters import ArgBinder, spec_of
-from chaoskit.engine import ErrorResult, ToolSpec, as_plan, call_async, call_sync
+from chaoskit.engine import ErrorResult, ToolSpec, as_plan, begin, call_async, call_sync
 
-from ._common import CALL_ID, SpecTable, lc_error_result, take_pending, tool_spec
-from ._compat import model_arg_keys, own_run_methods, retype
+from ._common import CALL_ID, SUSPENDS, SpecTable, lc_error_result, not_data, take_pending, tool_spec
+from ._compat import model_arg_keys, own_run_methods, retype, sync_run
 
-__all__ = ["chaos_tool", "chaos_tools", "is_chaos_tool", "unwrap_tool"]
+__all__ = ["chaos_tool", "chaos_tools", "is_chaos_tool", "rechaos_tool", "unwrap_tool"]
 
 T = TypeVar("T", bound=BaseTool)
 
@@ -115,17 +115,16 @@ def chaos_tool(
     Plan or a dict) the faults come from that plan; without, from the active one
     (``chaoskit.episode(plan=...)``). ``idempotent`` and ``error_result`` are as for ``@chaos``; a returned
     ``ToolMessage`` with ``status="error"`` is always a returned error. Wrapping a chaos tool again returns
-    it unchanged; options that differ from the ones it was first wrapped with are a ``ConfigError``.
+    it unchanged; options that differ from the ones it was first wrapped with are a ``ConfigError``. A
+    ``@tool`` over a ``@chaos`` function becomes a chaos tool with the function's options (one attempt per
+    call, now with the tool call id).
     """
     if not isinstance(tool, BaseTool):
         raise ConfigError(f"chaos_tool(): expected a LangChain BaseTool, got {type(tool).__name__}")
     func = getattr(tool, "func", None)
     coro = getattr(tool, "coroutine", None)
-    existing = (
-        tool_spec(tool)
-        or (spec_of(func) if func is not None else None)
-        or (spec_of(coro) if coro is not None else None)
-    )
+    inner = _function_spec(tool)
+    existing = tool_spec(tool) or inner
     if existing is not None:
         # already a chaos tool (or @chaos under @tool): a second layer would double every attempt, and
         # silently dropping irreversible=True here would hide duplicate writes
@@ -138,7 +137,9 @@ def chaos_tool(
             idempotent=idempotent,
             error_result=error_result,
         )
-        return tool
+        if inner is None:
+            return tool
+        return rechaos_tool(tool)
     desc = tool.description or ""
     spec = ToolSpec(
         name=tool.name,
@@ -148,6 +149,8 @@ def chaos_tool(
         plan=as_plan(plan, "chaos_tool(plan)"),
         idempotent=idempotent,
         error_result=lc_error_result(error_result),
+        suspends=SUSPENDS,
+        opaque_result=not_data,
     )
     model_keys = model_arg_keys(tool)
     if idempotency_arg is not None and model_keys is not None and idempotency_arg not in model_keys:
@@ -176,6 +179,9 @@ def chaos_tool(
             update["func"] = _wrap(func, spec, keep, static=True)
         if coro is not None:
             update["coroutine"] = _wrap(coro, spec, keep, static=True)
+        if func is None and coro is not None:
+            # a coroutine-only tool under sync invoke: LangChain's own NotImplementedError, as one attempt
+            ns["_run"] = _sync_unsupported(sync_run(cls), spec, keep)
     else:
         # a hand-written subclass: wrap only the methods it defines, so BaseTool's default _arun (which
         # runs _run in an executor) stays the default and a call is never counted twice
@@ -187,6 +193,64 @@ def chaos_tool(
     # one class per wrapped tool: the spec lives on the class, so the pydantic instance keeps its fields only
     new: T = retype(tool, type(f"Chaos{cls.__name__}", (cls,), ns), update)
     return new
+
+
+def _function_spec(tool: BaseTool) -> ToolSpec | None:
+    """The spec of a ``@chaos`` function under ``@tool`` (its ``func`` or ``coroutine``), else None."""
+    for fn in (getattr(tool, "func", None), getattr(tool, "coroutine", None)):
+        spec = spec_of(fn) if fn is not None else None
+        if spec is not None:
+            return spec
+    return None
+
+
+def _without_chaoskit(tool: T) -> T:
+    """``tool`` as it was before chaoskit: the original of a chaos tool, the plain functions of a ``@tool``
+    over ``@chaos``."""
+    tool = unwrap_tool(tool)
+    update = {}
+    for attr in ("func", "coroutine"):
+        fn = getattr(tool, attr, None)
+        if fn is not None and spec_of(fn) is not None:
+            update[attr] = fn.__wrapped__
+    return tool.model_copy(update=update) if update else tool
+
+
+def rechaos_tool(
+    tool: T,
+    plan: Plan | None = None,
+    *,
+    irreversible: bool = False,
+    idempotency_arg: str | None = None,
+    idempotent: bool = False,
+    error_result: ErrorResult | None = None,
+) -> T:
+    """:func:`chaos_tool`, also for a tool already through chaoskit (a chaos tool, or ``@tool`` over
+    ``@chaos``): the options given here are added to its own (``plan``, ``idempotency_arg`` and
+    ``error_result`` replace its own when given), and the result is one chaos tool, so each call is still
+    one attempt, with the tool call id. What ``instrument_graph`` and ``ChaosToolNode`` do to every tool."""
+    own = tool_spec(tool) or _function_spec(tool)
+    if own is None:
+        return chaos_tool(
+            tool,
+            plan,
+            irreversible=irreversible,
+            idempotency_arg=idempotency_arg,
+            idempotent=idempotent,
+            error_result=error_result,
+        )
+    if tool_spec(tool) is not None and plan is None and error_result is None:
+        same = (irreversible <= own.irreversible, idempotent <= own.idempotent)
+        if all(same) and idempotency_arg in (None, own.idempotency_arg):
+            return tool  # a chaos tool that these options change nothing in
+    return chaos_tool(
+        _without_chaoskit(tool),
+        plan if plan is not None else own.plan,
+        irreversible=irreversible or own.irreversible,
+        idempotency_arg=idempotency_arg or own.idempotency_arg,
+        idempotent=idempotent or own.idempotent,
+        error_result=error_result if error_result is not None else own.error_result,
+    )
 
 
 def _run_with_call_id(cls: type[BaseTool]) -> Callable[..., Any]:
@@ -209,6 +273,31 @@ def _arun_with_call_id(cls: type[BaseTool]) -> Callable[..., Any]:
             CALL_ID.reset(token)
 
     return arun
+
+
+def _sync_unsupported(
+    run: Callable[..., Any], spec: ToolSpec, keep: Callable[[Mapping[str, Any]], dict[str, Any]]
+) -> Any:
+    """The ``_run`` of a tool that has only a coroutine: LangChain's, which raises NotImplementedError, run as
+    one attempt recorded as that error; a fault decided for it is skipped (the call cannot happen)."""
+    why = f"{spec.name} has no sync implementation (only a coroutine): call it with ainvoke"
+
+    @wrapt.decorator
+    def sync_unsupported(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        attempt = take_pending(spec.name)
+        if attempt is None:
+            attempt = begin(spec, lambda: keep(kwargs), call_id=CALL_ID.get(), cannot_inject=lambda fault: why)
+        else:
+            attempt.skip(why)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            attempt.fail(exc)
+            raise
+        attempt.succeed(result)
+        return result
+
+    return sync_unsupported(run)
 
 
 def _wrap(

@@ -20,18 +20,24 @@ __all__ = [
     "Wrapper",
     "add_graph_callback",
     "error_content",
+    "error_policy",
     "error_policy_name",
+    "handled_types",
     "handles_errors",
     "interceptors",
+    "policy_content",
+    "policy_name",
     "remove_graph_callback",
+    "set_error_policy",
     "set_interceptors",
     "tools_of",
 ]
 
 #: the releases ``chaoskit_langgraph`` is tested with (``ToolNode`` lives in langgraph-prebuilt); widen a range
-#: only after the tests pass against it
-LANGGRAPH: Final = Supported("langgraph", (1, 0), (2,))
-LANGGRAPH_PREBUILT: Final = Supported("langgraph-prebuilt", (1, 0), (2,))
+#: only after the tests pass against it. The minimums are the lowest the integration tests pass on (the ones
+#: langchain 1.4 needs; ``tests/test_lowest_versions.py`` runs the tests there)
+LANGGRAPH: Final = Supported("langgraph", (1, 2, 11), (2,))
+LANGGRAPH_PREBUILT: Final = Supported("langgraph-prebuilt", (1, 1), (2,))
 SUPPORTED: Final = (LANGGRAPH, LANGGRAPH_PREBUILT)
 
 #: ``ToolNode(wrap_tool_call=...)`` and ``ToolNode(awrap_tool_call=...)``: ``(request, execute) -> result``
@@ -89,16 +95,52 @@ def _invalid_resume(exc: BaseException) -> bool:
 
 def error_content(node: ToolNode, exc: Exception) -> str:
     """The error ToolMessage content the node makes of ``exc`` (raises what its ``handle_tool_errors`` raises)."""
+    _require(node)
+    return policy_content(getattr(node, _ERRORS), exc)
+
+
+def policy_content(flag: Any, exc: Exception) -> str:
+    """The error ToolMessage content a ToolNode with ``handle_tool_errors=flag`` makes of ``exc`` (raises what
+    ``flag`` raises)."""
     from langgraph.prebuilt.tool_node import _handle_tool_error
 
+    return _handle_tool_error(exc, flag=flag)
+
+
+def error_policy(node: ToolNode) -> Any:
+    """The node's ``handle_tool_errors``, as given to its constructor (or last set)."""
     _require(node)
-    return _handle_tool_error(exc, flag=getattr(node, _ERRORS))
+    return getattr(node, _ERRORS)
+
+
+def set_error_policy(node: ToolNode, flag: Any) -> None:
+    """Make ``flag`` the node's ``handle_tool_errors``, as if given to its constructor."""
+    _require(node)
+    setattr(node, _ERRORS, flag)
+
+
+def handled_types(flag: Any) -> tuple[type[Exception], ...]:
+    """The exceptions a ToolNode hands to ``flag`` (its ``handle_tool_errors``) when the tool raises them,
+    as ``ToolNode._execute_tool_sync`` works them out (a typed handler: the types it declares)."""
+    from langgraph.prebuilt.tool_node import _infer_handled_types
+
+    if isinstance(flag, type) and issubclass(flag, Exception):
+        return (flag,)
+    if isinstance(flag, tuple):
+        return flag
+    if callable(flag) and not isinstance(flag, type):
+        return _infer_handled_types(flag)
+    return (Exception,)
 
 
 def error_policy_name(node: ToolNode) -> str:
     """The node's ``handle_tool_errors``, for a message: a handler's name, else its repr."""
     _require(node)
-    flag = getattr(node, _ERRORS)
+    return policy_name(getattr(node, _ERRORS))
+
+
+def policy_name(flag: Any) -> str:
+    """A ``handle_tool_errors`` value, for a message: a handler's name, else its repr."""
     return getattr(flag, "__name__", None) or repr(flag)
 
 

@@ -6,27 +6,31 @@ from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, 
 from dataclasses import dataclass
 from typing import Any
 
-from chaoskit_langchain import chaos_tool, is_chaos_tool
 from chaoskit_langchain._callbacks import StepRecorder
 from chaoskit_langchain._common import SpecTable
 from chaoskit_langchain._intercept import CallInterceptor, PendingInterceptor
+from chaoskit_langchain._tool import rechaos_tool
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 
-from chaoskit import Plan, current_episode
-from chaoskit.engine import ErrorResult, injected_fault
+from chaoskit import Plan
+from chaoskit.engine import ErrorResult, explain_crash, injected_fault
 
 from ._compat import (
     AWrapper,
     Wrapper,
     add_graph_callback,
     error_content,
-    error_policy_name,
+    error_policy,
+    handled_types,
     handles_errors,
     interceptors,
+    policy_content,
+    policy_name,
     remove_graph_callback,
+    set_error_policy,
     set_interceptors,
     tools_of,
 )
@@ -84,70 +88,114 @@ class _Saved:
     tools: dict[str, BaseTool]
     wrap: Wrapper | None
     awrap: AWrapper | None
+    #: the node's own ``handle_tool_errors`` (replaced by :func:`_faithful` on a node that had no interceptor)
+    policy: Any = None
 
 
-def _crash_reason(node: ToolNode, exc: BaseException) -> str:
+#: set on a tool error the node's own ``handle_tool_errors`` let through (the run ends, as without chaoskit)
+_LET_THROUGH = "__chaoskit_let_through__"
+
+
+def _crash_reason(node: ToolNode, flag: Any, exc: BaseException) -> str:
     injected = injected_fault(exc)
     what = f"injected {injected} fault" if injected else "tool error"
     return (
         f"agent crashed on a tool error: {type(exc).__name__}: {exc} ({what}); ToolNode "
-        f"{node.name!r} re-raised it (handle_tool_errors={error_policy_name(node)}), which ends the run. "
+        f"{node.name!r} re-raised it (handle_tool_errors={policy_name(flag)}), which ends the run. "
         f"Set handle_tool_errors=True (or a handler) to hand tool errors to the model."
     )
 
 
-def _record_crash(node: ToolNode, exc: BaseException) -> None:
-    # LangGraph's default handle_tool_errors re-raises every tool exception: the agent crashed. That is a
-    # finding about the agent, recorded as the episode's outcome, not an error of chaoskit.
-    episode = current_episode()
-    if episode is not None and episode.outcome is None:
-        episode.crash(exc, reason=_crash_reason(node, exc))
+def _leaves(node: ToolNode, flag: Any, exc: BaseException) -> None:
+    # LangGraph's default handle_tool_errors re-raises every tool exception: if nothing above catches it, the
+    # agent crashed. The episode records that (with this reason) only when the exception ends its block.
+    explain_crash(exc, _crash_reason(node, flag, exc))
 
 
-def _handled(node: ToolNode, request: Any, exc: Exception, *, had_wrapper: bool) -> ToolMessage:
-    """What the ToolNode would have done with ``exc``, so that adding our layer changes nothing.
-
-    Without a user interceptor, an exception reaching us already passed the ToolNode's own
-    ``handle_tool_errors`` filter around the tool and would end the run. With one, the ToolNode applies
-    ``handle_tool_errors`` to what the interceptor raised: do exactly that.
-    """
-    if not had_wrapper or not handles_errors(node, exc):
-        _record_crash(node, exc)
+def _handled(node: ToolNode, saved: _Saved, request: Any, exc: Exception) -> ToolMessage:
+    """What the ToolNode does with ``exc`` raised by the user's interceptor: the same, so that adding our
+    layer inside it changes nothing (the ToolNode applies ``handle_tool_errors`` to what an interceptor
+    raises)."""
+    if not handles_errors(node, exc):
+        _leaves(node, saved.policy, exc)
         raise exc
     try:
         content = error_content(node, exc)
     except Exception as again:
-        _record_crash(node, again)
+        _leaves(node, saved.policy, again)
         raise
     call = request.tool_call
     return ToolMessage(content=content, name=call["name"], tool_call_id=call["id"], status="error")
 
 
+def _faithful(flag: Any) -> Callable[[Exception], str]:
+    """The ``handle_tool_errors`` of a node that had no interceptor before ours, with the node's own answers.
+
+    A ToolNode applies ``handle_tool_errors`` twice: around the tool, to the exceptions it handles (the types
+    a tuple or a typed handler names), and around an interceptor, to everything the interceptor raises. Without
+    an interceptor only the first applies: a ``ConnectionResetError`` under ``(ValueError,)`` ends the run.
+    This policy answers the first as ``flag`` does and re-raises what reaches the second, so adding our
+    interceptor changes nothing.
+    """
+
+    def handle_tool_errors(e: Exception) -> str:
+        if getattr(e, _LET_THROUGH, False) or isinstance(e, GraphBubbleUp):
+            raise e  # the node's own policy let it through (or an interrupt): it leaves the node, as before
+        if not isinstance(e, handled_types(flag)):
+            raise e
+        return policy_content(flag, e)
+
+    return handle_tool_errors
+
+
 def _layers(node: ToolNode, saved: _Saved, pending: PendingInterceptor) -> tuple[Wrapper, AWrapper | None]:
     user_wrap, user_awrap = saved.wrap, saved.awrap
-    had_wrapper = user_wrap is not None or user_awrap is not None
+
+    def let_through(exc: Exception) -> None:
+        # the node's handle_tool_errors already chose not to handle it around the tool
+        try:
+            object.__setattr__(exc, _LET_THROUGH, True)
+        except (AttributeError, TypeError):
+            pass
+        _leaves(node, saved.policy, exc)
 
     def wrap(request: Any, execute: Callable[[Any], Any]) -> Any:
         def inner(req: Any) -> Any:
             return pending(req, execute)
 
+        if user_wrap is None:
+            try:
+                return inner(request)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                let_through(exc)
+                raise
         try:
-            return user_wrap(request, inner) if user_wrap is not None else inner(request)
+            return user_wrap(request, inner)
         except GraphBubbleUp:
             raise
         except Exception as exc:
-            return _handled(node, request, exc, had_wrapper=had_wrapper)
+            return _handled(node, saved, request, exc)
 
     async def awrap(request: Any, execute: Callable[[Any], Awaitable[Any]]) -> Any:
         async def inner(req: Any) -> Any:
             return await pending.acall(req, execute)
 
+        if user_wrap is None and user_awrap is None:
+            try:
+                return await inner(request)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                let_through(exc)
+                raise
         try:
             return await user_awrap(request, inner) if user_awrap is not None else await inner(request)
         except GraphBubbleUp:
             raise
         except Exception as exc:
-            return _handled(node, request, exc, had_wrapper=had_wrapper)
+            return _handled(node, saved, request, exc)
 
     # a user sync-only wrapper stays sync-only: under ainvoke ToolNode falls back to it, as before
     return wrap, (awrap if user_awrap is not None or user_wrap is None else None)
@@ -157,19 +205,22 @@ def _instrument_node(node: ToolNode, table: SpecTable) -> bool:
     if getattr(node, _STATE, None) is not None:
         return False  # already instrumented: never wrap twice
     tools = tools_of(node)
-    saved = _Saved(dict(tools), *interceptors(node))
+    saved = _Saved(dict(tools), *interceptors(node), policy=error_policy(node))
     er = table.error_result
     for name, tool in list(tools.items()):
-        if not is_chaos_tool(tool):
-            tools[name] = chaos_tool(
-                tool,
-                table.plan,
-                irreversible=name in table.irreversible,
-                idempotency_arg=table.idempotency_args.get(name),
-                idempotent=name in table.idempotent,
-                error_result=er.get(name) if isinstance(er, Mapping) else er,
-            )
+        # a tool already through chaoskit (chaos_tool, or @chaos under @tool) gets this plan and options on
+        # top of its own, still one attempt per call
+        tools[name] = rechaos_tool(
+            tool,
+            table.plan,
+            irreversible=name in table.irreversible,
+            idempotency_arg=table.idempotency_args.get(name),
+            idempotent=name in table.idempotent,
+            error_result=er.get(name) if isinstance(er, Mapping) else er,
+        )
     set_interceptors(node, *_layers(node, saved, PendingInterceptor()))
+    if saved.wrap is None and saved.awrap is None and saved.policy:
+        set_error_policy(node, _faithful(saved.policy))
     object.__setattr__(node, _STATE, saved)
     return True
 
@@ -182,6 +233,7 @@ def _uninstrument_node(node: ToolNode) -> bool:
     tools.clear()
     tools.update(saved.tools)
     set_interceptors(node, saved.wrap, saved.awrap)
+    set_error_policy(node, saved.policy)
     object.__setattr__(node, _STATE, None)
     return True
 
