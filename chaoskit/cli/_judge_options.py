@@ -1,0 +1,81 @@
+"""The judge's options of ``chaoskit run`` and ``chaoskit check``; the judge package is imported only when they are used."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+__all__ = ["add_judge_options", "judge_and_gate", "judge_from"]
+
+
+def add_judge_options(p: argparse.ArgumentParser, *, gate: bool = True) -> None:
+    """``--judge``, ``--judge-url`` and their settings; with ``gate``, ``--judge-min-kappa`` and
+    ``--judge-calibration``."""
+    g = p.add_argument_group(
+        "judge",
+        "an optional rubric grader: a chat model asked a fixed rubric about each episode, shown beside the "
+        "deterministic checks, which alone gate unless --judge-min-kappa is given (docs/checks.md)",
+    )
+    g.add_argument(
+        "--judge",
+        metavar="MODULE:OBJECT",
+        help="the judge model: a LangChain BaseChatModel, a chaoskit.judge.JudgeModel, or a function returning one",
+    )
+    g.add_argument("--judge-url", metavar="URL", help="the judge model behind an OpenAI-compatible endpoint")
+    g.add_argument(
+        "--judge-model",
+        metavar="NAME",
+        help="the model name sent to --judge-url; with --judge, the name the model is cached and calibrated under",
+    )
+    g.add_argument(
+        "--judge-timeout", type=float, default=60.0, metavar="S", help="seconds per judge call (default 60)"
+    )
+    g.add_argument(
+        "--judge-cache",
+        metavar="DIR",
+        help="where judgments are cached (default $CHAOSKIT_JUDGE_CACHE, else ~/.cache/chaoskit/judge)",
+    )
+    g.add_argument("--no-judge-cache", action="store_true", help="ask the model again even for a cached judgment")
+    g.add_argument("--judge-prices", metavar="FILE", help="price table (docs/metrics.md) for the judge's cost")
+    if gate:
+        g.add_argument(
+            "--judge-min-kappa",
+            type=float,
+            metavar="K",
+            help="let the judge gate too, only if --judge-calibration shows its kappa reached K (lower end of "
+            "the 95%% interval) on a labelled corpus; otherwise refuse to run",
+        )
+        g.add_argument(
+            "--judge-calibration",
+            metavar="FILE",
+            help="the judge's calibration, written by: chaoskit judge calibrate --labels CORPUS --out FILE",
+        )
+
+
+def judge_from(args: argparse.Namespace) -> Any:
+    """The :class:`chaoskit.judge.Judge` the options name, or None."""
+    if not getattr(args, "judge", None) and not getattr(args, "judge_url", None) and not args.judge_model:
+        return None
+    from chaoskit.judge._setup import make_judge
+
+    return make_judge(
+        args.judge,
+        args.judge_url,
+        model=args.judge_model,
+        timeout=args.judge_timeout,
+        cache_dir=args.judge_cache,
+        cache=not args.no_judge_cache,
+        prices=args.judge_prices,
+    )
+
+
+def judge_and_gate(args: argparse.Namespace) -> tuple[Any, bool]:
+    """(the judge or None, whether it gates), every option checked before anything runs."""
+    judge = judge_from(args)
+    min_kappa = getattr(args, "judge_min_kappa", None)
+    calibration = getattr(args, "judge_calibration", None)
+    if judge is None and min_kappa is None and calibration is None:
+        return None, False
+    from chaoskit.judge._setup import may_gate
+
+    return judge, may_gate(judge, min_kappa, calibration) is not None
