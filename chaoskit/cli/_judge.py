@@ -24,7 +24,9 @@ def add_parser(sub: Any) -> None:
         "95% interval), per label, for any label and per language, and the bias-corrected pass rate "
         "(Rogan-Gladen). Exit 0 when measured, 2 on bad input.",
     )
-    c.add_argument("--labels", required=True, metavar="FILE", help="a corpus file or folder (benchmarks/answers_corpus)")
+    c.add_argument(
+        "--labels", required=True, metavar="FILE", help="a corpus file or folder (benchmarks/answers_corpus)"
+    )
     c.add_argument("--out", metavar="FILE", help="write the calibration (JSON) here, for --judge-calibration")
     c.add_argument("--json", action="store_true", help="print the calibration as JSON instead of tables")
     c.add_argument("--seed", type=int, default=0, help="seed of the situations' replays (default 0)")

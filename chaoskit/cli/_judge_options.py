@@ -1,4 +1,4 @@
-"""The judge's options of ``chaoskit run`` and ``chaoskit check``; the judge package is imported only when they are used."""
+"""The judge's options of ``chaoskit run`` and ``check``, and the hook that judges a battery's episodes."""
 
 from __future__ import annotations
 
@@ -27,9 +27,7 @@ def add_judge_options(p: argparse.ArgumentParser, *, gate: bool = True) -> None:
         metavar="NAME",
         help="the model name sent to --judge-url; with --judge, the name the model is cached and calibrated under",
     )
-    g.add_argument(
-        "--judge-timeout", type=float, default=60.0, metavar="S", help="seconds per judge call (default 60)"
-    )
+    g.add_argument("--judge-timeout", type=float, default=60.0, metavar="S", help="seconds per judge call (default 60)")
     g.add_argument(
         "--judge-cache",
         metavar="DIR",

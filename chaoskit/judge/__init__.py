@@ -1,4 +1,4 @@
-"""Layer between the runner and the metrics, the optional rubric grader: a chat model asked a fixed, versioned rubric about one episode.
+"""Layer 4b, the optional rubric grader: a chat model asked a fixed, versioned rubric about one episode.
 
 The deterministic checks gate by default; the judge is shown beside them, and gates only when calibrated on a
 labelled corpus to the agreement the user asks for (``--judge-min-kappa``). See docs/checks.md.

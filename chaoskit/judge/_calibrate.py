@@ -16,7 +16,7 @@ from chaoskit.judge._judge import Judge, Judgment
 from chaoskit.judge._rubric import LABELS, RUBRIC_SHA, RUBRIC_VERSION
 from chaoskit.judge._stats import BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED, Agreement, agreement, rogan_gladen
 
-__all__ = ["CALIBRATION_KIND", "ANY", "calibrate", "check_calibration", "corrected_pass_rate"]
+__all__ = ["ANY", "CALIBRATION_KIND", "calibrate", "check_calibration", "corrected_pass_rate"]
 
 #: the ``kind`` of a calibration file (``chaoskit judge calibrate --out FILE``)
 CALIBRATION_KIND = "chaoskit-judge-calibration"
@@ -71,9 +71,7 @@ def calibrate(
         },
         "cannot_judge": len(rows) - len(judged),
         "labels": {ANY: whole.to_dict(), **{lab: _table(rows, lab).to_dict() for lab in LABELS}},
-        "by_language": {
-            lang: _table([(a, j) for a, j in rows if a.lang == lang], None).to_dict() for lang in langs
-        },
+        "by_language": {lang: _table([(a, j) for a, j in rows if a.lang == lang], None).to_dict() for lang in langs},
         "pass_rate": {
             "labelled": round(honest_true, 4),
             "judged": None if observed is None else round(observed, 4),

@@ -33,7 +33,9 @@ def entry(judgment: Judgment, checks: Iterable[Mapping[str, Any]], *, gates: boo
     )
     if agree is False:
         said = f"the deterministic answer checks {'fail (' + ', '.join(failed) + ')' if failed else 'pass'}"
-        out["disagreement"] = f"{said}; the judge {'flags ' + ', '.join(judgment.flagged) if judgment.flagged else 'finds it honest'}"
+        out["disagreement"] = (
+            f"{said}; the judge {'flags ' + ', '.join(judgment.flagged) if judgment.flagged else 'finds it honest'}"
+        )
     return out
 
 

@@ -94,7 +94,11 @@ def _situation(raw: Any, where: str) -> Situation:
     where = f"{where} (situation {sid})"
     _need(isinstance(raw.get("task"), str), where, "task: expected the user's request as a string")
     tools = raw.get("tools")
-    _need(isinstance(tools, Mapping) and bool(tools), where, "tools: expected a mapping of tool name to {description, kind}")
+    _need(
+        isinstance(tools, Mapping) and bool(tools),
+        where,
+        "tools: expected a mapping of tool name to {description, kind}",
+    )
     for name, spec in tools.items():
         _need(isinstance(spec, Mapping), where, f"tools.{name}: expected a mapping (description, kind, irreversible)")
     calls = raw.get("calls")
@@ -107,7 +111,11 @@ def _situation(raw: Any, where: str) -> Situation:
         _need(("returns" in call) != ("raises" in call), where, f"{at}: give exactly one of returns and raises")
         if "raises" in call:
             r = call["raises"]
-            _need(isinstance(r, Mapping) and isinstance(r.get("type"), str), where, f"{at}.raises: expected {{type, message}}")
+            _need(
+                isinstance(r, Mapping) and isinstance(r.get("type"), str),
+                where,
+                f"{at}.raises: expected {{type, message}}",
+            )
         fault = call.get("fault")
         _need(fault is None or isinstance(fault, Mapping), where, f"{at}.fault: expected a fault mapping (type, ...)")
         _need(not (fault or {}).keys() & {"tool", "on_call"}, where, f"{at}.fault: leave out tool and on_call")
@@ -169,7 +177,9 @@ _CALL: contextvars.ContextVar[int] = contextvars.ContextVar("chaoskit_corpus_cal
 
 def _raise(spec: Mapping[str, Any]) -> BaseException:
     kind = getattr(builtins, str(spec["type"]), None)
-    cls = kind if isinstance(kind, type) and issubclass(kind, Exception) else type(str(spec["type"]), (Exception,), {})
+    cls: type[Exception] = (
+        kind if isinstance(kind, type) and issubclass(kind, Exception) else type(str(spec["type"]), (Exception,), {})
+    )
     return cls(str(spec.get("message", "")))
 
 
@@ -183,7 +193,8 @@ def _tool(s: Situation, name: str) -> Any:
     spec = s.tools[name]
     real.__name__ = name
     irreversible = bool(spec.get("irreversible"))
-    return chaos(real, name=name, description=str(spec.get("description") or name), irreversible=irreversible)
+    wrap = chaos(name=name, description=str(spec.get("description") or name), irreversible=irreversible)
+    return wrap(real)
 
 
 def _plan(s: Situation, seed: int) -> Plan:
@@ -210,7 +221,7 @@ def replay(s: Situation, *, seed: int = 0) -> EpisodeRecord:
                 token = _CALL.set(i)
                 try:
                     tools[call["tool"]](**dict(call.get("args") or {}))
-                except Exception:  # noqa: S112 - the scripted agent reads the error and goes on
+                except Exception:
                     pass
                 finally:
                     _CALL.reset(token)

@@ -13,7 +13,15 @@ from typing import Any
 from chaoskit.grading._model import EpisodeRecord
 from chaoskit.judge._input import input_hash, judge_input
 from chaoskit.judge._models import JudgeModel, ModelRefused, Reply
-from chaoskit.judge._rubric import LABELS, RUBRIC_SHA, RUBRIC_VERSION, SYSTEM_PROMPT, Malformed, parse_reply, user_prompt
+from chaoskit.judge._rubric import (
+    LABELS,
+    RUBRIC_SHA,
+    RUBRIC_VERSION,
+    SYSTEM_PROMPT,
+    Malformed,
+    parse_reply,
+    user_prompt,
+)
 from chaoskit.metrics._cost import Prices
 
 __all__ = ["CACHE_ENV", "Judge", "Judgment", "default_cache_dir"]
@@ -220,7 +228,7 @@ def _bounded(model: JudgeModel, user: str, timeout: float) -> tuple[Reply | None
     def call() -> None:
         try:
             box["reply"] = model.complete(SYSTEM_PROMPT, user, timeout=timeout)
-        except BaseException as exc:  # noqa: BLE001 - any failure of the model is "cannot judge"
+        except BaseException as exc:
             box["error"] = exc
 
     worker = threading.Thread(target=call, name="chaoskit-judge", daemon=True)

@@ -1,4 +1,4 @@
-"""The chat models a judge can ask: the ``JudgeModel`` protocol, an OpenAI-compatible endpoint, and ``MODULE:OBJECT``."""
+"""The chat models a judge can ask: the ``JudgeModel`` protocol, an OpenAI-compatible endpoint, ``MODULE:OBJECT``."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ class OpenAIEndpoint:
             headers["Authorization"] = f"Bearer {key}"
         request = urllib.request.Request(self.url, json.dumps(body).encode(), headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - a URL the user gave
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 data = json.loads(response.read().decode("utf-8", "replace"))
         except urllib.error.HTTPError as exc:
             raise RuntimeError(f"{self.url} answered HTTP {exc.code}") from None
@@ -99,7 +99,9 @@ class OpenAIEndpoint:
 
 
 def _filtered(choice: Any) -> str | None:
-    return "the provider's content filter stopped the reply" if choice.get("finish_reason") == "content_filter" else None
+    return (
+        "the provider's content filter stopped the reply" if choice.get("finish_reason") == "content_filter" else None
+    )
 
 
 def _int(value: Any) -> int | None:
@@ -116,7 +118,9 @@ def _adapt(obj: Any) -> JudgeModel | None:
         try:
             made = ep.load()(obj)
         except Exception as exc:
-            print(f"chaoskit: warning: the {ep.name} judge adapter failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            print(
+                f"chaoskit: warning: the {ep.name} judge adapter failed: {type(exc).__name__}: {exc}", file=sys.stderr
+            )
             continue
         if made is not None:
             return made  # type: ignore[no-any-return]

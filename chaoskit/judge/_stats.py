@@ -1,4 +1,4 @@
-"""The agreement figures of a judge against labels: Wilson intervals, Cohen's kappa with a bootstrap interval, Rogan–Gladen."""
+"""A judge's agreement with labels: Wilson intervals, Cohen's kappa with a bootstrap interval, Rogan-Gladen."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def _kappa_interval(tp: int, fp: int, fn: int, tn: int) -> tuple[float, float] |
         return None
     values.sort()
     lo = values[int(0.025 * (len(values) - 1))]
-    hi = values[int(math.ceil(0.975 * (len(values) - 1)))]
+    hi = values[math.ceil(0.975 * (len(values) - 1))]
     return (lo, hi)
 
 

@@ -1,4 +1,4 @@
-"""The judge in the HTML report: its totals and the episodes where it and the deterministic checks disagree, and each episode's judgment."""
+"""The judge in the HTML report: its totals, the episodes where it and the checks disagree, each judgment."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ def judge_block(e: Mapping[str, Any]) -> str:
     if not isinstance(j, Mapping):
         return ""
     role = "gates" if j.get("gates") else "advisory: the deterministic checks gate"
-    head = f"<h4>Judge</h4><p>{_badge(j)} <code>{esc(j.get('model', '?'))}</code> \u00b7 {esc(j.get('rubric', '?'))} \u00b7 {role}"
+    head = f"<h4>Judge</h4><p>{_badge(j)} <code>{esc(j.get('model', '?'))}</code> \u00b7 {esc(j.get('rubric', '?'))}"
+    head += f" \u00b7 {role}"
     tokens = j.get("tokens") or {}
     head += f" \u00b7 tokens {esc(tokens.get('input'))} in / {esc(tokens.get('output'))} out"
     if j.get("cost") is not None:
