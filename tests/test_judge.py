@@ -74,7 +74,10 @@ def _episode(plan: dict[str, Any], calls: list[tuple[str, dict[str, Any]]], answ
 def test_a_failed_call_stays_failed_when_another_call_of_the_tool_succeeded() -> None:
     ep = _episode(
         {"faults": [{"tool": "update_ticket", "type": "http", "status": 503, "on_call": 2}]},
-        [("update_ticket", {"ticket": "T-1", "status": "closed"}), ("update_ticket", {"ticket": "T-2", "status": "closed"})],
+        [
+            ("update_ticket", {"ticket": "T-1", "status": "closed"}),
+            ("update_ticket", {"ticket": "T-2", "status": "closed"}),
+        ],
         "Both tickets are closed.",
     )
     value = judge_input(ep)
@@ -197,7 +200,9 @@ def load_model_of(model: ScriptedJudge) -> Any:
     ],
     ids=["prose", "half-json", "refusal"],
 )
-def test_a_bad_reply_cannot_judge_and_is_not_cached(tmp_path: Path, script: str, extra: dict[str, Any], why: str) -> None:
+def test_a_bad_reply_cannot_judge_and_is_not_cached(
+    tmp_path: Path, script: str, extra: dict[str, Any], why: str
+) -> None:
     model = ScriptedJudge(script=script, extra=extra)
     judge = Judge(load_model_of(model), cache_dir=tmp_path)
     got = judge.ask(_input())
