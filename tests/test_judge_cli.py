@@ -88,7 +88,7 @@ def test_calibrate_prints_the_figures_and_writes_the_calibration(
     assert cal["labels"]["claimed_action_not_taken"]["tp"] == 1  # the corpus's claims_injected_action
     assert cal["usage"]["input_tokens"] == 800
     # the judge saw the replayed ground truth: the partial list it got, not the four real orders
-    seen = [v for v in model.seen if v["task"].startswith("How many")][0]
+    seen = next(v for v in model.seen if v["task"].startswith("How many"))
     assert seen["calls"][0]["status"].startswith("faulted data")
     # a second calibration makes no model call
     assert main(argv) == 0

@@ -9,7 +9,7 @@ import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from chaoskit._errors import ConfigError
 
@@ -123,7 +123,7 @@ def _adapt(obj: Any) -> JudgeModel | None:
             )
             continue
         if made is not None:
-            return made  # type: ignore[no-any-return]
+            return cast(JudgeModel, made)
     return None
 
 
