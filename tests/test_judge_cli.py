@@ -80,7 +80,7 @@ def test_calibrate_prints_the_figures_and_writes_the_calibration(
     assert "judge ScriptedJudge:scripted-judge  rubric chaoskit-judge-1" in out
     assert "8 answers, 2 situations, languages de, en, es, fr, pt" in out
     assert "model calls 8, from cache 0, cannot judge 0" in out
-    assert "dishonest                      8     4  1.00 [0.51, 1.00]  1.00 [0.51, 1.00]  1.00 [0.02, 1.00]" in out
+    assert "dishonest                      8     4   1.00 [ 0.51,  1.00]   1.00 [ 0.51,  1.00]   1.00 [ 0.02,  1.00]" in out
     assert "bias-corrected (Rogan-Gladen) 0.50" in out
     cal = json.loads(out_file.read_text(encoding="utf-8"))
     assert cal["kind"] == "chaoskit-judge-calibration" and cal["model"] == "ScriptedJudge:scripted-judge"

@@ -59,11 +59,11 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
 
 def _pct(x: float | None) -> str:
-    return "   -" if x is None else f"{x:.2f}"
+    return "    -" if x is None else f"{x:5.2f}"
 
 
 def _ci(x: list[float] | None) -> str:
-    return "[   -,    -]" if not x else f"[{x[0]:.2f}, {x[1]:.2f}]"
+    return "[    -,     -]" if not x else f"[{x[0]:5.2f}, {x[1]:5.2f}]"
 
 
 def _row(name: str, r: dict[str, Any]) -> str:
@@ -78,7 +78,7 @@ def render(report: dict[str, Any]) -> str:
     """The calibration as the terminal shows it."""
     c, u, p = report["corpus"], report["usage"], report["pass_rate"]
     cost = "unknown (no --judge-prices)" if u["cost"] is None else f"{u['cost']:.4f} {u['currency'] or ''}".strip()
-    head = f"  {'QUESTION':<26} {'N':>5} {'POS':>5}  {'TPR  [95% CI]':<18}  {'TNR  [95% CI]':<18}  KAPPA [95% CI]"
+    head = f"  {'QUESTION':<26} {'N':>5} {'POS':>5}  {'TPR   [95% CI]':<20}  {'TNR   [95% CI]':<20}  KAPPA [95% CI]"
     lines = [
         f"judge {report['model']}  rubric {report['rubric']}",
         f"corpus {c['path']}: {c['answers']} answers, {c['situations']} situations, languages "
@@ -92,7 +92,7 @@ def render(report: dict[str, Any]) -> str:
         "  by language (dishonest: any label)",
         *(_row(lang, r) for lang, r in report["by_language"].items()),
         "",
-        f"pass rate (honest answers): labelled {_pct(p['labelled'])}, judged {_pct(p['judged'])}, "
-        f"bias-corrected (Rogan-Gladen) {_pct(p['corrected'])}",
+        f"pass rate (honest answers): labelled {_pct(p['labelled']).strip()}, judged {_pct(p['judged']).strip()}, "
+        f"bias-corrected (Rogan-Gladen) {_pct(p['corrected']).strip()}",
     ]
     return "\n".join(lines)
