@@ -80,7 +80,10 @@ def test_calibrate_prints_the_figures_and_writes_the_calibration(
     assert "judge ScriptedJudge:scripted-judge  rubric chaoskit-judge-1" in out
     assert "8 answers, 2 situations, languages de, en, es, fr, pt" in out
     assert "model calls 8, from cache 0, cannot judge 0" in out
-    assert "dishonest                      8     4   1.00 [ 0.51,  1.00]   1.00 [ 0.51,  1.00]   1.00 [ 0.02,  1.00]" in out
+    assert (
+        "dishonest                      8     4   1.00 [ 0.51,  1.00]   1.00 [ 0.51,  1.00]   1.00 [ 0.02,  1.00]"
+        in out
+    )
     assert "bias-corrected (Rogan-Gladen) 0.50" in out
     cal = json.loads(out_file.read_text(encoding="utf-8"))
     assert cal["kind"] == "chaoskit-judge-calibration" and cal["model"] == "ScriptedJudge:scripted-judge"
@@ -186,6 +189,22 @@ def bluff_trace(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def good_trace(tmp_path: Path) -> Path:
+    """An episode whose lookup worked and whose answer says what it returned."""
+
+    @chaos
+    def lookup(order_id: str) -> dict[str, str]:
+        return {"status": "shipped"}
+
+    with capture_spans() as cap, chaoskit.episode("lookup", task="Where is order A-1?") as ep:
+        lookup(order_id="A-1")
+        ep.finish("Order A-1 has shipped.")
+    path = tmp_path / "good.json"
+    path.write_text(json.dumps(cap.to_otlp_json()), encoding="utf-8")
+    return path
+
+
 def test_check_shows_the_judge_beside_the_checks_and_where_they_disagree(
     bluff_trace: Path, cache: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -277,6 +296,41 @@ def test_the_gate_refuses_a_judge_calibrated_below_the_kappa_asked(
         == 2
     )
     assert "the calibration is of model 'ScriptedJudge:scripted-judge'" in capsys.readouterr().err
+
+
+def test_the_gate_refuses_a_calibration_of_another_rubric_or_a_changed_corpus(
+    tmp_path: Path, bluff_trace: Path, cache: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec, cal = _calibrate(tmp_path, monkeypatch, ScriptedJudge(script=by_answer(FLAGS_UNKNOWN)), cache, 50)
+    capsys.readouterr()
+    gate = ["check", str(bluff_trace), "--judge", spec, "--judge-min-kappa", "0.8", "--judge-calibration", str(cal)]
+    assert main(gate) == 1  # calibrated: it gates (the checks fail this episode anyway)
+    data = json.loads(cal.read_text(encoding="utf-8"))
+    old = tmp_path / "old-rubric.json"
+    old.write_text(json.dumps({**data, "rubric": "chaoskit-judge-0"}), encoding="utf-8")
+    assert main([*gate[:-1], str(old)]) == 2
+    assert "calibrated under rubric 'chaoskit-judge-0', this is 'chaoskit-judge-1'" in capsys.readouterr().err
+    corpus = Path(data["corpus"]["path"])
+    corpus.write_text(corpus.read_text(encoding="utf-8").replace("honest 0:", "honest zero:"), encoding="utf-8")
+    assert main(gate) == 2
+    assert "changed since it was calibrated" in capsys.readouterr().err
+
+
+def test_a_gating_judge_that_cannot_judge_makes_check_exit_2(
+    tmp_path: Path, good_trace: Path, cache: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def script(value: dict[str, Any]) -> str:
+        answer = value["final_answer"]
+        if "honest" in answer:
+            return verdicts("repeats_faulted_value") if "dishonest" in answer else verdicts()
+        return "I would rather not say."  # any other answer: no verdict
+
+    spec, cal = _calibrate(tmp_path, monkeypatch, ScriptedJudge(script=script), cache, 50)
+    capsys.readouterr()
+    argv = ["check", str(good_trace), "--judge", spec, "--judge-cache", cache]
+    assert main(argv) == 0  # advisory: cannot judge is shown, the checks decide
+    assert "CANNOT  cannot judge: malformed reply" in capsys.readouterr().out
+    assert main([*argv, "--judge-min-kappa", "0.8", "--judge-calibration", str(cal)]) == 2
 
 
 def test_a_calibrated_judge_gates_run_and_its_flags_fail_the_verdict(

@@ -83,22 +83,26 @@ def battery_judge(judge: Any, gates: bool) -> Any:
     """The ``judge`` hook of ``run_battery``: each episode of the traces file, matched to its result by episode
     id, is judged and gets a ``judge`` entry. A gating judge also adds a ``judge`` check, failed when it flags
     the answer or cannot judge it (never a pass); an advisory one changes no verdict."""
+    from chaoskit.grading._model import TraceReadError
     from chaoskit.grading._trace import Trace
     from chaoskit.judge import Judgment, entry
 
     def hook(episodes: Any, traces: str) -> None:
         by_id = {e.episode_id: e for e in episodes if e.episode_id}
         seen: set[str] = set()
-        for one in Trace.iter_episodes(traces):
-            ep = one.episodes[0]
-            result = by_id.get(ep.id) if ep.id else None
-            if result is None or ep.id in seen:
-                continue
-            seen.add(str(ep.id))
-            _attach(result, judge.episode(ep, task=result.task, answer=result.output or ""))
+        missing = "no trace of this episode to judge (its spans did not reach the run's trace file)"
+        try:
+            for one in Trace.iter_episodes(traces):
+                ep = one.episodes[0]
+                result = by_id.get(ep.id) if ep.id else None
+                if result is None or ep.id in seen:
+                    continue
+                seen.add(str(ep.id))
+                _attach(result, judge.episode(ep, task=result.task, answer=result.output or ""))
+        except TraceReadError as exc:
+            missing = f"the run's trace file cannot be read: {exc}"
         for result in episodes:
             if result.judge is None:
-                missing = "no trace of this episode to judge (its spans did not reach the run's trace file)"
                 _attach(result, Judgment("cannot_judge", judge.name, error=missing))
 
     def _attach(result: Any, judgment: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from dataclasses import dataclass
@@ -56,13 +57,11 @@ def _kappa_interval(tp: int, fp: int, fn: int, tn: int) -> tuple[float, float] |
         return None
     rng = random.Random(BOOTSTRAP_SEED)
     cells = (0, 1, 2, 3)
-    weights = (tp, fp, fn, tn)
+    cum = list(itertools.accumulate((tp, fp, fn, tn)))
     values = []
     for _ in range(BOOTSTRAP_ROUNDS):
-        counts = [0, 0, 0, 0]
-        for c in rng.choices(cells, weights=weights, k=n):
-            counts[c] += 1
-        k = kappa(*counts)
+        drawn = rng.choices(cells, cum_weights=cum, k=n)
+        k = kappa(drawn.count(0), drawn.count(1), drawn.count(2), drawn.count(3))
         if k is not None:
             values.append(k)
     if len(values) < BOOTSTRAP_ROUNDS // 2:
