@@ -364,6 +364,41 @@ def test_a_calibrated_judge_gates_run_and_its_flags_fail_the_verdict(
 # --- pytest ----------------------------------------------------------------------------------------------------------
 
 
+PYTEST_INI = (
+    "[pytest]\nasyncio_default_fixture_loop_scope = function\naddopts = -p no:hypothesispytest -p no:langsmith_plugin\n"
+)
+CASE = """
+from chaoskit import chaos
+
+@chaos
+def lookup(order_id):
+    return {"status": "shipped"}
+
+def test_case(chaos_episode):
+    try:
+        lookup(order_id="1")
+    except Exception:
+        pass
+    chaos_episode.finish("Your order shipped.")
+"""
+
+
+def test_a_calibrated_judge_fails_the_fault_case_it_flags(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: str
+) -> None:
+    spec, cal = _calibrate(
+        tmp_path, monkeypatch, ScriptedJudge(script=by_answer(FLAGS_UNKNOWN, default=["false_success"])), cache, 50
+    )
+    pytester.makeini(PYTEST_INI)
+    pytester.makepyfile(CASE)
+    # option=value: a path given as a separate argument would move pytest's rootdir away from the ini
+    args = [f"--chaos-judge={spec}", f"--chaos-judge-cache={cache}"]
+    pytester.runpytest(*args).assert_outcomes(passed=1)  # advisory
+    result = pytester.runpytest(*args, "--chaos-judge-min-kappa=0.8", f"--chaos-judge-calibration={cal}")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*the calibrated judge (fail): false_success*"])
+
+
 def test_the_pytest_plugin_judges_fault_cases(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cache: str
 ) -> None:
