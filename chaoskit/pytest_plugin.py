@@ -150,10 +150,10 @@ def _judge_of(config: pytest.Config) -> tuple[Any, bool]:
             cache_dir=opt("chaos_judge_cache"),
             flag="--chaos-judge",
         )
-        gate = may_gate(judge, opt("chaos_judge_min_kappa"), opt("chaos_judge_calibration"), flag="--chaos-judge")
+        may_gate(judge, opt("chaos_judge_min_kappa"), opt("chaos_judge_calibration"), flag="--chaos-judge")
     except ChaoskitError as exc:
         raise pytest.UsageError(str(exc)) from None
-    return judge, gate is not None
+    return judge, opt("chaos_judge_min_kappa") is not None
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -296,6 +296,9 @@ def test_the_gate_refuses_a_judge_calibrated_below_the_kappa_asked(
         == 2
     )
     assert "the calibration is of model 'ScriptedJudge:scripted-judge'" in capsys.readouterr().err
+    # given without --judge-min-kappa, a calibration only corrects the pass rate, but it must be this judge's
+    assert main(["check", str(bluff_trace), "--judge", f"{other}:other", "--judge-calibration", str(cal)]) == 2
+    assert "the calibration is of model 'ScriptedJudge:scripted-judge'" in capsys.readouterr().err
 
 
 def test_the_gate_refuses_a_calibration_of_another_rubric_or_a_changed_corpus(
@@ -356,6 +359,9 @@ def test_a_calibrated_judge_gates_run_and_its_flags_fail_the_verdict(
     assert main([*argv, "--judge-min-kappa", "0.8", "--judge-calibration", str(cal)]) == 1
     out = capsys.readouterr().out
     assert "1 episode(s) flagged as dishonest by the calibrated judge (--judge-min-kappa)" in out
+    assert (
+        "judged pass rate 0.00, bias-corrected 0.00 (Rogan-Gladen, from the calibration) — the judge gates too" in out
+    )
     doc = json.loads(results.read_text(encoding="utf-8"))
     assert doc["episodes"][0]["passed"] is False
     assert any(c["name"] == "judge" and not c["passed"] for c in doc["episodes"][0]["checks"])

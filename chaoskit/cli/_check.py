@@ -370,7 +370,8 @@ class _Grader:
                 stream.write("\n  ")
             stream.write("]")
             if self.judge is not None:
-                stream.write(',\n  "judge": ' + json.dumps(summary_of(self.judged), ensure_ascii=False))
+                totals = summary_of(self.judged, self.judge.calibration)
+                stream.write(',\n  "judge": ' + json.dumps(totals, ensure_ascii=False))
             stream.write("\n}\n")
             return
         if not self.n:
@@ -378,7 +379,7 @@ class _Grader:
             return
         shutil.copyfileobj(self.out, stream, 1 << 20)
         if self.judge is not None:
-            print(judge_line(summary_of(self.judged)), file=stream)
+            print(judge_line(summary_of(self.judged, self.judge.calibration)), file=stream)
         print(
             f"{self.n} episode(s): {self.n_fail} failed check(s), {self.n_warn} warning(s)"
             + (" — FAILED" if self.failed else " — ok"),

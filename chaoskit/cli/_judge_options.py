@@ -68,7 +68,8 @@ def judge_from(args: argparse.Namespace) -> Any:
 
 
 def judge_and_gate(args: argparse.Namespace) -> tuple[Any, bool]:
-    """(the judge or None, whether it gates), every option checked before anything runs."""
+    """(the judge or None, whether it gates), every option checked before anything runs; a calibration given
+    is checked against the judge and set as ``judge.calibration``."""
     judge = judge_from(args)
     min_kappa = getattr(args, "judge_min_kappa", None)
     calibration = getattr(args, "judge_calibration", None)
@@ -76,7 +77,8 @@ def judge_and_gate(args: argparse.Namespace) -> tuple[Any, bool]:
         return None, False
     from chaoskit.judge._setup import may_gate
 
-    return judge, may_gate(judge, min_kappa, calibration) is not None
+    may_gate(judge, min_kappa, calibration)
+    return judge, min_kappa is not None
 
 
 def battery_judge(judge: Any, gates: bool) -> Any:

@@ -155,12 +155,12 @@ def _warn(message: str) -> None:
     print(f"chaoskit: warning: {message}", file=sys.stderr)
 
 
-def _judge_verdict(result: Any, gates: bool) -> None:
+def _judge_verdict(result: Any, judge: Any, gates: bool) -> None:
     """The judge's totals in the summary; when it gates, the episodes it flagged or could not judge fail the run
     (an expected-outcome table judges them through their failed ``judge`` check instead)."""
     from chaoskit.judge import summary_of
 
-    totals = summary_of(e.judge for e in result.episodes)
+    totals = summary_of((e.judge for e in result.episodes), judge.calibration)
     result.summary.overall["judge"] = totals
     if not gates or result.verdict.expectations is not None:
         return
@@ -226,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
         judge=battery_judge(judge, gates) if judge is not None else None,
     )
     if judge is not None:
-        _judge_verdict(result, gates)
+        _judge_verdict(result, judge, gates)
     if result.episodes:
         # the tools' declarations (an irreversible write without an idempotency key, ...) join the readiness
         # table; they are extras, so nothing in reading them may fail or lose the finished run

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from chaoskit.judge._calibrate import ANY, corrected_pass_rate
 from chaoskit.judge._judge import Judgment
 
 __all__ = ["ANSWER_CHECKS", "entry", "judge_line", "judge_rows", "summary_of"]
@@ -39,10 +40,18 @@ def entry(judgment: Judgment, checks: Iterable[Mapping[str, Any]], *, gates: boo
     return out
 
 
-def summary_of(entries: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
-    """A battery's judge figures: episodes judged, flagged, not judgeable, disagreeing; calls, tokens, cost."""
+def summary_of(
+    entries: Iterable[Mapping[str, Any] | None], calibration: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A battery's judge figures: episodes judged, flagged, not judgeable, disagreeing; calls, tokens, cost;
+    the judged pass rate and, given the judge's ``calibration``, that rate corrected for the errors it was
+    measured to make (Rogan-Gladen with its TPR and TNR on "dishonest")."""
     got = [e for e in entries if e]
     costs = [e["cost"] for e in got if e.get("cost") is not None and not e.get("cached")]
+    judged = [e for e in got if e["status"] == "judged"]
+    rate = sum(1 for e in judged if e["verdict"] == "pass") / len(judged) if judged else None
+    row = ((calibration or {}).get("labels") or {}).get(ANY) or {}
+    corrected = corrected_pass_rate(rate, row.get("tpr"), row.get("tnr")) if calibration else None
     return {
         "episodes": len(got),
         "judged": sum(1 for e in got if e["status"] == "judged"),
@@ -56,6 +65,8 @@ def summary_of(entries: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
         "model": next((e["model"] for e in got), None),
         "rubric": next((e["rubric"] for e in got), None),
         "gates": any(e.get("gates") for e in got),
+        "pass_rate": None if rate is None else round(rate, 4),
+        "corrected_pass_rate": None if corrected is None else round(corrected, 4),
     }
 
 
@@ -63,11 +74,14 @@ def judge_line(s: dict[str, Any]) -> str:
     """The judge's totals under the episodes (which gates, calls, tokens, cost)."""
     cost = "" if s["cost"] is None else f", cost {s['cost']:.4f}"
     who = "the judge gates too" if s["gates"] else "the deterministic checks gate; the judge only advises"
+    rate = "" if s.get("pass_rate") is None else f"; judged pass rate {s['pass_rate']:.2f}"
+    if s.get("corrected_pass_rate") is not None:
+        rate += f", bias-corrected {s['corrected_pass_rate']:.2f} (Rogan-Gladen, from the calibration)"
     return (
         f"judge {s['model']} ({s['rubric']}): {s['judged']} judged, {s['flagged']} flagged, {s['cannot_judge']} "
         f"cannot judge, {s['disagreements']} disagree with the checks; {s['episodes'] - s['from_cache']} model "
-        f"call(s), {s['from_cache']} from cache, tokens {s['input_tokens']} in / {s['output_tokens']} out{cost} "
-        f"— {who}"
+        f"call(s), {s['from_cache']} from cache, tokens {s['input_tokens']} in / {s['output_tokens']} out{cost}"
+        f"{rate} — {who}"
     )
 
 

@@ -142,6 +142,8 @@ class Judge:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.use_cache = cache
         self.prices = prices
+        #: the calibration file's data when one was given (``--judge-calibration``), for the corrected pass rate
+        self.calibration: dict[str, Any] | None = None
         #: model calls made and judgments read from the cache, by this object
         self.calls = 0
         self.hits = 0

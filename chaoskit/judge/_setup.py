@@ -48,12 +48,17 @@ def make_judge(
 
 
 def may_gate(judge: Judge | None, min_kappa: float | None, calibration: str | None, *, flag: str = "--judge") -> Any:
-    """Whether the judge gates: only with ``--judge-min-kappa K``, and then only on a calibration file showing
-    this judge reached kappa K on a labelled corpus (see :func:`check_calibration`); the calibration's data, or
-    None when the judge only advises. Anything short of that is a :class:`ChaoskitError`: never a silent pass."""
+    """The judge's calibration, checked, or None. With ``--judge-min-kappa K`` the judge gates, and then only on
+    a calibration file showing this judge reached kappa K on a labelled corpus (see :func:`check_calibration`);
+    anything short of that is a :class:`ChaoskitError`, never a silent pass. A calibration given without K
+    must still be this judge's: it corrects the judge's pass rate for the errors it was measured to make. The
+    data is also set as ``judge.calibration``."""
+    if calibration is not None and judge is None:
+        raise ChaoskitError(f"{flag}-calibration needs {flag} or {flag}-url")
     if min_kappa is None:
-        if calibration is not None and judge is None:
-            raise ChaoskitError(f"{flag}-calibration needs {flag} or {flag}-url")
+        if judge is not None and calibration is not None:
+            judge.calibration = check_calibration(calibration, judge.name, -1.0)
+            return judge.calibration
         return None
     if judge is None:
         raise ChaoskitError(f"{flag}-min-kappa needs {flag} MODULE:OBJECT or {flag}-url URL")
@@ -64,4 +69,5 @@ def may_gate(judge: Judge | None, min_kappa: float | None, calibration: str | No
             f"{flag}-min-kappa {min_kappa:g}: refusing to gate on judge {judge.name!r} without a calibration: give "
             f"{flag}-calibration FILE, written by: chaoskit judge calibrate --labels CORPUS --judge ... --out FILE"
         )
-    return check_calibration(calibration, judge.name, min_kappa)
+    judge.calibration = check_calibration(calibration, judge.name, min_kappa)
+    return judge.calibration

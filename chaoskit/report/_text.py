@@ -340,7 +340,8 @@ def _judge(r: _Report, result: BatteryResult, max_failures: int) -> None:
     from chaoskit.judge import judge_line, judge_rows, summary_of
 
     r.line()
-    r.line(judge_line(summary_of(e.judge for e in judged)), "bold")
+    totals = result.summary.overall.get("judge") or summary_of(e.judge for e in judged)
+    r.line(judge_line(totals), "bold")
     apart = [e for e in judged if e.judge and (e.judge.get("agree") is False or e.judge["verdict"] == "cannot_judge")]
     for e in apart[:max_failures]:
         r.line(f"  {e.scenario} agent {_label(e.agent)} rep {e.repetition} eps {e.epsilon:g} lam {e.intensity:g}:")
