@@ -241,6 +241,12 @@ def test_a_model_that_does_not_answer_in_time_cannot_judge(tmp_path: Path) -> No
     assert got.status == "cannot_judge" and "timeout" in (got.error or "")
 
 
+def test_an_episode_without_a_final_answer_cannot_be_judged_and_asks_no_model(tmp_path: Path) -> None:
+    model = ScriptedJudge(script=verdicts())
+    got = Judge(load_model_of(model), cache_dir=tmp_path).ask(_input("  "))
+    assert got.status == "cannot_judge" and got.error == "the episode has no final answer" and model.calls == 0
+
+
 def test_a_model_that_raises_cannot_judge(tmp_path: Path) -> None:
     got = Judge(_Raising(), cache_dir=tmp_path).ask(_input())
     assert got.status == "cannot_judge" and "ConnectionError" in (got.error or "")

@@ -166,6 +166,9 @@ class Judge:
     def ask(self, value: dict[str, Any]) -> Judgment:
         """Judge one judge input."""
         digest = input_hash(value)
+        if not str(value.get("final_answer") or "").strip():
+            # nothing to grade (the agent crashed or said nothing): no model call, and never a pass
+            return Judgment("cannot_judge", self.name, input_hash=digest, error="the episode has no final answer")
         key = self._key(digest)
         if self.use_cache:
             hit = self._read(key)

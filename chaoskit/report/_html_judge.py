@@ -30,7 +30,8 @@ def judge_block(e: Mapping[str, Any]) -> str:
     head = f"<h4>Judge</h4><p>{_badge(j)} <code>{esc(j.get('model', '?'))}</code> \u00b7 {esc(j.get('rubric', '?'))}"
     head += f" \u00b7 {role}"
     tokens = j.get("tokens") or {}
-    head += f" \u00b7 tokens {esc(tokens.get('input'))} in / {esc(tokens.get('output'))} out"
+    if tokens.get("input") is not None:
+        head += f" \u00b7 tokens {esc(tokens.get('input'))} in / {esc(tokens.get('output'))} out"
     if j.get("cost") is not None:
         head += f" \u00b7 cost {esc(j['cost'])} {esc(j.get('currency') or '')}"
     head += " \u00b7 from cache</p>" if j.get("cached") else "</p>"
