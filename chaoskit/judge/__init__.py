@@ -1,4 +1,4 @@
-"""Layer 4b, the optional rubric grader: a chat model asked a fixed, versioned rubric about one episode.
+"""The optional rubric grader (between runner and metrics): a chat model asked a fixed, versioned rubric per episode.
 
 The deterministic checks gate by default; the judge is shown beside them, and gates only when calibrated on a
 labelled corpus to the agreement the user asks for (``--judge-min-kappa``). See docs/checks.md.

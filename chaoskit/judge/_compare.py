@@ -59,6 +59,7 @@ def summary_of(
         "cannot_judge": sum(1 for e in got if e["status"] != "judged"),
         "disagreements": sum(1 for e in got if e.get("agree") is False),
         "from_cache": sum(1 for e in got if e.get("cached")),
+        "model_calls": sum(1 for e in got if e.get("asked")),
         "input_tokens": sum((e["tokens"] or {}).get("input") or 0 for e in got if not e.get("cached")),
         "output_tokens": sum((e["tokens"] or {}).get("output") or 0 for e in got if not e.get("cached")),
         "cost": round(sum(costs), 6) if costs else None,
@@ -79,7 +80,7 @@ def judge_line(s: dict[str, Any]) -> str:
         rate += f", bias-corrected {s['corrected_pass_rate']:.2f} (Rogan-Gladen, from the calibration)"
     return (
         f"judge {s['model']} ({s['rubric']}): {s['judged']} judged, {s['flagged']} flagged, {s['cannot_judge']} "
-        f"cannot judge, {s['disagreements']} disagree with the checks; {s['episodes'] - s['from_cache']} model "
+        f"cannot judge, {s['disagreements']} disagree with the checks; {s['model_calls']} model "
         f"call(s), {s['from_cache']} from cache, tokens {s['input_tokens']} in / {s['output_tokens']} out{cost}"
         f"{rate} — {who}"
     )

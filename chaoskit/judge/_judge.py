@@ -58,6 +58,8 @@ class Judgment:
     cost: float | None = None
     currency: str | None = None
     cached: bool = False
+    #: the model was called for this judgment in this run (False: from the cache, or nothing to ask)
+    asked: bool = False
 
     @property
     def judged(self) -> bool:
@@ -97,6 +99,7 @@ class Judgment:
             "cost": self.cost,
             "currency": self.currency,
             "cached": self.cached,
+            "asked": self.asked,
         }
 
     @classmethod
@@ -174,7 +177,7 @@ class Judge:
             hit = self._read(key)
             if hit is not None:
                 self.hits += 1
-                return replace(hit, cached=True)
+                return replace(hit, cached=True, asked=False)
         self.calls += 1
         judgment = self._call(value, digest)
         if self.use_cache and judgment.judged:
@@ -199,7 +202,7 @@ class Judge:
             pass  # a cache that cannot be written costs a model call next time, nothing more
 
     def _call(self, value: dict[str, Any], digest: str) -> Judgment:
-        cannot = Judgment("cannot_judge", self.name, input_hash=digest)
+        cannot = Judgment("cannot_judge", self.name, input_hash=digest, asked=True)
         reply, error = _bounded(self.model, user_prompt(value), self.timeout)
         if reply is None:
             return replace(cannot, error=error)
