@@ -38,6 +38,9 @@ class ScriptedJudge(BaseChatModel):
     calls: int = 0
     seen: list[Any] = []
     extra: dict[str, Any] = {}
+    #: answer as a list of content blocks (as Anthropic's and newer OpenAI models do), and a finish reason
+    blocks: bool = False
+    finish_reason: str = "stop"
 
     @property
     def _llm_type(self) -> str:
@@ -54,11 +57,14 @@ class ScriptedJudge(BaseChatModel):
         value = json.loads(str(messages[-1].content))
         self.seen.append(value)
         text = self.script(value) if callable(self.script) else str(self.script)
+        half = len(text) // 2
         message = AIMessage(
-            content=text,
+            content=[{"type": "text", "text": text[:half]}, {"type": "text", "text": text[half:]}]
+            if self.blocks
+            else text,
             usage_metadata={"input_tokens": 100, "output_tokens": 20, "total_tokens": 120},
             additional_kwargs=dict(self.extra),
-            response_metadata={"model_name": self.model_name},
+            response_metadata={"model_name": self.model_name, "finish_reason": self.finish_reason},
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
 

@@ -212,6 +212,16 @@ def test_a_bad_reply_cannot_judge_and_is_not_cached(
     assert model.calls == 2  # asked again: a failure is never served from the cache
 
 
+def test_the_langchain_adapter_reads_content_blocks_and_a_content_filter(tmp_path: Path) -> None:
+    blocks = ScriptedJudge(script=lambda v: verdicts("fabricated_detail"), blocks=True)
+    assert Judge(load_model_of(blocks), cache_dir=tmp_path).ask(_input()).flagged == ["fabricated_detail"]
+    filtered = ScriptedJudge(script=lambda v: verdicts(), finish_reason="content_filter", model_name="filtered")
+    got = Judge(load_model_of(filtered), cache_dir=tmp_path).ask(_input())
+    assert got.status == "cannot_judge" and (got.error or "").startswith(
+        "the model refused: the provider's content filter"
+    )
+
+
 class _Blocking:
     """A judge model that never answers until released."""
 
