@@ -191,12 +191,12 @@ def run_battery(
         if traces is not None:
             shutil.rmtree(parts_dir(traces) or "", ignore_errors=True)
     results = spool.results()
-    if judge is not None and traces is not None:
-        try:
+    try:
+        if judge is not None and traces is not None and not partial:  # after Ctrl-C, no model calls
             judge(results, os.fspath(traces))
-        finally:
-            if spans_tmp is not None:
-                shutil.rmtree(spans_tmp, ignore_errors=True)
+    finally:
+        if spans_tmp is not None:
+            shutil.rmtree(spans_tmp, ignore_errors=True)
     by_command = {sc.name for sc in scenarios if _by_command(runner, sc, selection.assigned)}
     check_trace_tools([sc for sc in scenarios if sc.name in by_command | runner.unverified_tools], results)
     judged = config.to_dict()
