@@ -264,6 +264,10 @@ def test_the_gate_refuses_a_judge_without_a_calibration(
     assert main(["check", str(bluff_trace), "--judge", f"{mod}:m", "--judge-min-kappa", "0.8"]) == 2
     err = capsys.readouterr().err
     assert "refusing to gate on judge 'ScriptedJudge:scripted-judge' without a calibration" in err
+    assert main(["check", str(bluff_trace), "--judge-min-kappa", "0.8"]) == 2
+    assert "--judge-min-kappa needs --judge MODULE:OBJECT or --judge-url URL" in capsys.readouterr().err
+    assert main(["check", str(bluff_trace), "--judge", f"{mod}:m", "--workers", "2"]) == 2
+    assert "--judge grades in one process" in capsys.readouterr().err
 
 
 def test_the_gate_refuses_a_judge_calibrated_below_the_kappa_asked(
