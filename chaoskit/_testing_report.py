@@ -179,4 +179,13 @@ def summary_lines(results: Mapping[str, Any], *, max_failed: int = 20) -> list[s
         lines.append(f"  rerun: {e.get('replay')}")
     if len(failed) > max_failed:
         lines.append(f"... and {len(failed) - max_failed} more failed case(s)")
+    judged = [e for e in episodes if isinstance(e.get("judge"), Mapping)]
+    if judged:
+        from chaoskit.judge import judge_line, judge_rows, summary_of
+
+        lines.append(judge_line(summary_of(e["judge"] for e in judged)))
+        for e in judged:
+            if e["judge"].get("agree") is False or e["judge"]["verdict"] != "pass":
+                lines.append(f"{e.get('scenario')}:")
+                lines.extend(judge_rows(e["judge"], 5))
     return lines

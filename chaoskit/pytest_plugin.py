@@ -19,6 +19,11 @@ and the test id, so that a failing case's rerun line (``pytest 'path::test[id]' 
 it. ``--chaos-report PATH`` writes the session's fault cases as the runner's JSON results, or as its HTML
 report when PATH ends in ``.html``; a terminal section sums them up. Under pytest-xdist the workers send
 their cases to the controller, which writes one report.
+
+``--chaos-judge MODULE:OBJECT`` (or ``--chaos-judge-url URL``) also asks the rubric grader about every fault
+case; its judgment is shown beside the checks in the summary and the report. It only advises, unless
+``--chaos-judge-min-kappa K --chaos-judge-calibration FILE`` shows it was calibrated to K: then a case it flags
+or cannot judge fails (docs/checks.md).
 """
 
 from __future__ import annotations
@@ -65,6 +70,9 @@ class _State:
     results: dict[str, Any] | None = None
     written: Path | None = None
     error: str | None = None
+    #: the judge (``--chaos-judge``) and whether it gates
+    judge: Any = None
+    gates: bool = False
 
 
 _STATE = pytest.StashKey[_State]()
@@ -89,6 +97,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="write the session's fault cases to PATH: the runner's JSON results, or its HTML report for .html",
     )
+    for flag, kw in _JUDGE_OPTIONS:
+        group.addoption(f"--chaos-{flag}", **kw)
+
+
+_JUDGE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("judge", {"metavar": "MODULE:OBJECT", "help": "ask this judge model (docs/checks.md) about every fault case"}),
+    ("judge-url", {"metavar": "URL", "help": "the judge model behind an OpenAI-compatible endpoint"}),
+    ("judge-model", {"metavar": "NAME", "help": "the model name sent to --chaos-judge-url (or the judge's name)"}),
+    ("judge-timeout", {"type": float, "default": 60.0, "metavar": "S", "help": "seconds per judge call"}),
+    ("judge-cache", {"metavar": "DIR", "help": "where judgments are cached (default ~/.cache/chaoskit/judge)"}),
+    ("judge-min-kappa", {"type": float, "metavar": "K", "help": "let a judge calibrated to kappa K fail cases"}),
+    ("judge-calibration", {"metavar": "FILE", "help": "the judge's calibration (chaoskit judge calibrate --out)"}),
+)
 
 
 def _state(config: pytest.Config) -> _State:
@@ -109,7 +130,30 @@ def pytest_configure(config: pytest.Config) -> None:
         seed = int(given)
     else:
         seed = int.from_bytes(os.urandom(4), "big") % 1_000_000
-    config.stash[_STATE] = _State(seed=seed, given=given is not None, report=config.getoption("chaos_report", None))
+    state = _State(seed=seed, given=given is not None, report=config.getoption("chaos_report", None))
+    config.stash[_STATE] = state
+    if config.getoption("chaos_judge", None) or config.getoption("chaos_judge_url", None):
+        state.judge, state.gates = _judge_of(config)
+
+
+def _judge_of(config: pytest.Config) -> tuple[Any, bool]:
+    """The session's judge and whether it may gate; a bad option is a usage error, before any test runs."""
+    from chaoskit.judge._setup import make_judge, may_gate
+
+    opt = config.getoption
+    try:
+        judge = make_judge(
+            opt("chaos_judge"),
+            opt("chaos_judge_url"),
+            model=opt("chaos_judge_model"),
+            timeout=opt("chaos_judge_timeout"),
+            cache_dir=opt("chaos_judge_cache"),
+            flag="--chaos-judge",
+        )
+        may_gate(judge, opt("chaos_judge_min_kappa"), opt("chaos_judge_calibration"), flag="--chaos-judge")
+    except ChaoskitError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return judge, opt("chaos_judge_min_kappa") is not None
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -279,7 +323,10 @@ def chaos_episode(request: pytest.FixtureRequest) -> Iterator[ChaosEpisode]:
     case = ChaosEpisode(item.nodeid, plan=_plan_of(item))
     with case:
         yield case
-    _record(item, case)
+    judged = _record(item, case)
+    if judged is not None and judged["gates"] and judged["verdict"] != "pass":
+        why = judged.get("error") or ", ".join(judged["flagged"])
+        pytest.fail(f"{item.nodeid}: the calibrated judge ({judged['verdict']}): {why}", pytrace=False)
     taken = item.stash.get(_TRACE_TAKEN, None)
     if taken == 0 and case.outside_attempts():
         pytest.fail(
@@ -298,15 +345,16 @@ def chaos_trace(request: pytest.FixtureRequest, chaos_episode: ChaosEpisode) -> 
     return trace
 
 
-def _record(item: pytest.Item, case: ChaosEpisode) -> None:
-    """File the test as a fault case (passed or failed; skipped and xfailed tests are not cases)."""
+def _record(item: pytest.Item, case: ChaosEpisode) -> dict[str, Any] | None:
+    """File the test as a fault case (passed or failed; skipped and xfailed tests are not cases); with a judge,
+    its judgment (also returned)."""
     got = item.stash.get(_CALL, None)
     if got is None or got[0] not in ("passed", "failed"):
-        return
+        return None
     try:
         trace = case.trace
     except ChaoskitError:
-        return  # tracing off: nothing to grade
+        return None  # tracing off: nothing to grade
     from chaoskit._testing_report import case_result
 
     outcome, duration, error = got
@@ -326,7 +374,14 @@ def _record(item: pytest.Item, case: ChaosEpisode) -> None:
         replay=_rerun(item),
         tags=sorted(names),
     )
-    _state(item.config).cases.append(case_dict)
+    state = _state(item.config)
+    if state.judge is not None and trace.episodes:
+        from chaoskit.judge import entry
+
+        judgment = state.judge.episode(trace.episodes[0], answer=case_dict["output"] or "")
+        case_dict["judge"] = entry(judgment, case_dict["checks"], gates=state.gates)
+    state.cases.append(case_dict)
+    return case_dict.get("judge")
 
 
 # -- the end of the session --------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.cli._check_sources import add_source_options, check_sources, read_sources
+from chaoskit.cli._judge_options import add_judge_options, judge_and_gate
 from chaoskit.grading._build import LateSpanError, TraceBuilder
 from chaoskit.grading._chunks import read_part, split_jsonl
 from chaoskit.grading._evidence import CANNOT_GRADE
@@ -115,6 +116,7 @@ def add_parser(sub: Any) -> None:
         f"{_PARALLEL_BYTES >> 20} MB or more; else 1)",
     )
     add_source_options(p)
+    add_judge_options(p)
     p.set_defaults(func=run)
 
 
@@ -142,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise ChaoskitError(f"--workers must be a whole number >= 1, got {args.workers}")
     check_sources(args)
+    judge, gates = judge_and_gate(args)
+    if judge is not None and args.workers is not None and args.workers > 1:
+        raise ChaoskitError("--judge grades in one process (the model is the bottleneck): leave out --workers")
     params: dict[str, Any] = {
         "n": args.retry_storm,
         "required_tools": args.require or None,
@@ -154,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
                 names.append(flag)
 
     grader = _Grader(names, params, json_mode=args.json)
+    grader.judge, grader.gates = judge, gates
     try:
         if args.from_jaeger is not None or args.from_phoenix is not None:
             for source, trace in read_sources(args):
@@ -172,7 +178,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"chaoskit: cannot grade: {line}", file=sys.stderr)
     if grader.ungradable:
         return 2  # an episode chaos did not reach is never a pass, nor a graded failure
-    return 1 if grader.failed else 0
+    if grader.failed:
+        return 1
+    # a gating judge that could not judge an episode leaves it ungraded: never a pass
+    return 2 if gates and any(j["verdict"] == "cannot_judge" for j in grader.judged) else 0
 
 
 def _grade_file(path: str, fmt: str | None, workers: int | None, grader: _Grader) -> None:
@@ -181,6 +190,8 @@ def _grade_file(path: str, fmt: str | None, workers: int | None, grader: _Grader
     if not path.strip():
         raise TraceReadError("expected the path of a trace file, got an empty argument", source=repr(path))
     file = Path(path)
+    if grader.judge is not None:
+        workers = 1
     if workers is None:
         try:
             large = file.is_file() and file.stat().st_size >= _PARALLEL_BYTES
@@ -305,6 +316,10 @@ class _Grader:
         self.failed = False
         #: one line for each episode that cannot be graded (``cannot_grade``): where, which, and why
         self.ungradable: list[str] = []
+        #: the judge (``--judge``), whether it gates, and its entries so far
+        self.judge: Any = None
+        self.gates = False
+        self.judged: list[dict[str, Any]] = []
 
     def add(self, source: str, ep: EpisodeRecord) -> None:
         """Grade one episode and render it."""
@@ -312,7 +327,8 @@ class _Grader:
         results = run_checks(one, self.names, **self.params)
         sc = score(one, checks=results, required_tools=self.params["required_tools"])
         bad = [r for r in results if not r.passed]
-        self.failed = self.failed or bool(bad)
+        judged = self._judge(ep, results) if self.judge is not None else None
+        self.failed = self.failed or bool(bad) or (self.gates and judged is not None and judged["verdict"] == "fail")
         label = f"episode {ep.name or '(no name)'} (id {ep.id[:12] if ep.id else 'outside any episode'})"
         self.ungradable += [
             f"{source}: {label}: {r.message.removeprefix('cannot grade: ')}" for r in bad if r.name == CANNOT_GRADE
@@ -321,9 +337,19 @@ class _Grader:
         self.n_fail += len(bad)
         self.n_warn += sum(1 for r in results if r.severity == "warn")
         if self.json_mode:
-            self.out.write(",\n" + _render(_episode_json(source, ep, results, sc)))
+            item = _episode_json(source, ep, results, sc)
+            if judged is not None:
+                item["judge"] = judged
+            self.out.write(",\n" + _render(item))
         else:
-            self.out.write(_episode_table(source, ep, results, sc))
+            self.out.write(_episode_table(source, ep, results, sc, judged))
+
+    def _judge(self, ep: EpisodeRecord, results: list[CheckResult]) -> dict[str, Any] | None:
+        from chaoskit.judge import entry
+
+        judged = entry(self.judge.episode(ep), [r.to_dict() for r in results], gates=self.gates)
+        self.judged.append(judged)
+        return judged
 
     def mark(self) -> tuple[int, int, int, int, bool, int]:
         """Where the report stands, to go back to with :meth:`rollback`."""
@@ -348,6 +374,8 @@ class _Grader:
 
     def emit(self, stream: TextIO) -> None:
         """Print the whole report."""
+        if self.judge is not None:
+            from chaoskit.judge import judge_line, summary_of
         self.out.seek(0)
         if self.json_mode:
             stream.write(f'{{\n  "passed": {json.dumps(not self.failed)},\n')
@@ -359,12 +387,18 @@ class _Grader:
                 stream.write("\n")
                 shutil.copyfileobj(self.out, stream, 1 << 20)
                 stream.write("\n  ")
-            stream.write("]\n}\n")
+            stream.write("]")
+            if self.judge is not None:
+                totals = summary_of(self.judged, self.judge.calibration)
+                stream.write(',\n  "judge": ' + json.dumps(totals, ensure_ascii=False))
+            stream.write("\n}\n")
             return
         if not self.n:
             print("no chaoskit episodes found in the given traces", file=stream)
             return
         shutil.copyfileobj(self.out, stream, 1 << 20)
+        if self.judge is not None:
+            print(judge_line(summary_of(self.judged, self.judge.calibration)), file=stream)
         print(
             f"{self.n} episode(s): {self.n_fail} failed check(s), {self.n_warn} warning(s)"
             + (" — CANNOT GRADE" if self.ungradable else " — FAILED" if self.failed else " — ok"),
@@ -413,7 +447,9 @@ def _episode_json(source: str, ep: EpisodeRecord, results: list[CheckResult], sc
     }
 
 
-def _episode_table(source: str, ep: EpisodeRecord, results: list[CheckResult], sc: Score) -> str:
+def _episode_table(
+    source: str, ep: EpisodeRecord, results: list[CheckResult], sc: Score, judged: dict[str, Any] | None = None
+) -> str:
     label = ep.name or "(no name)"
     eid = ep.id[:12] if ep.id else "outside any episode"
     lines = [
@@ -426,4 +462,8 @@ def _episode_table(source: str, ep: EpisodeRecord, results: list[CheckResult], s
         lines.append(f"  {r.name:<{width}}  {r.severity.upper():<6}  {r.message}")
         if r.evidence and r.severity != "pass":
             lines.append(f"  {'':<{width}}          spans: {', '.join(r.evidence)}")
+    if judged is not None:
+        from chaoskit.judge import judge_rows
+
+        lines.extend(judge_rows(judged, width))
     return "\n".join(lines) + "\n\n"

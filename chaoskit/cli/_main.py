@@ -20,6 +20,7 @@ _COMMAND_MODULES = (
     "chaoskit.cli._compare",
     "chaoskit.cli._report",
     "chaoskit.cli._suggest",
+    "chaoskit.cli._judge",
 )
 
 #: the entry-point group of subcommands other packages add (the MCP and HTTP proxies): each entry point names

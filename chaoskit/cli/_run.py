@@ -8,6 +8,7 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.cli._gate_output import add_gate_options, baseline_from, finish
+from chaoskit.cli._judge_options import add_judge_options, battery_judge, judge_and_gate
 from chaoskit.runner._battery import run_battery
 from chaoskit.runner._battery_file import parse_tags, select
 from chaoskit.runner._summary import apply_contracts
@@ -146,11 +147,27 @@ def add_parser(sub: Any) -> None:
         "columns; implies --metrics. chaoskit ships no prices: supply your provider's",
     )
     add_gate_options(p)
+    add_judge_options(p)
     p.set_defaults(func=run)
 
 
 def _warn(message: str) -> None:
     print(f"chaoskit: warning: {message}", file=sys.stderr)
+
+
+def _judge_verdict(result: Any, judge: Any, gates: bool) -> None:
+    """The judge's totals in the summary; when it gates, the episodes it flagged or could not judge fail the run
+    (an expected-outcome table judges them through their failed ``judge`` check instead)."""
+    from chaoskit.judge import summary_of
+
+    totals = summary_of((e.judge for e in result.episodes), judge.calibration)
+    result.summary.overall["judge"] = totals
+    if not gates or result.verdict.expectations is not None:
+        return
+    for n, what in ((totals["flagged"], "flagged as dishonest"), (totals["cannot_judge"], "could not be judged")):
+        if n:
+            result.verdict.reasons.append(f"{n} episode(s) {what} by the calibrated judge (--judge-min-kappa)")
+            result.verdict.ok = False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -166,6 +183,11 @@ def run(args: argparse.Namespace) -> int:
         from chaoskit.metrics._cost import load_prices
 
         prices = load_prices(args.prices)
+    judge, gates = judge_and_gate(args)
+    if judge is not None:
+        from chaoskit.engine._config import configure
+
+        configure(record_results=True)  # the judge needs what each call returned, not only that it returned
     selection = select(args.paths)
     if selection.skipped:
         n = len(selection.skipped)
@@ -201,7 +223,10 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         metrics=metrics,
         prices=prices,
+        judge=battery_judge(judge, gates) if judge is not None else None,
     )
+    if judge is not None:
+        _judge_verdict(result, judge, gates)
     if result.episodes:
         # the tools' declarations (an irreversible write without an idempotency key, ...) join the readiness
         # table; they are extras, so nothing in reading them may fail or lose the finished run

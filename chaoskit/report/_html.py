@@ -14,6 +14,7 @@ from chaoskit._errors import ChaoskitError
 from chaoskit.report._html_contracts import contracts_section
 from chaoskit.report._html_data import breakdown, episodes_of, label_of, matrix
 from chaoskit.report._html_episodes import episodes_section, failures_section
+from chaoskit.report._html_judge import judge_section
 from chaoskit.report._html_metrics import metrics_section
 from chaoskit.report._html_plots import plots_sections
 from chaoskit.report._svg import esc
@@ -253,6 +254,7 @@ def render_html(results: Mapping[str, Any], *, max_episodes: int = MAX_EPISODES)
             _results(results),
             plots_sections(results),
             failures_section(results),
+            judge_section(results),
             contracts_section(results),
             metrics_section(_metrics_of(results)),
             episodes_section(results, max_episodes),

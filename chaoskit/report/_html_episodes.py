@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chaoskit.report._html_data import episodes_of, expected_of, failing_checks, label_of, pick_episodes
+from chaoskit.report._html_judge import judge_block
 from chaoskit.report._svg import esc
 from chaoskit.report._svg_timeline import timeline
 
@@ -162,7 +163,8 @@ def _episode(e: Mapping[str, Any], i: int, expected: set[tuple[str, str]]) -> st
     out_block = f"<h4>Final answer</h4><pre>{esc(_clip(output))}</pre>" if output else ""
     return (
         f'<details class="episode {cls}" id="episode-{i}">{head}<dl>{dl}</dl>{out_block}'
-        f"<h4>Checks</h4>{_checks_table(e.get('checks'))}<h4>Attempts</h4>{_timeline_block(e, name)}</details>"
+        f"<h4>Checks</h4>{_checks_table(e.get('checks'))}{judge_block(e)}<h4>Attempts</h4>"
+        f"{_timeline_block(e, name)}</details>"
     )
 
 

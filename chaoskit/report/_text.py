@@ -140,6 +140,8 @@ def render_text(
         _contracts_count(r, s)
         # asked for with --metrics: shown on the first screen too
         _metrics(r, getattr(s, "metrics", None))
+    # asked for with --judge: its verdicts beside the deterministic ones, in both views
+    _judge(r, result, max_failures)
     exp = getattr(result.verdict, "expectations", None)
     if exp:
         _expectations(r, exp)
@@ -442,6 +444,24 @@ def _metrics(r: _Report, summary: Mapping[str, Any] | None) -> None:
         r.line()
     for ln in lines:
         r.line(ln)
+
+
+def _judge(r: _Report, result: BatteryResult, max_failures: int) -> None:
+    """The judge's totals, then the episodes where it disagrees with the deterministic answer checks or could
+    not judge, each with both verdicts."""
+    judged = [e for e in result.episodes if getattr(e, "judge", None)]
+    if not judged:
+        return
+    from chaoskit.judge import judge_line, judge_rows, summary_of
+
+    r.line()
+    totals = result.summary.overall.get("judge") or summary_of(e.judge for e in judged)
+    r.line(judge_line(totals), "bold")
+    apart = [e for e in judged if e.judge and (e.judge.get("agree") is False or e.judge["verdict"] == "cannot_judge")]
+    for e in apart[:max_failures]:
+        r.line(f"  {e.scenario} agent {_label(e.agent)} rep {e.repetition} eps {e.epsilon:g} lam {e.intensity:g}:")
+        for row in judge_rows(e.judge or {}, 5):
+            r.line("  " + row)
 
 
 def _expectations(r: _Report, exp: Mapping[str, Any]) -> None:

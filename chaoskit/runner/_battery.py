@@ -70,6 +70,7 @@ def run_battery(
     progress: bool | IO[str] = False,
     metrics: bool = False,
     prices: Prices | None = None,
+    judge: Callable[[Sequence[EpisodeResult], str], None] | None = None,
 ) -> BatteryResult:
     """Run a battery and grade it. ``paths`` are scenario files, directories, globs or battery files (or pass
     ``scenarios``, or a ``selection`` from :func:`chaoskit.runner._battery_file.select`)::
@@ -93,6 +94,9 @@ def run_battery(
     none in memory (done by itself past :data:`SPOOL_OVER` episodes). Ctrl-C ends the run with the episodes
     that finished: the result is ``partial`` and its verdict fails. ``metrics`` (or a ``prices`` table from
     :func:`chaoskit.metrics.load_prices`) gives every episode its trajectory metrics, failure modes and cost.
+    ``judge(episodes, traces_file)`` is called with the finished episodes and the file of their spans before they
+    are summarized (``chaoskit run --judge``: it may add a check to an episode); the spans go to a temporary file
+    when ``traces`` is not given.
     """
     cwd = os.getcwd()
     if cwd not in sys.path:
@@ -147,10 +151,14 @@ def run_battery(
     base = load_baseline(baseline) if baseline is not None and not isinstance(baseline, dict) else baseline
     total = count_episodes(scenarios, config, selection.assigned)
     started = time.perf_counter()
+    spans_tmp = None
+    if judge is not None and traces is None:
+        spans_tmp = tempfile.mkdtemp(prefix="chaoskit-judge-")
+        traces = os.path.join(spans_tmp, "spans.jsonl")
     telemetry.get_tracer()
     collector = SpanCollector(keep_other=traces is not None)
     sink = TraceSink(traces)
-    if traces is not None:
+    if traces is not None and spans_tmp is None:
         # named in the warning about spans an OTLP backend did not get
         telemetry.note_local_copy(traces)
     telemetry.add_processor(collector)
@@ -183,6 +191,12 @@ def run_battery(
         if traces is not None:
             shutil.rmtree(parts_dir(traces) or "", ignore_errors=True)
     results = spool.results()
+    try:
+        if judge is not None and traces is not None and not partial:  # after Ctrl-C, no model calls
+            judge(results, os.fspath(traces))
+    finally:
+        if spans_tmp is not None:
+            shutil.rmtree(spans_tmp, ignore_errors=True)
     by_command = {sc.name for sc in scenarios if _by_command(runner, sc, selection.assigned)}
     check_trace_tools([sc for sc in scenarios if sc.name in by_command | runner.unverified_tools], results)
     judged = config.to_dict()

@@ -57,6 +57,8 @@ class EpisodeResult:
     retried: bool = False
     #: trajectory metrics, failure modes and cost (``chaoskit run --metrics``; see chaoskit.runner._metrics)
     metrics: dict[str, Any] | None = None
+    #: the rubric grader's judgment beside the checks (``chaoskit run --judge``; see chaoskit.judge.entry)
+    judge: dict[str, Any] | None = None
 
     @property
     def key(self) -> tuple[str, str, int, float, float]:

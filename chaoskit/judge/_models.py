@@ -1,0 +1,161 @@
+"""The chat models a judge can ask: the ``JudgeModel`` protocol, an OpenAI-compatible endpoint, ``MODULE:OBJECT``."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Protocol, cast, runtime_checkable
+
+from chaoskit._errors import ConfigError
+
+__all__ = ["ENTRY_POINT_GROUP", "JudgeModel", "ModelRefused", "OpenAIEndpoint", "Reply", "load_model"]
+
+#: the entry-point group of packages that turn a framework's chat model into a :class:`JudgeModel`: each names
+#: a callable ``adapt(obj) -> JudgeModel | None`` (None: not one of its models). chaoskit_langchain registers
+#: ``langchain`` for any ``BaseChatModel``
+ENTRY_POINT_GROUP = "chaoskit.judges"
+
+#: the environment variable whose value ``--judge-url`` sends as a bearer token (none sent when unset)
+API_KEY_ENV = "CHAOSKIT_JUDGE_API_KEY"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a model answered: its text, the tokens it counted (None when it did not say), the model that
+    answered, and a refusal the provider reported apart from the text (OpenAI's ``message.refusal``)."""
+
+    text: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    model: str | None = None
+    refusal: str | None = None
+
+
+class ModelRefused(Exception):
+    """The model declined to answer (a refusal, a content filter): the episode cannot be judged."""
+
+
+@runtime_checkable
+class JudgeModel(Protocol):
+    """A chat model the judge can ask: ``name`` (in the cache key and the reports) and ``complete``, which
+    answers one system + user exchange. It may raise; any exception means "cannot judge"."""
+
+    name: str
+
+    def complete(self, system: str, user: str, *, timeout: float) -> Reply: ...
+
+
+class OpenAIEndpoint:
+    """An OpenAI-compatible ``/chat/completions`` endpoint (OpenAI, vLLM, llama.cpp, Ollama, LiteLLM, ...),
+    asked at temperature 0 for a JSON object. Uses the standard library only; the bearer token, if any, comes
+    from ``CHAOSKIT_JUDGE_API_KEY``."""
+
+    def __init__(self, url: str, model: str | None = None) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"--judge-url {url!r}: expected an http:// or https:// URL")
+        base = url.rstrip("/")
+        self.url = base if base.endswith("/chat/completions") else base + "/chat/completions"
+        self.model = model
+        self.name = f"{model or 'default'}@{base}"
+
+    def complete(self, system: str, user: str, *, timeout: float) -> Reply:
+        body: dict[str, Any] = {
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "temperature": 0,
+            "response_format": {"type": "json_object"},
+        }
+        if self.model:
+            body["model"] = self.model
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(API_KEY_ENV)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        request = urllib.request.Request(self.url, json.dumps(body).encode(), headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                data = json.loads(response.read().decode("utf-8", "replace"))
+        except urllib.error.HTTPError as exc:
+            raise RuntimeError(f"{self.url} answered HTTP {exc.code}") from None
+        except ValueError:
+            raise RuntimeError(f"{self.url} answered something that is not JSON") from None
+        try:
+            message = data["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            raise RuntimeError(f"{self.url} answered without choices[0].message") from None
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        content = message.get("content")
+        return Reply(
+            text=content if isinstance(content, str) else "",
+            input_tokens=_int(usage.get("prompt_tokens")),
+            output_tokens=_int(usage.get("completion_tokens")),
+            model=data.get("model") if isinstance(data.get("model"), str) else self.model,
+            refusal=message.get("refusal") or (_filtered(data["choices"][0])),
+        )
+
+
+def _filtered(choice: Any) -> str | None:
+    return (
+        "the provider's content filter stopped the reply" if choice.get("finish_reason") == "content_filter" else None
+    )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _adapt(obj: Any) -> JudgeModel | None:
+    """``obj`` as a :class:`JudgeModel`: itself when it is one, else what an installed adapter makes of it."""
+    if not isinstance(obj, type) and isinstance(obj, JudgeModel) and isinstance(getattr(obj, "name", None), str):
+        return obj
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            made = ep.load()(obj)
+        except Exception as exc:
+            print(
+                f"chaoskit: warning: the {ep.name} judge adapter failed: {type(exc).__name__}: {exc}", file=sys.stderr
+            )
+            continue
+        if made is not None:
+            return cast(JudgeModel, made)
+    return None
+
+
+def load_model(spec: str) -> JudgeModel:
+    """The model ``--judge MODULE:OBJECT`` names: a :class:`JudgeModel`, a framework chat model an installed
+    adapter knows (a LangChain ``BaseChatModel`` with ``chaoskit[langchain]``), or a callable with no arguments
+    returning one of those. A bad reference is a :class:`ConfigError` saying what was expected."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"--judge {spec!r}: expected MODULE:OBJECT (e.g. myproject.judges:model)")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"--judge {spec}: cannot import {module_name}: {exc}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ConfigError(f"--judge {spec}: {module_name} has no {attr!r}") from None
+    model = _adapt(obj)
+    if model is None and callable(obj):
+        try:
+            model = _adapt(obj())
+        except Exception as exc:
+            raise ConfigError(f"--judge {spec}: calling it failed: {type(exc).__name__}: {exc}") from None
+    if model is None:
+        raise ConfigError(
+            f"--judge {spec}: {type(obj).__name__} is not a chat model chaoskit can ask: give a LangChain "
+            "BaseChatModel (pip install 'chaoskit[langchain]'), an object with name and complete(system, user, "
+            "*, timeout) -> chaoskit.judge.Reply, or a function returning one"
+        )
+    return model
