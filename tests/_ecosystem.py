@@ -6,6 +6,7 @@ The third-party packages are pinned in ONE place, the ``dev`` extra of pyproject
 
 from __future__ import annotations
 
+import asyncio
 import re
 import tomllib
 import warnings
@@ -313,10 +314,15 @@ SHAPES: list[tuple[str, Callable[[Kit], Built], list[str]]] = [
 BUILDERS = {name: make for name, make, _ in SHAPES}
 
 
-def run(built: Built) -> tuple[str, str | None]:
-    """Run once with the task; (final answer, the type of the exception that ended the run, if one did)."""
+def run(built: Built, *, use_async: bool = False) -> tuple[str, str | None]:
+    """Run once with the task (``ainvoke`` with ``use_async``); (final answer, the type of the exception that
+    ended the run, if one did)."""
+    task = {"messages": [HumanMessage(f"Please refund order {ORDER}.")]}
     try:
-        out = built.graph.invoke({"messages": [HumanMessage(f"Please refund order {ORDER}.")]}, built.config)
+        if use_async:
+            out = asyncio.run(asyncio.wait_for(built.graph.ainvoke(task, built.config), timeout=60))
+        else:
+            out = built.graph.invoke(task, built.config)
     except Exception as exc:
         return "", type(exc).__name__
     return _final_text(out["messages"]), None

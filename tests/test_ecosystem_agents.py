@@ -55,7 +55,14 @@ CELL_IDS = [f"{shape}|{entry}" for shape, entry in CELLS]
 
 
 def episode(
-    shape: str, entry: str, world: World, faults: list[dict[str, Any]], *, attach: bool = True, handle: bool = True
+    shape: str,
+    entry: str,
+    world: World,
+    faults: list[dict[str, Any]],
+    *,
+    attach: bool = True,
+    handle: bool = True,
+    use_async: bool = False,
 ) -> tuple[ChaosEpisode, tuple[str, str | None], list[str]]:
     """Build the shape with the entry point (or as for it, without chaoskit), run it once in a fault case;
     (case, (final answer, crash type), ChaosWarnings)."""
@@ -63,7 +70,7 @@ def episode(
         warnings.simplefilter("always")
         built = BUILDERS[shape](Kit(world, entry, attach=attach, handle_errors=handle))
         with ChaosEpisode(f"{shape}|{entry}", plan={"faults": faults}) as case:
-            answer, crashed = run(built)
+            answer, crashed = run(built, use_async=use_async)
             if not case.ended:  # the ToolNode entry points record a crash on the episode themselves
                 case.finish(answer)
     return case, (answer, crashed), [str(w.message) for w in seen if issubclass(w.category, ChaosWarning)]
@@ -82,12 +89,10 @@ def test_the_pins_are_the_installed_packages() -> None:
     assert all(f"`{dist}=={version}`" in doc for dist, version in PINS.items())
 
 
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
-@pytest.mark.parametrize(("shape", "entry"), CELLS, ids=CELL_IDS)
-def test_cell(shape: str, entry: str, scenario: str) -> None:
+def cell(shape: str, entry: str, scenario: str, *, use_async: bool = False) -> None:
     mode, faults, failing = SCENARIOS[scenario]
     world = World(mode)
-    case, (_, crashed), warned = episode(shape, entry, world, faults)
+    case, (_, crashed), warned = episode(shape, entry, world, faults, use_async=use_async)
     assert crashed is None and warned == []
     attempts = [a for a in case.trace.attempts if a.tool in WORKER_TOOLS]
     # one span per attempt: exactly the calls the worker's model asked for, in order
@@ -101,6 +106,19 @@ def test_cell(shape: str, entry: str, scenario: str) -> None:
     verdicts = {r.name: r for r in case.verdicts()}
     failed = sorted(name for name, r in verdicts.items() if not r.passed)
     assert failed == failing, [verdicts[n].message for n in failed]
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+@pytest.mark.parametrize(("shape", "entry"), CELLS, ids=CELL_IDS)
+def test_cell(shape: str, entry: str, scenario: str) -> None:
+    cell(shape, entry, scenario)
+
+
+# under ainvoke the inner agents run on their async paths (deepagents' atask, the supervisor's acall_agent)
+@pytest.mark.parametrize("scenario", ["ignored Retry-After", "repeated keyless write"])
+@pytest.mark.parametrize(("shape", "entry"), CELLS, ids=CELL_IDS)
+def test_cell_under_ainvoke(shape: str, entry: str, scenario: str) -> None:
+    cell(shape, entry, scenario, use_async=True)
 
 
 @pytest.mark.parametrize("handle", [True, False], ids=["errors handled", "default: errors end the run"])
