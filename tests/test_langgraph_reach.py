@@ -194,3 +194,41 @@ def test_the_usual_agents_attach_without_a_warning_and_run_without_one() -> None
                 run(graph, False)
         assert [w for w in seen if w.category is ChaosWarning] == []
     assert runs == ["4800"] * 3
+
+
+class _LazyProxy:
+    """Like a lazy proxy of a web framework: any attribute it lacks fails with something else than AttributeError."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError("working outside of a request context")
+
+
+def test_an_object_that_fails_when_looked_at_is_named_and_the_walk_goes_on() -> None:
+    runs: list[str] = []
+    inner = inner_graph(runs)
+    proxy = _LazyProxy()
+
+    def worker(state: MessagesState) -> dict[str, Any]:
+        assert proxy is not None
+        return inner.invoke(state)  # type: ignore[no-any-return]
+
+    (message,) = attach(outer(worker))
+    assert "_LazyProxy could not be looked into (RuntimeError: working outside" in message
+    assert "ChaosCallbackHandler" in message
+    # pytest rewrote the assert above: the walk does not wander into pytest's session (and this module's globals)
+    assert [sorted(n.tools_by_name) for n in find_tool_nodes(outer(worker))] == [["lookup"]]
+
+
+def test_a_huge_agent_stops_the_walk_and_says_so() -> None:
+    rows = [[object() for _ in range(500)] for _ in range(250)]  # 125,000 objects: past the walk's budget
+    tools = ToolNode([lookup_tool([])])
+
+    def worker(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(str(len(rows)))]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("tools", tools)
+    g.add_node("worker", worker)
+    g.add_edge(START, "worker")
+    (message,) = attach(g.compile())
+    assert "more than 100000 objects" in message and "the walk stopped" in message

@@ -16,6 +16,7 @@ import types
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from chaoskit_langchain import is_chaos_tool, unwrap_tool
@@ -53,6 +54,12 @@ _LIBRARIES: Final = frozenset(
 _RUNS: Final = frozenset({"invoke", "ainvoke", "stream", "astream", "batch", "abatch", "astream_events"})
 _MAX_DEPTH: Final = 40
 _MAX_ITEMS: Final = 500
+_MAX_OBJECTS: Final = 100_000
+_EVERY_RUN: Final = (
+    "If it runs tools, instrument that part where it is built, or pass "
+    "config={'callbacks': [ChaosCallbackHandler(plan)]} to the run (it reaches every tool of the run, error faults "
+    "only)."
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,17 @@ def _library(obj: Any) -> bool:
     return top in _LIBRARIES or top in sys.stdlib_module_names or top == "builtins"
 
 
+def _installed(module_name: str | None) -> bool:
+    """Whether the module is the stdlib's or an installed package's (not the user's own code): what such code
+    holds in its globals (pytest's session, a framework's registries) is not the user's agent."""
+    top = (module_name or "").split(".")[0]
+    if top in _LIBRARIES or top in sys.stdlib_module_names or top in ("builtins", ""):
+        return True
+    module = sys.modules.get(module_name or "")
+    parts = Path(str(getattr(module, "__file__", None) or "")).parts
+    return "site-packages" in parts or "dist-packages" in parts
+
+
 def _is_graph(obj: Any) -> bool:
     return isinstance(getattr(obj, "nodes", None), Mapping) and hasattr(obj, "invoke") and hasattr(obj, "stream_mode")
 
@@ -107,14 +125,36 @@ class _Walker:
         self._tool_ids: set[int] = set()
         self._loose: dict[int, tuple[str, BaseTool]] = {}
         self.found = 0  # runnables, tools and graphs seen so far: what explains a node's `.invoke`
+        self._stopped = False
 
     def visit(self, obj: Any, where: str, depth: int = 0) -> None:
         if obj is None or isinstance(obj, str | bytes | int | float | bool | type | types.ModuleType):
             return
         if id(obj) in self._seen or depth > _MAX_DEPTH:
             return
+        if len(self._seen) >= _MAX_OBJECTS:
+            if not self._stopped:
+                self._stopped = True
+                self.out.blind.append(
+                    Blind(
+                        where,
+                        f"the agent holds more than {_MAX_OBJECTS} objects, and the walk stopped there",
+                        _EVERY_RUN,
+                    )
+                )
+            return
         self._seen.add(id(obj))
         self._keep.append(obj)
+        try:
+            self._dispatch(obj, where, depth)
+        except Exception as exc:  # an object that fails when looked at (a lazy proxy): say so, go on
+            self.out.blind.append(
+                Blind(
+                    where, f"a {type(obj).__name__} could not be looked into ({type(exc).__name__}: {exc})", _EVERY_RUN
+                )
+            )
+
+    def _dispatch(self, obj: Any, where: str, depth: int) -> None:
         if isinstance(obj, ToolNode):
             self._tool_node(obj, where, depth)
         elif _is_remote(obj):
@@ -212,8 +252,8 @@ class _Walker:
             self._function(obj, where, depth)
         elif hasattr(obj, "__wrapped__"):  # wrapt proxies, functools.wraps
             self.visit(getattr(obj, "__wrapped__", None), where, depth + 1)
-        elif not _library(type(obj)):
-            self._fields(obj, where, depth)  # a user's object (an agent holder, a middleware)
+        elif not _installed(type(obj).__module__):
+            self._fields(obj, where, depth)  # a user's object (an agent holder)
 
     def _function(self, fn: types.FunctionType, where: str, depth: int) -> None:
         for cell in fn.__closure__ or ():
@@ -225,12 +265,14 @@ class _Walker:
         self.visit(fn.__defaults__, where, depth + 1)
         self.visit(fn.__kwdefaults__, where, depth + 1)
         self.visit(getattr(fn, "__wrapped__", None), where, depth + 1)
-        if _library(fn):
-            return
+        if _installed(fn.__module__):
+            return  # a library's function: what it holds for the user is in its closure, not its module
         names = set(_code_names(fn.__code__))
         for name in sorted(names):
             value = fn.__globals__.get(name)
             if isinstance(value, types.ModuleType):
+                if _installed(value.__name__):
+                    continue
                 # `agents.refund_graph.invoke(...)`: the module's attributes that the code names
                 for attr in sorted(names):
                     self.visit(getattr(value, attr, None), where, depth + 1)
