@@ -71,7 +71,7 @@ class Blind:
     how: str
 
     def message(self) -> str:
-        return f"instrument_graph(): {self.where}: {self.what}; its tools run without chaoskit. {self.how}"
+        return f"instrument_graph(): {self.where}: {self.what}. {self.how}"
 
 
 @dataclass
@@ -138,7 +138,8 @@ class _Walker:
                 self.out.blind.append(
                     Blind(
                         where,
-                        f"the agent holds more than {_MAX_OBJECTS} objects, and the walk stopped there",
+                        f"the agent holds more than {_MAX_OBJECTS} objects, and the walk stopped there; tools past it "
+                        f"run without chaoskit",
                         _EVERY_RUN,
                     )
                 )
@@ -150,7 +151,10 @@ class _Walker:
         except Exception as exc:  # an object that fails when looked at (a lazy proxy): say so, go on
             self.out.blind.append(
                 Blind(
-                    where, f"a {type(obj).__name__} could not be looked into ({type(exc).__name__}: {exc})", _EVERY_RUN
+                    where,
+                    f"a {type(obj).__name__} could not be looked into ({type(exc).__name__}: {exc}); any tools "
+                    f"it runs run without chaoskit",
+                    _EVERY_RUN,
                 )
             )
 
@@ -162,7 +166,8 @@ class _Walker:
             self.out.blind.append(
                 Blind(
                     where,
-                    f"remote graph {getattr(obj, 'name', '?')!r} runs its tools in another process",
+                    f"remote graph {getattr(obj, 'name', '?')!r} runs its tools in another process; they run without "
+                    f"chaoskit",
                     "Attach chaoskit where that graph runs (instrument_graph there), or put `chaoskit http-proxy` "
                     "or `chaoskit mcp-proxy` in front of its tools.",
                 )
@@ -212,8 +217,9 @@ class _Walker:
             self.out.blind.append(
                 Blind(
                     where,
-                    f"function {fn.__module__}.{fn.__qualname__} runs an agent or graph that it makes or finds "
-                    f"only when it runs, which chaoskit cannot see when attaching",
+                    f"function {fn.__module__}.{fn.__qualname__} calls .invoke (or .stream, ...) on something it "
+                    f"makes or finds only when it runs, which chaoskit cannot see when attaching: if that is an "
+                    f"agent or a graph with tools, they run without chaoskit",
                     "Build that graph once, outside the function (instrument_graph then finds it), or call "
                     "instrument_graph on it where it is built, or pass "
                     "config={'callbacks': [ChaosCallbackHandler(plan)]} to the run (it reaches every tool of the "
