@@ -201,3 +201,28 @@ def test_every_shape_has_every_entry_point_that_applies() -> None:
             ["chaos_tools", "ChaosToolNode", "instrument_graph", MIDDLEWARE, "ChaosCallbackHandler"], cells, strict=True
         ):
             assert cell.startswith("yes") == (entry in entries), (shape, entry, cell)
+
+
+@pytest.mark.parametrize("shape", ["deepagents subagent", "supervisor worker", "swarm worker"])
+def test_chaoskit_check_on_the_exported_trace_fails_the_subagents_repeated_refund(
+    shape: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the subagent's two refunds left one `task` span, and `chaoskit check` exited 0."""
+    import json
+
+    import chaoskit
+    from chaoskit import telemetry
+    from chaoskit.cli._main import main
+
+    world = World("double")
+    built = BUILDERS[shape](Kit(world, GRAPH))
+    with telemetry.capture() as cap:
+        with chaoskit.episode(shape, plan={"faults": []}) as ep:
+            answer, crashed = run(built)
+            ep.finish(answer)
+        path = tmp_path / "trace.jsonl"
+        path.write_text(json.dumps(telemetry.to_otlp_json(cap.spans)) + "\n")
+    assert crashed is None and world.runs == ["lookup", "refund", "refund"]
+    assert main(["check", str(path)]) == 1
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("no_duplicate_writes"))
+    assert "FAIL" in line and "refund was called 2 times" in line
