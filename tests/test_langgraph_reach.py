@@ -118,13 +118,15 @@ def test_one_line_reaches_agents_that_node_functions_and_tools_hold(name: str, m
     if isinstance(graph, tuple):
         graph, runs = graph
     assert attach(graph) == []  # everything reachable: nothing to warn about
-    assert any("lookup" in n.tools_by_name for n in find_tool_nodes(graph))
+    (node,) = [n for n in find_tool_nodes(graph) if "lookup" in n.tools_by_name]
+    assert (node.tools_by_name["lookup"].metadata or {}).get("chaoskit_attached") is True
     answer, attempts, warned = faulted_run(graph)
     # the fault fired at the inner agent's tool, at its first call, made inside the tool's run
     assert [(a["chaoskit.attempt"], a["chaoskit.fault.injected"]) for a in attempts] == [(1, True)]
     assert runs == [] and warned == []
     assert "ConnectionResetError" in str(answer)
     uninstrument_graph(graph)
+    assert "chaoskit_attached" not in (node.tools_by_name["lookup"].metadata or {})
     with capture_spans() as cap:
         run(graph, False)
     assert attempt_attributes(cap) == [] and runs == ["4800"]
