@@ -224,6 +224,12 @@ def instrument_graph(
 ) -> Any:
     """Route every tool of every ToolNode in ``graph`` through chaoskit, in place; returns ``graph``.
 
+    The ToolNodes are found at any depth: in subgraphs used as nodes, in graphs that node functions hold
+    (langgraph-supervisor workers) and in graphs that tools hold (deepagents subagents run by ``task``). A part it
+    cannot reach (a graph a node builds while it runs, a ``RemoteGraph``, a tool called outside every ToolNode)
+    gets a :class:`chaoskit.ChaosWarning` naming it and the attachment that would reach it; at run time, a tool
+    that runs under the graph without chaoskit gets one too.
+
     Supports every fault type, made inside the tool's run. Without ``plan`` the tools use the active plan
     (``chaoskit.episode(plan=...)``). Calling it again does nothing; :func:`uninstrument_graph` restores
     the original tools and interceptors. Raises ValueError when the graph has no ToolNode.
