@@ -23,6 +23,7 @@ __all__ = [
     "error_policy_name",
     "handles_errors",
     "interceptors",
+    "node_functions",
     "remove_graph_callback",
     "set_interceptors",
     "tools_of",
@@ -100,6 +101,12 @@ def error_policy_name(node: ToolNode) -> str:
     _require(node)
     flag = getattr(node, _ERRORS)
     return getattr(flag, "__name__", None) or repr(flag)
+
+
+def node_functions(runnable: Any) -> list[Callable[..., Any]]:
+    """The user's functions behind a graph node: LangGraph wraps each in a ``RunnableCallable`` that keeps them,
+    with no public accessor, in ``func`` / ``afunc`` (empty for any other runnable)."""
+    return [f for f in (getattr(runnable, "func", None), getattr(runnable, "afunc", None)) if callable(f)]
 
 
 def add_graph_callback(graph: Any, handler: Any) -> bool:

@@ -29,7 +29,7 @@ from langgraph.prebuilt import ToolNode
 from chaoskit import ChaosWarning
 from chaoskit.adapters import spec_of
 
-from ._compat import tools_of
+from ._compat import node_functions, tools_of
 
 __all__ = ["MARK", "Blind", "Reach", "Unreached", "marked", "reach"]
 
@@ -210,9 +210,9 @@ class _Walker:
     def _unseen_run(self, bound: Any, where: str) -> None:
         # a user's node function that runs something (`.invoke`) while holding nothing the walk could follow:
         # it builds or looks up that agent at run time, out of reach of an attach-time walk
-        for fn in (getattr(bound, "func", None), getattr(bound, "afunc", None)):
+        for fn in node_functions(bound):
             code = getattr(fn, "__code__", None)
-            if fn is None or code is None or _library(fn) or not _RUNS.intersection(_code_names(code)):
+            if code is None or _library(fn) or not _RUNS.intersection(_code_names(code)):
                 continue
             self.out.blind.append(
                 Blind(
