@@ -234,3 +234,25 @@ def test_a_huge_agent_stops_the_walk_and_says_so() -> None:
     g.add_edge(START, "worker")
     (message,) = attach(g.compile())
     assert "more than 100000 objects" in message and "the walk stopped" in message
+
+
+def test_a_tool_that_builds_its_subagent_while_it_runs_is_named_at_attach_time_and_at_run_time() -> None:
+    runs: list[str] = []
+
+    @tool
+    def delegate(task: str) -> str:
+        """Hand the task to a subagent compiled for this call."""
+        return str(inner_graph(runs).invoke({"messages": [HumanMessage(task)]})["messages"][-1].text)
+
+    def top_policy(messages: list[Any]) -> AIMessage:
+        done = [m for m in messages if getattr(m, "name", None) == "delegate"]
+        if done:
+            return AIMessage(done[-1].text)
+        return AIMessage("", tool_calls=[{"name": "delegate", "args": {"task": "look"}, "id": "top_1"}])
+
+    graph = tool_graph(ScriptedChatModel(policy=top_policy), ToolNode([delegate], handle_tool_errors=True))
+    (message,) = attach(graph)
+    assert "tool 'delegate'" in message and "calls .invoke" in message and "ChaosCallbackHandler" in message
+    _, attempts, warned = faulted_run(graph)
+    assert attempts == [] and runs == ["4800"]
+    assert len(warned) == 1 and "tool 'lookup' ran without chaoskit" in warned[0]

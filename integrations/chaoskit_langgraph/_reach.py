@@ -14,7 +14,7 @@ import sys
 import threading
 import types
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -205,12 +205,12 @@ class _Walker:
             before = self.found + (1 if isinstance(bound, Runnable) and not _is_graph(bound) else 0)
             self.visit(bound, at, depth + 1)
             if self.found <= before:
-                self._unseen_run(bound, at)
+                self._unseen_run(node_functions(bound), at)
 
-    def _unseen_run(self, bound: Any, where: str) -> None:
-        # a user's node function that runs something (`.invoke`) while holding nothing the walk could follow:
-        # it builds or looks up that agent at run time, out of reach of an attach-time walk
-        for fn in node_functions(bound):
+    def _unseen_run(self, functions: Sequence[Any], where: str) -> None:
+        # a user's node or tool function that runs something (`.invoke`) while holding nothing the walk could
+        # follow: it builds or looks up that agent at run time, out of reach of an attach-time walk
+        for fn in functions:
             code = getattr(fn, "__code__", None)
             if code is None or _library(fn) or not _RUNS.intersection(_code_names(code)):
                 continue
@@ -232,7 +232,10 @@ class _Walker:
         original = unwrap_tool(tool)
         if id(original) not in self._tool_ids and id(tool) not in self._tool_ids and not _goes_through(tool):
             self._loose.setdefault(id(original), (where, original))
+        before = self.found
         self._fields(tool, where, depth)
+        if self.found == before:  # a tool that runs a subagent it makes while it runs
+            self._unseen_run([getattr(original, "func", None), getattr(original, "coroutine", None)], where)
 
     def _fields(self, obj: Any, where: str, depth: int) -> None:
         values = getattr(obj, "__dict__", None)
