@@ -246,16 +246,18 @@ def shape_node_function(kit: Kit) -> Built:
     return kit.finish(_outer(call_worker))
 
 
+def deep_top(messages: Sequence[BaseMessage]) -> AIMessage:
+    """The top deep agent's model: hand the refund to the `refunder` subagent, then repeat its answer."""
+    done = [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == "top_task"]
+    if done:
+        return AIMessage(done[-1].text)
+    args = {"description": f"Refund order {ORDER} in full.", "subagent_type": "refunder"}
+    return AIMessage("", tool_calls=[{"name": "task", "args": args, "id": "top_task", "type": "tool_call"}])
+
+
 def shape_deepagents(kit: Kit) -> Built:
     require("deepagents")
     from deepagents import create_deep_agent
-
-    def top(messages: Sequence[BaseMessage]) -> AIMessage:
-        done = [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == "top_task"]
-        if done:
-            return AIMessage(done[-1].text)
-        args = {"description": f"Refund order {ORDER} in full.", "subagent_type": "refunder"}
-        return AIMessage("", tool_calls=[{"name": "task", "args": args, "id": "top_task", "type": "tool_call"}])
 
     # the top agent has a tool of the same name as the subagent's (issue 23: then not even a warning appeared)
     @tool("refund")
@@ -272,7 +274,7 @@ def shape_deepagents(kit: Kit) -> Built:
         "middleware": kit.middleware(),
     }
     top_tools = chaos_tools([top_refund]) if kit._is(TOOLS) else [top_refund]
-    agent = create_deep_agent(model=ScriptedChatModel(policy=top), tools=top_tools, subagents=[spec])
+    agent = create_deep_agent(model=ScriptedChatModel(policy=deep_top), tools=top_tools, subagents=[spec])
     return kit.finish(agent)
 
 

@@ -5,7 +5,7 @@ Each cell backs a row of the table in docs/langchain.md ("Which entry point reac
 worker's model is scripted (tests/_ecosystem.py); the third-party packages are the pinned ones of the dev extra.
 For each cell: faults fire at the named call only, one span per attempt, the right verdict on a repeated keyless
 write, an ignored Retry-After and a bluff after a failure, a clean run passes, and a real tool error gives what
-the uninstrumented agent gives.
+the uninstrumented agent gives; `chaoskit check` agrees on a subagent's repeated refund.
 """
 
 from __future__ import annotations
@@ -22,14 +22,18 @@ from _ecosystem import (
     PINS,
     ROOT,
     SHAPES,
+    Built,
     Kit,
     World,
+    deep_top,
+    require,
     run,
 )
 from chaoskit_langchain import ChaosMiddleware
 
 from chaoskit import ChaosWarning
 from chaoskit.testing import ChaosEpisode
+from examples.support.model import ScriptedChatModel
 
 WORKER_TOOLS = ("lookup", "refund")
 
@@ -149,29 +153,15 @@ def test_without_chaoskit_nothing_is_recorded(shape: str) -> None:
 def test_middleware_on_the_top_deep_agent_reaches_only_its_own_tools() -> None:
     """A middleware belongs to one agent: on the top deep agent it sees `task`, never the subagent's tools
     (put it in the subagent's spec, or use instrument_graph / ChaosCallbackHandler on the top graph)."""
-    from _ecosystem import require
-
     require("deepagents")
     from deepagents import create_deep_agent
-    from langchain_core.messages import AIMessage
 
     world = World("careful")
     kit = Kit(world, NONE)
-
-    def top(messages: Any) -> AIMessage:
-        done = [m for m in messages if getattr(m, "tool_call_id", None) == "top_task"]
-        if done:
-            return AIMessage(done[-1].text)
-        args = {"description": "Refund order 4832.", "subagent_type": "refunder"}
-        return AIMessage("", tool_calls=[{"name": "task", "args": args, "id": "top_task", "type": "tool_call"}])
-
     spec = {"name": "refunder", "description": "Refunds.", "system_prompt": "Refund.", "model": kit.model()}
     spec |= {"tools": kit.tools(), "middleware": kit.middleware()}
-    from examples.support.model import ScriptedChatModel
-
-    agent = create_deep_agent(model=ScriptedChatModel(policy=top), subagents=[spec], middleware=[ChaosMiddleware()])
-    from _ecosystem import Built
-
+    top = ScriptedChatModel(policy=deep_top)
+    agent = create_deep_agent(model=top, subagents=[spec], middleware=[ChaosMiddleware()])
     with ChaosEpisode("top middleware", plan={"faults": [{"tool": "refund", "type": "error"}]}) as case:
         answer, crashed = run(Built(agent))
         case.finish(answer)
