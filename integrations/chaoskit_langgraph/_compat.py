@@ -25,6 +25,7 @@ __all__ = [
     "handled_types",
     "handles_errors",
     "interceptors",
+    "node_functions",
     "policy_content",
     "policy_name",
     "remove_graph_callback",
@@ -142,6 +143,12 @@ def error_policy_name(node: ToolNode) -> str:
 def policy_name(flag: Any) -> str:
     """A ``handle_tool_errors`` value, for a message: a handler's name, else its repr."""
     return getattr(flag, "__name__", None) or repr(flag)
+
+
+def node_functions(runnable: Any) -> list[Callable[..., Any]]:
+    """The user's functions behind a graph node: LangGraph wraps each in a ``RunnableCallable`` that keeps them,
+    with no public accessor, in ``func`` / ``afunc`` (empty for any other runnable)."""
+    return [f for f in (getattr(runnable, "func", None), getattr(runnable, "afunc", None)) if callable(f)]
 
 
 def add_graph_callback(graph: Any, handler: Any) -> bool:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,7 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 
-from chaoskit import Plan
+from chaoskit import ChaosWarning, Plan
 from chaoskit.engine import ErrorResult, explain_crash, injected_fault
 
 from ._compat import (
@@ -34,6 +35,7 @@ from ._compat import (
     set_interceptors,
     tools_of,
 )
+from ._reach import Reach, Unreached, marked, reach
 
 __all__ = [
     "ChaosInterceptor",
@@ -81,6 +83,8 @@ def chaos_interceptor(
 _STATE = "_chaoskit_state"
 #: the StepRecorder instrument_graph attached to a graph
 _STEPS = "_chaoskit_steps"
+#: the Unreached watcher instrument_graph attached to a graph
+_WATCH = "_chaoskit_unreached"
 
 
 @dataclass
@@ -218,6 +222,8 @@ def _instrument_node(node: ToolNode, table: SpecTable) -> bool:
             idempotent=name in table.idempotent,
             error_result=er.get(name) if isinstance(er, Mapping) else er,
         )
+    for name, tool in list(tools.items()):
+        tools[name] = marked(tool)  # so that Unreached tells these runs from ones that went around chaoskit
     set_interceptors(node, *_layers(node, saved, PendingInterceptor()))
     if saved.wrap is None and saved.awrap is None and saved.policy:
         set_error_policy(node, _faithful(saved.policy))
@@ -239,40 +245,22 @@ def _uninstrument_node(node: ToolNode) -> bool:
 
 
 def find_tool_nodes(graph: Any) -> list[ToolNode]:
-    """Every ToolNode in a compiled graph, its subgraphs included (each node's bound runnable)."""
-    found: list[ToolNode] = []
-    seen: set[int] = set()
-    for node in _walk(graph, seen):
-        if node not in found:
-            found.append(node)
-    return found
+    """Every ToolNode of a compiled graph at any depth: in subgraphs used as nodes, in graphs that node functions
+    or tools hold (supervisor workers, deepagents subagents run by the ``task`` tool)."""
+    return reach(graph).nodes
 
 
-def _walk(graph: Any, seen: set[int]) -> Iterator[ToolNode]:
-    if id(graph) in seen:
-        return
-    seen.add(id(graph))
-    nodes = getattr(graph, "nodes", None)
-    if not isinstance(nodes, Mapping):
-        return
-    for spec in nodes.values():
-        bound = getattr(spec, "bound", spec)
-        for candidate in _runnables(bound):
-            if isinstance(candidate, ToolNode):
-                yield candidate
-            elif hasattr(candidate, "nodes") and hasattr(candidate, "invoke"):
-                yield from _walk(candidate, seen)  # a compiled subgraph used as a node
-
-
-def _runnables(bound: Any) -> Iterator[Any]:
-    yield bound
-    # RunnableSequence / RunnableCallable wrappers keep the real runnable in steps / bound
-    for attr in ("steps", "bound"):
-        inner = getattr(bound, attr, None)
-        if isinstance(inner, Sequence) and not isinstance(inner, str):
-            yield from inner
-        elif inner is not None and inner is not bound:
-            yield inner
+def _warn_blind(found: Reach) -> None:
+    for part in found.blind:
+        warnings.warn(part.message(), ChaosWarning, stacklevel=3)
+    for where, tool in found.loose:
+        warnings.warn(
+            f"instrument_graph(): {where}: tool {tool.name!r} is called outside every ToolNode of the graph, so "
+            f"instrument_graph cannot reach it and it runs without chaoskit. Wrap it where it is defined: "
+            f"chaos_tool({tool.name}) (or @chaos under @tool).",
+            ChaosWarning,
+            stacklevel=3,
+        )
 
 
 def instrument_graph(
@@ -287,6 +275,12 @@ def instrument_graph(
     capture_content: bool | None = None,
 ) -> Any:
     """Route every tool of every ToolNode in ``graph`` through chaoskit, in place; returns ``graph``.
+
+    The ToolNodes are found at any depth: in subgraphs used as nodes, in graphs that node functions hold
+    (langgraph-supervisor workers) and in graphs that tools hold (deepagents subagents run by ``task``). A part it
+    cannot reach (a graph a node builds while it runs, a ``RemoteGraph``, a tool called outside every ToolNode)
+    gets a :class:`chaoskit.ChaosWarning` naming it and the attachment that would reach it; at run time, a tool
+    that runs under the graph without chaoskit gets one too.
 
     Supports every fault type, made inside the tool's run. Without ``plan`` the tools use the active plan
     (``chaoskit.episode(plan=...)``). Calling it again does nothing; :func:`uninstrument_graph` restores
@@ -306,7 +300,9 @@ def instrument_graph(
         idempotent=idempotent,
         error_result=error_result,
     )
-    nodes = find_tool_nodes(graph)
+    found = reach(graph)
+    nodes = found.nodes
+    _warn_blind(found)
     if not nodes:
         raise ValueError(
             "instrument_graph(): no ToolNode found in this graph; wrap tools with chaos_tool "
@@ -318,6 +314,10 @@ def instrument_graph(
         recorder = StepRecorder(capture_content=capture_content)
         if add_graph_callback(graph, recorder):
             object.__setattr__(graph, _STEPS, recorder)
+    if getattr(graph, _WATCH, None) is None:
+        watcher = Unreached(repr(getattr(graph, "name", None) or type(graph).__name__))
+        if add_graph_callback(graph, watcher):
+            object.__setattr__(graph, _WATCH, watcher)
     return graph
 
 
@@ -329,6 +329,10 @@ def uninstrument_graph(graph: Any) -> Any:
     if recorder is not None:
         remove_graph_callback(graph, recorder)
         object.__setattr__(graph, _STEPS, None)
+    watcher = getattr(graph, _WATCH, None)
+    if watcher is not None:
+        remove_graph_callback(graph, watcher)
+        object.__setattr__(graph, _WATCH, None)
     return graph
 
 
