@@ -201,9 +201,9 @@ class HttpUpstream:
         # the SDK's own client settings (30 s, 300 s to read a held stream), with the agent's credentials
         self._client = await self._stack.enter_async_context(http_client(30.0, 300.0))
         self._sync_credentials()
-        self._read, self._write = await self._stack.enter_async_context(
-            streamable_http_client(self.url, http_client=self._client)
-        )
+        # mcp 1.x yields a third item (the session id getter), 2.x two
+        streams = await self._stack.enter_async_context(streamable_http_client(self.url, http_client=self._client))
+        self._read, self._write = streams[0], streams[1]
 
     def _sync_credentials(self) -> None:
         if self._client is None or self.credentials == self._sent:
