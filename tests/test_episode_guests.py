@@ -120,8 +120,12 @@ def test_parallel_parts_keep_the_proxied_attempts_with_their_episode(tmp_path: P
     first, *rest = path.read_text(encoding="utf-8").splitlines()
     doc = json.loads(first)
     root = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
-    pad = {**root, "spanId": "00000000000000ff", "name": "padding", "attributes": [
-        {"key": "note", "value": {"stringValue": "x" * 40_000}}]}
+    pad = {
+        **root,
+        "spanId": "00000000000000ff",
+        "name": "padding",
+        "attributes": [{"key": "note", "value": {"stringValue": "x" * 40_000}}],
+    }
     doc["resourceSpans"][0]["scopeSpans"][0]["spans"].append(pad)
     path.write_text("\n".join([json.dumps(doc), *rest]) + "\n", encoding="utf-8")
     assert chaoskit_main(["check", str(path), "--workers", "2", "--checks", "no_bluff"]) == 1

@@ -43,7 +43,9 @@ def env(token: str) -> dict[str, str]:
 
 
 def proxied(server: list[str], token: str, *args: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "chaoskit_mcp", *args, "--", *server], env=env(token))
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "chaoskit_mcp", *args, "--", *server], env=env(token)
+    )
 
 
 def dump(model: Any) -> Any:
@@ -86,7 +88,7 @@ async def test_a_fault_on_call_2_of_a_real_server(name: str, tmp_path: Path, tok
     start, tool, args, expect = SERVERS[name]
     server = start()
     plan = tmp_path / "plan.yaml"
-    plan.write_text(f'faults:\n  - {{type: http, tool: {tool}, on_call: 2, status: 503}}\n', encoding="utf-8")
+    plan.write_text(f"faults:\n  - {{type: http, tool: {tool}, on_call: 2, status: 503}}\n", encoding="utf-8")
     traces = tmp_path / "spans.jsonl"
     with anyio.fail_after(STEP_S):
         async with stdio_client(proxied(server, token, "--plan", str(plan), "--traces", str(traces))) as (r, w):
@@ -96,7 +98,11 @@ async def test_a_fault_on_call_2_of_a_real_server(name: str, tmp_path: Path, tok
     assert [bool(r.get("isError")) for r in results] == [False, True, False]
     assert expect in results[0]["content"][0]["text"] and "503" in results[1]["content"][0]["text"]
     attempts = Trace.load(traces).attempts
-    assert [(a.attempt, a.fault_type, a.outcome) for a in attempts] == [(1, None, "ok"), (2, "http", "error"), (3, None, "ok")]
+    assert [(a.attempt, a.fault_type, a.outcome) for a in attempts] == [
+        (1, None, "ok"),
+        (2, "http", "error"),
+        (3, None, "ok"),
+    ]
 
 
 def _start_front(args: list[str], tmp_path: Path, token: str, name: str) -> tuple[subprocess.Popen[bytes], str]:

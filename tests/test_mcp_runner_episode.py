@@ -45,8 +45,7 @@ def test_the_proxied_attempts_and_the_agents_answer_are_one_episode(tmp_path: Pa
     out, traces = tmp_path / "results.json", tmp_path / "spans.jsonl"
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
     done = subprocess.run(
-        [sys.executable, "-m", "chaoskit", "run", str(scenario), "--json", str(out), "--traces", str(traces)]
-        + ["--quiet"],
+        [sys.executable, "-m", "chaoskit", "run", str(scenario), "--json", str(out), "--traces", str(traces), "-q"],
         cwd=ROOT,
         env=env,
         capture_output=True,

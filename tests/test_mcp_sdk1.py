@@ -13,8 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from _mcp_real import CACHE, INSTALL_TIMEOUT_S, _install
+from _mcp_real import CACHE, _install
 
 ROOT = Path(__file__).resolve().parents[1]
 ADAPTERS = "langchain-mcp-adapters==0.3.2"
@@ -29,7 +28,9 @@ SUBRUN_TIMEOUT_S = 900
 
 def _venv() -> Path:
     key = hashlib.sha256(
-        b"\0".join([str(ROOT).encode(), (ROOT / "pyproject.toml").read_bytes(), ADAPTERS.encode(), sys.version.encode()])
+        b"\0".join(
+            [str(ROOT).encode(), (ROOT / "pyproject.toml").read_bytes(), ADAPTERS.encode(), sys.version.encode()]
+        )
     ).hexdigest()[:12]
     target = CACHE / f"venv-mcp1-{key}"
     py = target / "bin" / "python"
@@ -38,8 +39,18 @@ def _venv() -> Path:
         target,
         [
             [sys.executable, "-m", "venv", str(target)],
-            [str(py), "-m", "pip", "install", "-q", "-e", f"{ROOT}[mcp,langgraph]", ADAPTERS, "pytest>=8",
-             "pytest-asyncio>=0.23"],
+            [
+                str(py),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "-e",
+                f"{ROOT}[mcp,langgraph]",
+                ADAPTERS,
+                "pytest>=8",
+                "pytest-asyncio>=0.23",
+            ],
         ],
         cwd=ROOT,
     )
@@ -50,7 +61,10 @@ def test_the_mcp_tests_pass_on_mcp_1x() -> None:
     py = _venv()
     version = subprocess.run(
         [str(py), "-c", "import importlib.metadata as m; print(m.version('mcp'), m.version('langchain-mcp-adapters'))"],
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     ).stdout.split()
     # the extra's range admits the mcp the adapters require: the resolver chose a 1.x beside them
     assert version[0].startswith("1.") and version[1] == ADAPTERS.split("==")[1], version
@@ -58,7 +72,11 @@ def test_the_mcp_tests_pass_on_mcp_1x() -> None:
     env["PATH"] = os.pathsep.join([str(py.parent), env.get("PATH", "")])
     done = subprocess.run(
         [str(py), "-m", "pytest", *FILES, "-q", "-p", "no:cacheprovider", "-rs", "--durations=5"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=SUBRUN_TIMEOUT_S,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SUBRUN_TIMEOUT_S,
     )
     tail = "\n".join(done.stdout.splitlines()[-25:])
     assert done.returncode == 0, f"the MCP tests failed on mcp {version[0]}:\n{tail}\n{done.stderr[-2000:]}"

@@ -11,15 +11,13 @@ twice with different content, whose episode says it made more attempts than the 
 number is above the count of its tool's spans in the episode, makes the whole read fail with a
 :class:`TraceReadError`: a verdict on such a trace could be a false pass.
 
-Attempts made in another process join the episode they were made for (see :func:`_host`): a tool span without
-``chaoskit.episode.id`` (``chaoskit mcp-proxy``, ``chaoskit http-proxy``, a tool service joined by ``TRACEPARENT``)
-belongs to the episode of its own trace whose root span's time window holds it, when exactly one does. The
-agent's final answer is then graded together with the attempts its proxies made.
+Attempts made in another process (a proxy's: no ``chaoskit.episode.id``) join the episode of their trace whose
+root span's window holds them, when exactly one does (``_guests``): the agent's final answer is graded together
+with the attempts its proxies made.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import re
@@ -28,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskit.grading._attributes import EPISODE, TOOL, BadAttribute, attempt_record, checked
+from chaoskit.grading._guests import Guests
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError, attempt_order, show
 from chaoskit.semconv import (
     ATTEMPT,
@@ -82,10 +81,8 @@ class TraceBuilder:
         self.keep_closed_ids = False
         self._closed_ids: set[str | None] = set()
         self._digests: dict[tuple[str, str], int] = {}
-        #: streaming, per trace id: the time windows (µs) of the episodes taken out, and of the attempts without an
-        #: episode id that joined one of them: a later span that would change who owns which is a late span
-        self._closed_windows: dict[str, list[tuple[int, int]]] = {}
-        self._joined: dict[str, list[tuple[float, float]]] = {}
+        #: attempts without an episode id (a proxy's), seated in the episode each was made for
+        self._guests = Guests()
 
     def error(self, message: str, anchor: tuple[str, str] | None = None) -> TraceReadError:
         """An error at the current line; ``anchor`` (a key and its string value, e.g. ``("spanId", "ab…")``)
@@ -159,14 +156,14 @@ class TraceBuilder:
             )
         self._seen[key] = (content, (self.line, anchor, self.doc_text))
         if isinstance(content, AttemptRecord):
-            if self.stream and content.episode_id is None and self._closed_windows:
-                self._late_guest(content, where, anchor)
+            if self.stream and content.episode_id is None and self._guests.closed:
+                self._late(self._guests.late_guest(content), where, anchor)
             parts = self._parts(content.episode_id)
             parts.attempts.append(content)
             return
         eid = a[EPISODE_ID]
-        if self.stream and self._joined:
-            self._late_host(content, where, anchor)
+        if self.stream and self._guests.seated:
+            self._late(self._guests.late_host(content), where, anchor)
         parts = self._parts(eid)
         if parts.root is not None:
             raise self.error(
@@ -184,7 +181,7 @@ class TraceBuilder:
 
     def build(self) -> list[EpisodeRecord]:
         """The episodes in start-time order, each with its attempts in time order; raises when spans are missing."""
-        self._seat_guests(None)
+        self._guests.seat(self._episodes, None, stream=self.stream)
         episodes = [self._episode(eid, parts) for eid, parts in self._episodes.items()]
         episodes.sort(key=_episode_order)
         return episodes
@@ -199,10 +196,9 @@ class TraceBuilder:
                 continue
             counted = parts.root["attrs"].get(EPISODE_ATTEMPTS)
             if isinstance(counted, int) and len(parts.attempts) >= counted:
-                self._seat_guests(eid)
+                self._guests.seat(self._episodes, eid, stream=True)
                 done.append(self._episode(eid, parts))
-                root = parts.root
-                self._closed_windows.setdefault(root["trace_id"], []).append((root["start_us"], root["end_us"]))
+                self._guests.closing(parts.root)
                 self._forget(eid, parts)
         self._touched.clear()
         if len(self._strings) > 50_000:
@@ -225,52 +221,6 @@ class TraceBuilder:
         self._closed_eids.add(hash(eid))
         if self.keep_closed_ids:
             self._closed_ids.add(eid)
-
-    # -- attempts made in another process for an episode (a proxy's) -----------------------------------------
-
-    def _seat_guests(self, only: str | None) -> None:
-        """Move the attempts without an episode id into the episode each was made for (:func:`_host`); with
-        ``only``, just those of that episode (streaming: it is about to be taken out)."""
-        guests = self._episodes.get(None)
-        if guests is None or not guests.attempts:
-            return
-        roots = [(eid, p.root) for eid, p in self._episodes.items() if eid is not None and p.root is not None]
-        stay: list[AttemptRecord] = []
-        for a in guests.attempts:
-            eid = _host(a, roots)
-            if eid is None or (only is not None and eid != only):
-                stay.append(a)
-                continue
-            self._episodes[eid].attempts.append(dataclasses.replace(a, episode_id=eid))
-            if self.stream:
-                self._joined.setdefault(a.trace_id, []).append((a.start_time, a.end_time))
-        guests.attempts[:] = stay
-        if not stay and guests.root is None:
-            del self._episodes[None]
-
-    def _late_guest(self, a: AttemptRecord, where: str, anchor: tuple[str, str] | None) -> None:
-        # an attempt without an episode id whose episode was already taken out: the whole read grades it with it
-        for start_us, end_us in self._closed_windows.get(a.trace_id, ()):
-            if start_us <= a.start_time * 1e6 + 0.5 and a.end_time * 1e6 - 0.5 <= end_us:
-                raise LateSpanError(
-                    f"{where}: this attempt of {a.tool} has no episode id and falls within an episode of trace "
-                    f"{a.trace_id} that was graded before it was read; read the file whole (Trace.load) to grade "
-                    "it with its episode",
-                    source=self.source,
-                    line=_line_at((self.line, anchor, self.doc_text)),
-                )
-
-    def _late_host(self, root: Mapping[str, Any], where: str, anchor: tuple[str, str] | None) -> None:
-        # a second episode of a trace whose window holds an attempt already seated elsewhere: it is ambiguous
-        for start, end in self._joined.get(root["trace_id"], ()):
-            if root["start_us"] <= start * 1e6 + 0.5 and end * 1e6 - 0.5 <= root["end_us"]:
-                raise LateSpanError(
-                    f"{where}: episode {root['attrs'][EPISODE_ID]} shares its trace and time with an attempt "
-                    "without an episode id that an episode graded earlier took; read the file whole (Trace.load) "
-                    "to grade it",
-                    source=self.source,
-                    line=_line_at((self.line, anchor, self.doc_text)),
-                )
 
     def _is_late(
         self, key: tuple[str, str], eid: str | None, digest: int, where: str, anchor: tuple[str, str] | None
@@ -299,6 +249,14 @@ class TraceBuilder:
             line=_line_at((self.line, anchor, self.doc_text)),
         )
 
+    def _late(self, why: str | None, where: str, anchor: tuple[str, str] | None) -> None:
+        if why is not None:
+            raise LateSpanError(
+                f"{where}: {why}; read the file whole (Trace.load) to grade it",
+                source=self.source,
+                line=_line_at((self.line, anchor, self.doc_text)),
+            )
+
     def open_spans(self) -> list[tuple[Any, int | None]]:
         """Streaming, at the end of a part of a file: the spans of the episodes still open (each root span's
         content, or an AttemptRecord) and the line of each, for :meth:`adopt` in the reader of the whole file."""
@@ -314,7 +272,7 @@ class TraceBuilder:
         """Streaming: what identifies the episodes taken out (24 bytes a span, the first 16 its span and trace
         id), their ids and their time windows by trace id, so that a part of the file read elsewhere can tell
         whether it holds more of them (an attempt without an episode id within one of those windows)."""
-        return b"".join(self._closed.values()), frozenset(self._closed_ids), dict(self._closed_windows)
+        return b"".join(self._closed.values()), frozenset(self._closed_ids), dict(self._guests.closed)
 
     def adopt(self, spans: list[tuple[Any, int | None]], where: str) -> None:
         """Add spans from :meth:`open_spans` of another builder (``where`` names it in messages), with the
@@ -437,15 +395,6 @@ def _line_at(place: _Place, nth: int = 1) -> int | None:
             found = matches[-1]
             line += text.count("\n", start, found.start())
     return line
-
-
-def _host(a: AttemptRecord, roots: list[tuple[str, dict[str, Any]]]) -> str | None:
-    """The episode an attempt without an episode id was made for: the one episode of its trace whose root span's
-    window holds the attempt (made in another process during the agent's run: a proxy's attempt), or None (no
-    episode, or two that could both own it: the attempt stays outside any episode rather than be guessed)."""
-    start, end = a.start_time * 1e6 + 0.5, a.end_time * 1e6 - 0.5  # times are µs, kept as float seconds
-    found = [eid for eid, r in roots if r["trace_id"] == a.trace_id and r["start_us"] <= start and end <= r["end_us"]]
-    return found[0] if len(found) == 1 else None
 
 
 def _episode_order(e: EpisodeRecord) -> tuple[float, str]:

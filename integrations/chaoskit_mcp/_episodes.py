@@ -21,7 +21,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,10 +33,14 @@ _TRACEPARENT: Final = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-
 #: files of episodes untouched this long are removed when a proxy starts
 _STALE_S: Final = 86_400.0
 
+#: ``fcntl.flock`` and its exclusive mode; None where there is none (Windows: counts are kept per proxy process)
+_FLOCK: tuple[Callable[[int, int], None], int] | None
 try:
     import fcntl
-except ImportError:  # pragma: no cover - Windows: counts are kept per proxy process
-    fcntl = None  # type: ignore[assignment]
+
+    _FLOCK = (fcntl.flock, fcntl.LOCK_EX)
+except ImportError:  # pragma: no cover
+    _FLOCK = None
 
 
 def traceparent_of(params: Mapping[str, Any] | None) -> str | None:
@@ -101,13 +105,13 @@ class EpisodeCounts:
     @contextlib.contextmanager
     def hold(self, trace_id: str) -> Iterator[dict[str, Any]]:
         """The counts of episode ``trace_id``, locked against every other proxy until the block ends (then saved)."""
-        if fcntl is None or not self._prepare():
+        if _FLOCK is None or not self._prepare():
             yield self._local.setdefault(trace_id, {})
             return
         path = self.directory / f"{self.key}-{trace_id}.json"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            _FLOCK[0](fd, _FLOCK[1])
             with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as fh:
                 text = fh.read()
                 try:

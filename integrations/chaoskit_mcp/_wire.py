@@ -10,7 +10,7 @@ environment may hold ``mcp_types`` beside an mcp 1.x).
 from __future__ import annotations
 
 import importlib.metadata
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from mcp.shared.message import SessionMessage
 
@@ -35,8 +35,9 @@ __all__ = [
 
 #: the major release of the installed ``mcp`` (1 or 2)
 SDK_MAJOR: Final = (_compat._release(importlib.metadata.version(_compat.MCP.distribution)) or (2,))[0]
+_WIRE: Any = importlib.import_module("mcp_types" if SDK_MAJOR >= 2 else "mcp.types")
 
-if TYPE_CHECKING or SDK_MAJOR >= 2:
+if TYPE_CHECKING:  # the types are checked against mcp 2.x; at run time they are the installed SDK's
     from mcp_types import (
         INTERNAL_ERROR,
         INVALID_PARAMS,
@@ -47,55 +48,36 @@ if TYPE_CHECKING or SDK_MAJOR >= 2:
         JSONRPCNotification,
         JSONRPCRequest,
         JSONRPCResponse,
-        jsonrpc_message_adapter,
     )
+else:
+    INTERNAL_ERROR, INVALID_PARAMS, PARSE_ERROR = _WIRE.INTERNAL_ERROR, _WIRE.INVALID_PARAMS, _WIRE.PARSE_ERROR
+    ErrorData, JSONRPCError, JSONRPCRequest = _WIRE.ErrorData, _WIRE.JSONRPCError, _WIRE.JSONRPCRequest
+    JSONRPCNotification, JSONRPCResponse = _WIRE.JSONRPCNotification, _WIRE.JSONRPCResponse
+    JSONRPCMessage = JSONRPCRequest | JSONRPCNotification | JSONRPCResponse | JSONRPCError
 
-    def parse(line: bytes | str) -> JSONRPCMessage:
-        """One JSON-RPC message from its JSON text (``ValueError`` when it is not one)."""
-        return jsonrpc_message_adapter.validate_json(line, by_name=False)  # type: ignore[no-any-return]
+#: 2.x: the TypeAdapter of the message union; 1.x: the ``JSONRPCMessage`` root model around one
+_ADAPTER: Any = getattr(_WIRE, "jsonrpc_message_adapter", None)
+_ROOT: Any = _WIRE.JSONRPCMessage if SDK_MAJOR < 2 else None
 
-    def wrap(message: JSONRPCMessage) -> SessionMessage:
-        """The SDK transport's item for ``message``."""
-        return SessionMessage(message)
 
-    def unwrap(item: SessionMessage) -> JSONRPCMessage:
-        """The concrete message of an SDK transport's item."""
-        return item.message
+def parse(line: bytes | str) -> JSONRPCMessage:
+    """One JSON-RPC message from its JSON text (``ValueError`` when it is not one)."""
+    if _ROOT is not None:
+        return cast("JSONRPCMessage", _ROOT.model_validate_json(line).root)
+    return cast("JSONRPCMessage", _ADAPTER.validate_json(line, by_name=False))
 
-else:  # pragma: no cover - exercised by the mcp 1.x sub-run (tests/test_mcp_sdk1.py)
-    from mcp.types import (  # type: ignore[attr-defined, no-redef]
-        INTERNAL_ERROR,
-        INVALID_PARAMS,
-        PARSE_ERROR,
-        ErrorData,
-        JSONRPCError,
-        JSONRPCNotification,
-        JSONRPCRequest,
-        JSONRPCResponse,
-    )
-    from mcp.types import JSONRPCMessage as _Root  # type: ignore[attr-defined]
 
-    JSONRPCMessage = JSONRPCRequest | JSONRPCNotification | JSONRPCResponse | JSONRPCError  # type: ignore[misc]
+def wrap(message: JSONRPCMessage) -> SessionMessage:
+    """The SDK transport's item for ``message`` (1.x: inside its root model)."""
+    return SessionMessage(_ROOT(message) if _ROOT is not None else message)
 
-    def parse(line: bytes | str) -> Any:
-        """One JSON-RPC message from its JSON text (``ValueError`` when it is not one)."""
-        return _Root.model_validate_json(line).root
 
-    def wrap(message: Any) -> SessionMessage:
-        """The SDK transport's item for ``message`` (1.x: inside its root model)."""
-        return SessionMessage(_Root(message))
-
-    def unwrap(item: SessionMessage) -> Any:
-        """The concrete message of an SDK transport's item."""
-        return getattr(item.message, "root", item.message)
+def unwrap(item: SessionMessage) -> JSONRPCMessage:
+    """The concrete message of an SDK transport's item."""
+    return cast("JSONRPCMessage", getattr(item.message, "root", item.message))
 
 
 def http_client(timeout: float, read: float) -> Any:
     """The HTTP client the SDK's Streamable HTTP transport takes: ``httpx2`` for mcp 2.x, ``httpx`` for 1.x."""
-    if SDK_MAJOR >= 2:
-        import httpx2
-
-        return httpx2.AsyncClient(timeout=httpx2.Timeout(timeout, read=read))
-    import httpx
-
-    return httpx.AsyncClient(timeout=httpx.Timeout(timeout, read=read))
+    http: Any = importlib.import_module("httpx2" if SDK_MAJOR >= 2 else "httpx")
+    return http.AsyncClient(timeout=http.Timeout(timeout, read=read))
