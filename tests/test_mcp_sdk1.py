@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from _mcp_real import CACHE, _install
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,3 +82,14 @@ def test_the_mcp_tests_pass_on_mcp_1x() -> None:
     tail = "\n".join(done.stdout.splitlines()[-25:])
     assert done.returncode == 0, f"the MCP tests failed on mcp {version[0]}:\n{tail}\n{done.stderr[-2000:]}"
     assert " passed" in tail and " skipped" not in tail, tail  # nothing skipped: the adapters ran too
+
+
+def test_the_supported_range_admits_the_adapters_mcp() -> None:
+    pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install 'chaoskit[mcp]')")
+    from chaoskit_mcp import _compat
+
+    _compat.check_version("1.30.0")  # what langchain-mcp-adapters 0.3.2 resolves to
+    _compat.check_version("2.3.0")
+    with pytest.raises(ImportError, match=r"mcp>=1\.24,<3"):
+        _compat.check_version("1.23.0")
+    assert '"mcp>=1.24,<3"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
