@@ -54,14 +54,18 @@ class Proxies:
         args += ["--run-dir", str(self.run_dir), "--", *self.server]
         return StdioServerParameters(command=sys.executable, args=args, env=self.env)
 
-    async def call(self, args: dict[str, Any], meta: dict[str, Any] | None = None) -> dict[str, Any]:
-        """One session: initialize, one tools/call, close; the result as JSON (the same on mcp 1.x and 2.x)."""
+    async def call(
+        self, args: dict[str, Any], meta: dict[str, Any] | None = None, *, alone: bool = True
+    ) -> dict[str, Any]:
+        """One session: initialize, one tools/call, close; the result as JSON (the same on mcp 1.x and 2.x).
+        ``alone``: no other session is open, so every process seen must be gone once it closed."""
         with anyio.fail_after(STEP_S):
             async with stdio_client(self.params()) as (r, w), ClientSession(r, w) as s:
                 await s.initialize()
                 self.seen |= pids_with(self.token)
                 result = await s.call_tool(TOOL, args, meta=meta)
-        assert_all_gone(self.seen)
+        if alone:
+            assert_all_gone(self.seen)
         return dict(result.model_dump(by_alias=True, mode="json"))
 
     def spans(self) -> list[dict[str, Any]]:
@@ -99,6 +103,21 @@ async def test_a_session_per_call_counts_one_two_three(server: list[str], tmp_pa
     assert [s.get("chaoskit.fault.type") for s in spans] == [None, "error", None]
     assert {s["trace"] for s in spans} == {parent.split("-")[1]}  # the spans hang in the episode's trace
     assert {s["parent"] for s in spans} == {parent.split("-")[2]}
+
+
+async def test_concurrent_sessions_of_one_episode_never_share_a_call_number(server: list[str], tmp_path: Path) -> None:
+    proxies = Proxies(tmp_path, server, ON_CALL_2, TRACEPARENT=traceparent())
+    results: list[dict[str, Any]] = []
+
+    async def one() -> None:
+        results.append(await proxies.call({"timezone": "UTC"}, alone=False))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(one)
+    assert_all_gone(proxies.seen | pids_with(proxies.token))
+    assert sorted(r.get("isError", False) for r in results) == [False, False, True]  # call 2 fired once
+    assert sorted(int(s["chaoskit.attempt"]) for s in proxies.spans()) == [1, 2, 3]
 
 
 async def test_two_episodes_at_once_count_apart(server: list[str], tmp_path: Path) -> None:

@@ -109,7 +109,12 @@ class EpisodeCounts:
             yield self._local.setdefault(trace_id, {})
             return
         path = self.directory / f"{self.key}-{trace_id}.json"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:  # the agent's call goes on, counted in this process
+            log.warning("chaoskit mcp-proxy: cannot open %s (%s): counting this episode per process", path, exc)
+            yield self._local.setdefault(trace_id, {})
+            return
         try:
             _FLOCK[0](fd, _FLOCK[1])
             with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as fh:
