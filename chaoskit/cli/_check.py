@@ -266,12 +266,17 @@ def _not_graded_elsewhere(content: Any, line: int | None, parts: list[dict[str, 
     for j, other in enumerate(parts):
         if j == i:
             continue
-        spans, ids = other["closed"]
+        spans, ids, windows = other["closed"]
         at = spans.find(fp)
         while at >= 0 and at % 24:
             at = spans.find(fp, at + 1)
-        if at >= 0 or eid in ids:
+        if at >= 0 or (eid is not None and eid in ids):
             raise LateSpanError(f"span {sid}: episode {eid} was graded before this span", source=source, line=line)
+        if eid is None and not is_root:
+            # an attempt made in another process (a proxy's) for an episode that part graded
+            start, end = content.start_time * 1e6 + 0.5, content.end_time * 1e6 - 0.5
+            if any(a <= start and end <= b for a, b in windows.get(tid, ())):
+                raise LateSpanError(f"span {sid}: its episode was graded before this span", source=source, line=line)
 
 
 def _grade_part(job: tuple[Any, ...]) -> dict[str, Any]:

@@ -7,6 +7,8 @@ LangChain and LangGraph integrations, a third party's) uses, and all it needs. D
 where start and end run in different frames (callback handlers), report the halves yourself with
 :meth:`Attempt.transform`, :meth:`Attempt.succeed`, :meth:`Attempt.fail` and :meth:`Attempt.skip`.
 
+:class:`SharedScope` carries one episode's call counters from process to process (a proxy per MCP session).
+
 :func:`injected_fault` tells an exception the engine injected (and which fault) from the tool's own;
 :func:`explain_crash` tells the episode why an exception would end the agent's run, should it end it.
 
@@ -18,6 +20,7 @@ from chaoskit.engine._config import as_plan
 from chaoskit.engine._effects import crash_reason, explain_crash, injected_fault
 from chaoskit.engine._info import AttemptInfo
 from chaoskit.engine._runtime import reset
+from chaoskit.engine._shared import SharedScope
 from chaoskit.engine._spec import RETURNED_ERROR, ErrorResult, ToolSpec, default_refusal, refusal_check
 
 __all__ = [
@@ -25,6 +28,7 @@ __all__ = [
     "Attempt",
     "AttemptInfo",
     "ErrorResult",
+    "SharedScope",
     "ToolSpec",
     "as_plan",
     "begin",

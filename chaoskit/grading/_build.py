@@ -10,6 +10,10 @@ an episode span), that carries a chaoskit attribute of the wrong type, that ends
 twice with different content, whose episode says it made more attempts than the trace holds, or whose attempt
 number is above the count of its tool's spans in the episode, makes the whole read fail with a
 :class:`TraceReadError`: a verdict on such a trace could be a false pass.
+
+Attempts made in another process (a proxy's: no ``chaoskit.episode.id``) join the episode of their trace whose
+root span's window holds them, when exactly one does (``_guests``): the agent's final answer is graded together
+with the attempts its proxies made.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskit.grading._attributes import EPISODE, TOOL, BadAttribute, attempt_record, checked
+from chaoskit.grading._guests import Guests
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError, attempt_order, show
 from chaoskit.semconv import (
     ATTEMPT,
@@ -76,6 +81,8 @@ class TraceBuilder:
         self.keep_closed_ids = False
         self._closed_ids: set[str | None] = set()
         self._digests: dict[tuple[str, str], int] = {}
+        #: attempts without an episode id (a proxy's), seated in the episode each was made for
+        self._guests = Guests()
 
     def error(self, message: str, anchor: tuple[str, str] | None = None) -> TraceReadError:
         """An error at the current line; ``anchor`` (a key and its string value, e.g. ``("spanId", "ab…")``)
@@ -149,10 +156,14 @@ class TraceBuilder:
             )
         self._seen[key] = (content, (self.line, anchor, self.doc_text))
         if isinstance(content, AttemptRecord):
+            if self.stream and content.episode_id is None and self._guests.closed:
+                self._late(self._guests.late_guest(content), where, anchor)
             parts = self._parts(content.episode_id)
             parts.attempts.append(content)
             return
         eid = a[EPISODE_ID]
+        if self.stream and self._guests.seated:
+            self._late(self._guests.late_host(content), where, anchor)
         parts = self._parts(eid)
         if parts.root is not None:
             raise self.error(
@@ -170,6 +181,7 @@ class TraceBuilder:
 
     def build(self) -> list[EpisodeRecord]:
         """The episodes in start-time order, each with its attempts in time order; raises when spans are missing."""
+        self._guests.seat(self._episodes, None, stream=self.stream)
         episodes = [self._episode(eid, parts) for eid, parts in self._episodes.items()]
         episodes.sort(key=_episode_order)
         return episodes
@@ -184,7 +196,9 @@ class TraceBuilder:
                 continue
             counted = parts.root["attrs"].get(EPISODE_ATTEMPTS)
             if isinstance(counted, int) and len(parts.attempts) >= counted:
+                self._guests.seat(self._episodes, eid, stream=True)
                 done.append(self._episode(eid, parts))
+                self._guests.closing(parts.root)
                 self._forget(eid, parts)
         self._touched.clear()
         if len(self._strings) > 50_000:
@@ -235,6 +249,14 @@ class TraceBuilder:
             line=_line_at((self.line, anchor, self.doc_text)),
         )
 
+    def _late(self, why: str | None, where: str, anchor: tuple[str, str] | None) -> None:
+        if why is not None:
+            raise LateSpanError(
+                f"{where}: {why}; read the file whole (Trace.load) to grade it",
+                source=self.source,
+                line=_line_at((self.line, anchor, self.doc_text)),
+            )
+
     def open_spans(self) -> list[tuple[Any, int | None]]:
         """Streaming, at the end of a part of a file: the spans of the episodes still open (each root span's
         content, or an AttemptRecord) and the line of each, for :meth:`adopt` in the reader of the whole file."""
@@ -246,10 +268,11 @@ class TraceBuilder:
                 out.append((c, _line_at(self._seen[key][1])))
         return out
 
-    def closed_spans(self) -> tuple[bytes, frozenset[str | None]]:
+    def closed_spans(self) -> tuple[bytes, frozenset[str | None], dict[str, list[tuple[int, int]]]]:
         """Streaming: what identifies the episodes taken out (24 bytes a span, the first 16 its span and trace
-        id) and their ids, so that a part of the file read elsewhere can tell whether it holds more of them."""
-        return b"".join(self._closed.values()), frozenset(self._closed_ids)
+        id), their ids and their time windows by trace id, so that a part of the file read elsewhere can tell
+        whether it holds more of them (an attempt without an episode id within one of those windows)."""
+        return b"".join(self._closed.values()), frozenset(self._closed_ids), dict(self._guests.closed)
 
     def adopt(self, spans: list[tuple[Any, int | None]], where: str) -> None:
         """Add spans from :meth:`open_spans` of another builder (``where`` names it in messages), with the

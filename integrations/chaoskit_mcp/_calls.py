@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Mapping
+import contextlib
+import os
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
-from mcp_types import INVALID_PARAMS, ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCResponse
+from opentelemetry import context as otel_context
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 import chaoskit.semconv as sc
-from chaoskit.engine import Attempt, ToolSpec, begin
+from chaoskit import Plan
+from chaoskit.engine import Attempt, SharedScope, ToolSpec, begin
 from chaoskit.semconv import (
     JSONRPC_REQUEST_ID,
     MCP_METHOD_NAME,
@@ -20,7 +24,9 @@ from chaoskit.semconv import (
 )
 
 from ._content import error_result, fake_result, malformed, payload_of
+from ._episodes import EpisodeCounts, trace_id_of, traceparent_of
 from ._plan import ProtocolDecider, ProtocolFault
+from ._wire import INVALID_PARAMS, ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
 __all__ = [
     "JSONRPC_REQUEST_ID",
@@ -100,12 +106,21 @@ def _key_argument(info: Mapping[str, Any]) -> str | None:
 
 
 class ToolCalls:
-    """The tools/call path of one proxy: one :class:`ToolSpec` per tool, one attempt per call."""
+    """The tools/call path of one proxy: one :class:`ToolSpec` per tool, one attempt per call.
 
-    def __init__(self, options: ProxyOptions) -> None:
+    With ``counts`` (and the ``plan``), a call made for an episode (a ``traceparent`` in its ``_meta`` or in
+    ``$TRACEPARENT``) is counted in that episode's shared counts, whichever proxy process serves it
+    (``_episodes``); its span hangs under that ``traceparent``."""
+
+    def __init__(self, options: ProxyOptions, *, plan: Plan | None = None, counts: EpisodeCounts | None = None) -> None:
         self.options = options
+        self.plan = plan
+        self.counts = counts
         self._tools: dict[str, dict[str, Any]] = {}
         self._specs: dict[str, ToolSpec] = {}
+        self._scopes: dict[str, SharedScope] = {}
+        env = os.environ.get("TRACEPARENT")
+        self._env_trace = trace_id_of(env)
 
     def learn(self, tools: Any) -> None:
         """Remember the tools a ``tools/list`` result names (descriptions and annotations shape the specs)."""
@@ -170,8 +185,7 @@ class ToolCalls:
         if not isinstance(name, str) or not name or not (args is None or isinstance(args, dict)):
             return CallOutcome(await forward(), _noop)  # not a call chaoskit can name: the server answers it
         args = args or {}
-        fault = protocol.decide(name, args)
-        attempt = begin(self.spec(name), args, attach=False)
+        fault, attempt = self._begin(name, args, params, protocol, gone)
         self._annotate(attempt, request, session)
         if fault is not None and fault.type != "list_changed":
             attempt.skip(f"the MCP protocol fault {fault.type} (#{fault.index}) fires on this call")
@@ -196,6 +210,36 @@ class ToolCalls:
             failed = value
             return CallOutcome(response, lambda: attempt.fail(failed), list_changed=changed, drop=drop, fault=fault)
         return CallOutcome(response, lambda: attempt.succeed(value), list_changed=changed, drop=drop, fault=fault)
+
+    def _begin(
+        self,
+        name: str,
+        args: dict[str, Any],
+        params: Mapping[str, Any],
+        protocol: ProtocolDecider,
+        gone: dict[str, ProtocolFault],
+    ) -> tuple[ProtocolFault | None, Attempt]:
+        """Count the call and decide its faults: in the episode's shared counts when the call names an episode."""
+        traceparent = traceparent_of(params)
+        trace_id = trace_id_of(traceparent) if traceparent else self._env_trace
+        if trace_id is None or self.counts is None or self.plan is None:
+            with _parent(traceparent):
+                return protocol.decide(name, args), begin(self.spec(name), args, attach=False)
+        scope = self._scopes.get(trace_id)
+        if scope is None:
+            scope = self._scopes[trace_id] = SharedScope(self.plan)
+        # no await in here: the file stays locked only while the call is counted and decided
+        with self.counts.hold(trace_id) as state, _parent(traceparent):
+            fault = protocol.decide(name, args, counts=state.setdefault("protocol", {}))
+            with scope.activate(state.setdefault("core", {})):
+                attempt = begin(self.spec(name), args, attach=False)
+            taken = state.setdefault("gone", {})
+            if fault is not None and fault.type == "tool_disappears":
+                taken[name] = fault.index
+            for tool, index in taken.items():  # gone in an earlier session of the episode: gone here too
+                if tool not in gone and index in protocol.by_index:
+                    gone[tool] = protocol.by_index[index]
+        return fault, attempt
 
     def _unknown(self, attempt: Attempt, request: JSONRPCRequest, fault: ProtocolFault, *, notify: bool) -> CallOutcome:
         # what a server answers for a tool it does not have: a JSON-RPC error, as the protocol says
@@ -245,6 +289,19 @@ class ToolCalls:
                 attempt.executed = False
             # errors are results: an injected error or timeout, an after_write failure, a crashed upstream
             return _ok(request_id, error_result(name, exc)), exc
+
+
+@contextlib.contextmanager
+def _parent(traceparent: str | None) -> Iterator[None]:
+    """The client's span (the ``traceparent`` of the request's ``_meta``) as the parent of the attempt's span."""
+    if traceparent is None:
+        yield
+        return
+    token = otel_context.attach(TraceContextTextMapPropagator().extract({"traceparent": traceparent}))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 def _ok(request_id: Any, result: dict[str, Any]) -> JSONRPCResponse:

@@ -43,6 +43,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--listen", metavar="HOST:PORT", help="serve Streamable HTTP at http://HOST:PORT/mcp")
     p.add_argument("--upstream", metavar="URL", help="the real server's Streamable HTTP URL (instead of a command)")
     p.add_argument("--ready-file", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--run-dir",
+        help="where one episode's call counts are shared by the proxies serving it (a session per call); "
+        "default: $CHAOSKIT_RUN_DIR, else a folder in the temporary directory",
+    )
     p.add_argument("--irreversible", default="", help="comma-separated tools that write (duplicate-write check)")
     p.add_argument("--idempotent", default="", help="comma-separated tools whose repeats change nothing")
     p.add_argument(
@@ -115,4 +120,5 @@ def run(args: argparse.Namespace) -> int:
         irreversible=_names(args.irreversible),
         idempotent=_names(args.idempotent),
         idempotency_args=args_of,
+        state_dir=args.run_dir,
     )

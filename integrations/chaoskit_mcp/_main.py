@@ -13,6 +13,7 @@ import anyio
 from chaoskit import telemetry
 
 from ._calls import ProxyOptions
+from ._episodes import EpisodeCounts, run_dir
 from ._plan import load_plan
 from ._serve import ProxySetup, serve_http, serve_stdio
 
@@ -30,6 +31,7 @@ def main(
     irreversible: Sequence[str] = (),
     idempotent: Sequence[str] = (),
     idempotency_args: Mapping[str, str] | None = None,
+    state_dir: str | None = None,
 ) -> int:
     """Load the plan, open the span file, serve; 0 when the client closed the session."""
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -48,7 +50,11 @@ def main(
         idempotency_args=dict(idempotency_args or {}),
         transport="tcp" if listen else "pipe",
     )
-    setup = ProxySetup(core, shadow, protocol, command=list(command) or None, upstream_url=upstream, options=options)
+    # one episode's calls are counted together, whichever proxy process serves them (_episodes)
+    counts = EpisodeCounts(run_dir(state_dir), plan, list(command) or [upstream or ""])
+    setup = ProxySetup(
+        core, shadow, protocol, command=list(command) or None, upstream_url=upstream, options=options, counts=counts
+    )
     # uvloop, where installed (the http extra brings it), makes each relayed message cheaper
     backend = {"use_uvloop": importlib.util.find_spec("uvloop") is not None}
     try:

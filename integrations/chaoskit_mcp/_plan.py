@@ -159,19 +159,28 @@ class ProtocolDecider:
         self.fired: dict[tuple[int, str], int] = {}
         self.initialize = next((f for f in faults if f.type == "slow_initialize"), None)
 
-    def decide(self, tool: str, args: Mapping[str, Any] | None) -> ProtocolFault | None:
-        """The protocol fault for this call of ``tool`` (counted here), or None."""
+    def decide(
+        self, tool: str, args: Mapping[str, Any] | None, *, counts: dict[str, Any] | None = None
+    ) -> ProtocolFault | None:
+        """The protocol fault for this call of ``tool`` (counted here, or in an episode's shared ``counts``:
+        ``{"calls": {tool: n}, "fired": [[index, tool, n]]}``), or None."""
         if not self.by_index:
             return None
-        n = self.calls[tool] = self.calls.get(tool, 0) + 1
-        decided = self.shadow.decide(tool, n, args, self.fired)
+        calls, fired = self.calls, self.fired
+        if counts is not None:
+            calls = counts.setdefault("calls", {})
+            fired = {(int(i), str(t)): int(n) for i, t, n in counts.get("fired") or ()}
+        n = calls[tool] = calls.get(tool, 0) + 1
+        decided = self.shadow.decide(tool, n, args, fired)
         if decided is None or decided[0] not in self.by_index:
             return None
         fault = self.by_index[decided[0]]
         if fault.type == "slow_initialize":
             return None
         key = (decided[0], tool)
-        self.fired[key] = self.fired.get(key, 0) + 1
+        fired[key] = fired.get(key, 0) + 1
+        if counts is not None:
+            counts["fired"] = [[i, t, k] for (i, t), k in fired.items()]
         return fault
 
     def slow_initialize(self) -> ProtocolFault | None:

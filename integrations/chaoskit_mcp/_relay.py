@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from mcp.shared.message import SessionMessage
-from mcp_types import (
+
+from ._calls import Message, ToolCalls, UpstreamGone
+from ._plan import ProtocolDecider, ProtocolFault
+from ._upstream import Upstream
+from ._wire import (
     INTERNAL_ERROR,
     PARSE_ERROR,
     ErrorData,
@@ -22,11 +25,9 @@ from mcp_types import (
     JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
+    unwrap,
+    wrap,
 )
-
-from ._calls import Message, ToolCalls, UpstreamGone
-from ._plan import ProtocolDecider, ProtocolFault
-from ._upstream import Upstream
 
 __all__ = ["Relay"]
 
@@ -82,7 +83,7 @@ class Relay:
                             JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message=str(item)))
                         )
                         continue
-                    message = item.message
+                    message = unwrap(item)
                     if isinstance(message, JSONRPCRequest):
                         if message.method == "tools/call":
                             tg.start_soon(self._tool_call, message)
@@ -102,7 +103,7 @@ class Relay:
 
     async def _send(self, message: JSONRPCMessage) -> None:
         try:
-            await self._write.send(SessionMessage(message))
+            await self._write.send(wrap(message))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             log.debug("chaoskit mcp-proxy: the client is gone; dropped %s", type(message).__name__)
 

@@ -14,15 +14,16 @@ from typing import Any
 from uuid import uuid4
 
 import anyio
-import mcp_types as types
 from mcp.shared.message import SessionMessage
 
 from chaoskit import Plan
 
 from ._calls import ProxyOptions, ToolCalls
+from ._episodes import EpisodeCounts
 from ._plan import ProtocolDecider, ProtocolFault
 from ._relay import Relay
 from ._upstream import HttpUpstream, StdioUpstream, Upstream, is_credential
+from ._wire import parse, unwrap, wrap
 
 __all__ = ["ProxySetup", "serve_http", "serve_stdio", "stdio_streams"]
 
@@ -42,6 +43,7 @@ class ProxySetup:
         command: list[str] | None = None,
         upstream_url: str | None = None,
         options: ProxyOptions | None = None,
+        counts: EpisodeCounts | None = None,
     ) -> None:
         self.plan = plan
         self.shadow = shadow
@@ -49,7 +51,7 @@ class ProxySetup:
         self.command = command
         self.upstream_url = upstream_url
         self.options = options or ProxyOptions()
-        self.calls = ToolCalls(self.options)
+        self.calls = ToolCalls(self.options, plan=plan, counts=counts)
 
     def upstream(self, credentials: dict[str, str] | None = None) -> Upstream:
         """A new connection to the real server (a new child for a command); an HTTP upstream gets the agent's
@@ -99,7 +101,7 @@ class _StdoutWriter:
 
     async def send(self, item: SessionMessage) -> None:
         """Write one message as one line; a client that closed stdout gets nothing more."""
-        view = memoryview(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+        view = memoryview(unwrap(item).model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
         async with self._lock:  # one line at a time, also when a non-blocking stdout makes a write wait
             while view:
                 try:
@@ -115,7 +117,7 @@ async def _messages() -> AsyncIterator[SessionMessage | Exception]:
         if not line.strip():
             continue
         try:
-            yield SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+            yield wrap(parse(line))
         except ValueError as exc:
             yield exc
 

@@ -14,10 +14,9 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
-import mcp_types as types
-from mcp.shared.message import SessionMessage
-
+from . import _wire as types
 from ._calls import UpstreamGone
+from ._wire import http_client, parse, unwrap, wrap
 
 __all__ = ["HttpUpstream", "StdioUpstream", "Upstream"]
 
@@ -113,7 +112,7 @@ class StdioUpstream:
             if not line.strip():
                 continue
             try:
-                yield types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                yield parse(line)
             except ValueError:
                 log.warning("chaoskit mcp-proxy: %s wrote a line that is not JSON-RPC: %.200r", self.describe, line)
         self.gone = await self._exit_reason()
@@ -197,17 +196,14 @@ class HttpUpstream:
 
     async def start(self) -> None:
         """Open the SDK transport (its task group lives until :meth:`stop`, in the same task)."""
-        import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
         # the SDK's own client settings (30 s, 300 s to read a held stream), with the agent's credentials
-        self._client = await self._stack.enter_async_context(
-            httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=300.0))
-        )
+        self._client = await self._stack.enter_async_context(http_client(30.0, 300.0))
         self._sync_credentials()
-        self._read, self._write = await self._stack.enter_async_context(
-            streamable_http_client(self.url, http_client=self._client)
-        )
+        # mcp 1.x yields a third item (the session id getter), 2.x two
+        streams = await self._stack.enter_async_context(streamable_http_client(self.url, http_client=self._client))
+        self._read, self._write = streams[0], streams[1]
 
     def _sync_credentials(self) -> None:
         if self._client is None or self.credentials == self._sent:
@@ -223,7 +219,7 @@ class HttpUpstream:
         if self.gone is not None or self._write is None:
             raise UpstreamGone(self.gone or f"{self.describe} is not connected")
         try:
-            await self._write.send(SessionMessage(message))
+            await self._write.send(wrap(message))
         except Exception as exc:
             self.gone = f"{self.describe} is unreachable ({type(exc).__name__})"
             raise UpstreamGone(self.gone) from exc
@@ -235,7 +231,7 @@ class HttpUpstream:
                 if isinstance(item, Exception):
                     log.warning("chaoskit mcp-proxy: %s: %s", self.describe, item)
                     continue
-                yield item.message
+                yield unwrap(item)
         except Exception as exc:
             log.warning("chaoskit mcp-proxy: reading %s failed: %s", self.describe, exc)
         if self.gone is None:
