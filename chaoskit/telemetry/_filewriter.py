@@ -27,9 +27,12 @@ class SpanFileWriter(SpanProcessor):
     The lines are what ``chaoskit.telemetry.JsonLinesSpanExporter`` writes, encoded without protobuf
     (``_otlpfast``): off the event loop and ten times cheaper, so a busy proxy does not wait for its spans. The
     thread blocks on its queue (no polling) and writes what has queued up as one line.
+
+    ``at_once=True``: no thread; the span is in the file (written and flushed) when ``span.end()`` returns, so
+    a process killed right after loses nothing (the MCP proxy ends a call's span before it answers).
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, at_once: bool = False) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # opened now: a path that cannot be written fails at start, naming the path
@@ -37,14 +40,20 @@ class SpanFileWriter(SpanProcessor):
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._idle = threading.Condition()
         self._pending = 0
+        self._at_once = at_once
         self._thread = threading.Thread(target=self._work, name="chaoskit-span-file", daemon=True)
-        self._thread.start()
+        if not at_once:
+            self._thread.start()
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
         """Nothing to do at the start."""
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Queue the span for the writer."""
+        """Queue the span for the writer (or write it now, ``at_once``)."""
+        if self._at_once:
+            with self._idle:
+                self._write([span])
+            return
         with self._idle:
             self._pending += 1
         self._queue.put(span)
@@ -83,8 +92,10 @@ class SpanFileWriter(SpanProcessor):
     def shutdown(self) -> None:
         """Write what is queued, stop the thread, close the file."""
         self.force_flush()
-        self._queue.put(_STOP)
-        self._thread.join(timeout=2)
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if not self._at_once:
+            self._queue.put(_STOP)
+            self._thread.join(timeout=2)
+        with self._idle:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
