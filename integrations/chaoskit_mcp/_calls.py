@@ -29,6 +29,7 @@ __all__ = [
     "MCP_SESSION_ID",
     "NETWORK_TRANSPORT",
     "CallOutcome",
+    "Held",
     "ProxyOptions",
     "RequestCancelled",
     "ToolCalls",
@@ -57,6 +58,22 @@ class RequestCancelled(BaseException):
 
     A ``BaseException``, as ``asyncio.CancelledError`` is: the span's outcome is ``cancelled``, not ``error``.
     """
+
+
+@dataclass
+class Held:
+    """A client request the relay works on in a task of its own (tools/call, initialize, tools/list): its
+    cancel scope, whether it reached the upstream, and why the client stopped waiting for it."""
+
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    #: the request was written to the upstream (a cancel then follows it there)
+    sent: bool = False
+    #: why the client no longer waits for it (its span ends with this)
+    stop: RequestCancelled | None = None
+
+    def cancel(self, why: RequestCancelled) -> None:
+        self.stop = why
+        self.scope.cancel()
 
 
 class UpstreamError(Exception):
@@ -176,13 +193,13 @@ class ToolCalls:
         *,
         gone: dict[str, ProtocolFault],
         session: str | None = None,
-        stopped: Callable[[], RequestCancelled | None] = lambda: None,
+        held: Held | None = None,
     ) -> CallOutcome:
         """Answer one tools/call: decide, fake or forward, transform; ``finish()`` records it.
 
-        Cancelled (``stopped()`` says why the client gave up), the span ends at once as ``cancelled``; a
-        cancel while the proxy held the call for its fault (a timeout's or latency's delay) counts as the
-        fault's doing."""
+        Cancelled (``held.stop`` says why the client gave up), the span ends at once as ``cancelled``; a call
+        cancelled before it reached the server did not run, and a cancel while the proxy held the call for its
+        fault (a timeout's or latency's delay) is the fault's doing."""
         params = request.params or {}
         name = params.get("name")
         args = params.get("arguments")
@@ -203,9 +220,11 @@ class ToolCalls:
         try:
             response, value = await self._carry_out(attempt, name, request.id, forward)
         except BaseException as exc:  # cancelled: the client gave up, or went away
-            why = stopped()
-            if why is not None and attempt.fault is not None and not attempt.executed:
-                attempt.injected_exc = why  # the client gave up during the fault's delay: the fault did that
+            why = held.stop if held is not None else None
+            if why is not None and held is not None and not held.sent:
+                attempt.executed = False
+                if attempt.fault is not None:
+                    attempt.injected_exc = why  # the client gave up during the fault's delay: the fault did that
             attempt.fail(why if why is not None else exc)
             raise
         if fault is not None and fault.type == "malformed_result" and isinstance(response, JSONRPCResponse):

@@ -32,7 +32,7 @@ from opentelemetry.trace import SpanKind
 import chaoskit.semconv as sc
 from chaoskit import telemetry
 
-from ._calls import Message, RequestCancelled, ToolCalls, UpstreamGone
+from ._calls import Held, Message, RequestCancelled, ToolCalls, UpstreamGone
 from ._plan import ProtocolDecider, ProtocolFault
 from ._upstream import Upstream
 
@@ -49,21 +49,6 @@ class _Waiter:
     event: anyio.Event = field(default_factory=anyio.Event)
     response: Message | None = None
     gone: str | None = None
-
-
-@dataclass
-class _Held:
-    """A client request the proxy works on in a task of its own (tools/call, initialize, tools/list)."""
-
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    #: the request was written to the upstream (a cancel then follows it there)
-    sent: bool = False
-    #: why the client no longer waits for it (its span ends with this)
-    stop: RequestCancelled | None = None
-
-    def cancel(self, why: RequestCancelled) -> None:
-        self.stop = why
-        self.scope.cancel()
 
 
 def _key(request_id: Any) -> Any:
@@ -86,7 +71,7 @@ class Relay:
         self._waiters: dict[Any, _Waiter] = {}
         self._open: dict[Any, str] = {}
         #: requests handled in a task, by id, until their answer is on its way
-        self._held: dict[Any, _Held] = {}
+        self._held: dict[Any, Held] = {}
         #: ids the client cancelled after they reached the upstream: their late answers are dropped
         self._dropped: set[Any] = set()
         self._write: Any = None
@@ -139,8 +124,8 @@ class Relay:
                 else:
                     await self._forward(message)
 
-    def _hold(self, request: JSONRPCRequest) -> _Held:
-        held = self._held[request.id] = _Held()
+    def _hold(self, request: JSONRPCRequest) -> Held:
+        held = self._held[request.id] = Held()
         return held
 
     async def _cancelled(self, note: JSONRPCNotification) -> None:
@@ -192,7 +177,7 @@ class Relay:
             else:
                 await self._send(self._gone_error(request.id, str(exc)))
 
-    async def _request(self, request: JSONRPCRequest, held: _Held | None = None) -> Message:
+    async def _request(self, request: JSONRPCRequest, held: Held | None = None) -> Message:
         waiter = self._waiters[request.id] = _Waiter()
         sent = False
         try:
@@ -237,7 +222,7 @@ class Relay:
 
     # -- the requests chaos acts on ---------------------------------------------------------------------
 
-    def _release(self, request: JSONRPCRequest, held: _Held) -> bool:
+    def _release(self, request: JSONRPCRequest, held: Held) -> bool:
         # the answer goes out now: a cancel from here on is too late (the spec lets the answer stand)
         if held.stop is not None:
             return False
@@ -245,7 +230,7 @@ class Relay:
             del self._held[request.id]
         return True
 
-    async def _watched(self, request: JSONRPCRequest, held: _Held) -> None:
+    async def _watched(self, request: JSONRPCRequest, held: Held) -> None:
         with held.scope:
             try:
                 response = await self._request(request, held)
@@ -320,16 +305,20 @@ class Relay:
             self._listed = True
             self._listing.set()
 
-    async def _tool_call(self, request: JSONRPCRequest, held: _Held) -> None:
+    async def _tool_call(self, request: JSONRPCRequest, held: Held) -> None:
         async def forward() -> Message:
             return await self._request(request, held)
 
+        if not self._listed:
+            # outside the call's scope: a cancel meanwhile waits for the attempt, so calls count in arrival order
+            await self._learn_tools()
+        outcome = None
         with held.scope:
-            if not self._listed:
-                await self._learn_tools()
             outcome = await self.calls.call(
-                request, forward, self.decider, gone=self.gone_tools, session=self.session, stopped=lambda: held.stop
+                request, forward, self.decider, gone=self.gone_tools, session=self.session, held=held
             )
+        if outcome is None:
+            return  # cancelled: its span says so
         if not self._release(request, held):
             if held.stop is not None:
                 outcome.cancel(held.stop)
