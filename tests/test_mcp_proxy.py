@@ -215,9 +215,9 @@ async def test_protocol_faults(server: list[str], tmp_path: Path) -> None:
     by_type = [s.get("chaoskit.fault.type") for s in spans(tmp_path / "spans.jsonl")]
     assert by_type.count("tool_disappears") == 2 and "list_changed" in by_type and "malformed_result" in by_type
     # the fired slow_initialize is in the trace too, on a span of its own
-    assert [s["name"] for s in spans(tmp_path / "spans.jsonl") if s.get("chaoskit.fault.type") == "slow_initialize"] == [
-        "initialize"
-    ]
+    assert [
+        s["name"] for s in spans(tmp_path / "spans.jsonl") if s.get("chaoskit.fault.type") == "slow_initialize"
+    ] == ["initialize"]
 
 
 async def test_an_upstream_crash_is_an_error_result_and_the_proxy_keeps_answering(

@@ -24,6 +24,8 @@ SERVER = textwrap.dedent(
     r"""
     import json, os, signal, sys
     LOG = open(os.environ["TEST_LOG"], "a", buffering=1)
+    with open(os.environ["TEST_PIDFILE"], "w") as fh:
+        fh.write(str(os.getpid()))
     TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "block", "term")]
     held = {}
     for line in sys.stdin:
@@ -80,7 +82,9 @@ class Proxy:
             (tmp_path / "plan.yaml").write_text(plan, encoding="utf-8")
             argv += ["--plan", str(tmp_path / "plan.yaml")]
         argv += ["--", sys.executable, str(tmp_path / "server.py")]
-        env = {**os.environ, "TEST_LOG": str(self.log)}
+        self.pidfile = tmp_path / f"server-{len(list(tmp_path.glob('server-*.pid')))}.pid"
+        self.pidfile.touch()
+        env = {**os.environ, "TEST_LOG": str(self.log), "TEST_PIDFILE": str(self.pidfile)}
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
         )
@@ -175,6 +179,21 @@ def proxy(tmp_path: Path) -> Any:
     yield make
     for p in made:
         p.kill()
+    # no process left behind: every server the proxies started is gone (a bound, not a timing assertion)
+    pids = [int(text) for p in made if (text := p.pidfile.read_text().strip())]
+    deadline = time.monotonic() + BOUND_S
+    while time.monotonic() < deadline and any(alive(pid) for pid in pids):
+        time.sleep(0.05)
+    assert [pid for pid in pids if alive(pid)] == []
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper is dead)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def call(request_id: int, name: str, **arguments: Any) -> dict[str, Any]:
@@ -319,3 +338,21 @@ def test_a_server_stopped_with_sigterm_is_described_as_stopped(proxy: Any) -> No
     assert "was stopped (SIGTERM)" in text and "crashed" not in text
     rest, status = p.close()
     assert rest == [] and status == 0
+
+
+def test_a_client_that_gives_up_on_a_slow_initialize_leaves_a_trace_check_explains(proxy: Any) -> None:
+    p = proxy("faults:\n  - {type: slow_initialize, delay_s: 600}\n")
+    p.send(INIT)
+    deadline = time.monotonic() + BOUND_S
+    while not p.spans() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    p.kill()  # the client's initialize timed out: it kills its server
+    [span] = p.spans()
+    assert span["name"] == "initialize" and span["chaoskit.fault.type"] == "slow_initialize"
+    assert span["chaoskit.fault.injected"] is True
+    done = subprocess.run(
+        [sys.executable, "-m", "chaoskit", "check", str(p.traces)], capture_output=True, text=True, timeout=BOUND_S
+    )
+    assert done.returncode == 2  # cannot grade, never a verdict
+    assert "slow_initialize (#0): initialize answered after 600s" in done.stderr
+    assert "did the client give up before calling a tool?" in done.stderr
