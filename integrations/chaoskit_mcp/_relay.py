@@ -86,12 +86,15 @@ class Relay:
         """Serve until the client's stream ends; then stop the upstream (always, also when cancelled)."""
         self._write = write
         try:
+            # started before the task group: an HTTP upstream's own task group must close after this one
+            try:
+                await self.upstream.start()
+                started = True
+            except UpstreamGone as exc:
+                log.error("chaoskit mcp-proxy: %s", exc)
+                started = False
             async with anyio.create_task_group() as tg:
-                try:
-                    await self.upstream.start()
-                except UpstreamGone as exc:
-                    log.error("chaoskit mcp-proxy: %s", exc)
-                else:
+                if started:
                     tg.start_soon(self._pump_upstream)
                 await self._read_client(read, tg)
                 # the client is gone: answer nothing more, stop the upstream
@@ -99,8 +102,7 @@ class Relay:
                     held.cancel(RequestCancelled("the client closed the session before the answer"))
                 tg.cancel_scope.cancel()
         finally:
-            with anyio.CancelScope(shield=True):
-                await self.upstream.stop()
+            await self.upstream.stop()  # a stdio upstream shields its own stop
 
     async def _read_client(self, read: Any, tg: Any) -> None:
         # a stream the transport closed (an HTTP session's DELETE, a stop) ends the session like EOF does

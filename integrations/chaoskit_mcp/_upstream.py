@@ -14,6 +14,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
+import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
@@ -155,7 +156,12 @@ class StdioUpstream:
         return f"{self.describe} exited with status {code}" + (" (crashed)" if code else "")
 
     async def stop(self) -> None:
-        """Close stdin, wait a little, then SIGTERM and SIGKILL the child's whole process group."""
+        """Close stdin, wait a little, then SIGTERM and SIGKILL the child's whole process group (also when the
+        caller is being cancelled)."""
+        with anyio.CancelScope(shield=True):
+            await self._stop()
+
+    async def _stop(self) -> None:
         proc = self.proc
         if proc is None:
             return
@@ -263,6 +269,7 @@ class HttpUpstream:
 
     async def stop(self) -> None:
         """Close the transport (the SDK ends the HTTP session)."""
+        # not in a shielded scope of the caller's: the SDK's task group, entered in start, must be the scope exited
         with contextlib.suppress(Exception):
             await self._stack.aclose()
         if self.gone is None:
