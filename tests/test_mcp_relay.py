@@ -44,6 +44,9 @@ SERVER = textwrap.dedent(
             result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "1"}}
         elif method == "tools/list":
             result = {"tools": TOOLS}
+        elif method == "resources/read":
+            held[msg["id"]] = msg["id"]  # answered (late) only when cancelled
+            continue
         elif method == "tools/call":
             name = msg["params"]["name"]
             if name == "block":
@@ -254,10 +257,24 @@ def test_a_late_cancel_ends_the_span_at_once_and_the_late_answer_is_dropped(prox
     span = p.wait_span("7")
     assert p.proc.poll() is None
     assert span["chaoskit.outcome"] == "cancelled" and span["chaoskit.tool.executed"] is True
+    assert span["error.type"] == "RequestCancelled"
     assert span["messages"] == ["the client cancelled the request (the user gave up)"]
     # the session goes on
     p.send(call(8, "echo", text="after"))
     assert p.until(8)[-1]["result"]["content"][0]["text"] == "after"
+    rest, status = p.close()
+    assert rest == [] and status == 0
+
+
+def test_a_cancelled_request_of_another_method_gets_no_late_answer(proxy: Any) -> None:
+    p = proxy()
+    p.start()
+    p.send({"jsonrpc": "2.0", "id": 6, "method": "resources/read", "params": {"uri": "test://slow"}})
+    deadline = time.monotonic() + BOUND_S
+    while not any(m.get("id") == 6 for m in p.server_log()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    p.send(cancel(6), PING)
+    assert [m.get("id") for m in p.until(99)] == [99], "the late answer to a cancelled request reached the client"
     rest, status = p.close()
     assert rest == [] and status == 0
 
