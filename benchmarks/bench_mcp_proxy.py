@@ -1,13 +1,18 @@
 """Latency the MCP proxy adds per tools/call, against a direct connection to the same server, in one run.
 
-    python benchmarks/bench_mcp_proxy.py [--calls 400] [--rounds 5] [--server both|raw|sdk]
+    python benchmarks/bench_mcp_proxy.py [--calls 400] [--rounds 5] [--server both|raw|sdk] [--baseline REF]
 
 Each case is a server process spoken to over stdio with newline-delimited JSON-RPC, by a client that sends one
 ``tools/call`` and waits for its answer (no SDK on the client side: what is timed is the transport and the
 proxy). The cases: the server directly; through ``chaoskit mcp-proxy`` with no span file; with
-``--traces`` (each span written as its call ends, by a writer thread); with tracing off (``CHAOSKIT_TRACE=0``).
+``--traces`` (each span written as its call ends, before its answer leaves); with tracing off
+(``CHAOSKIT_TRACE=0``); with ``--baseline REF``, also ``--traces`` with the proxy of git commit REF (its
+``chaoskit`` and ``integrations`` trees, taken with ``git archive``), to measure what a change costs per call.
 Rounds interleave the cases so that machine noise hits all alike. The table gives each case's median and p99
-and, for the proxy cases, the added median and p99 and the ratio to direct. By default both servers are
+and, for the proxy cases, the added median and p99 and the ratio to direct; ``cpu ms`` is the CPU time (user
++ system, from /proc on Linux) the process the client speaks to spends per call: the server's for ``direct``,
+the proxy's own (not its server's) otherwise; it holds still on a busy machine, where latencies do not. By
+default both servers are
 measured, one table each: ``raw``, a tiny hand-written MCP server answering in microseconds, so the proxy's
 own cost shows; ``sdk``, the example server built on the official SDK (examples/mcp/server.py), a realistic
 upstream. Target: < 1 ms added median.
@@ -60,8 +65,8 @@ INIT = {
 class Session:
     """One server process (direct or behind the proxy), initialized."""
 
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0)
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0, cwd=cwd)
         self.next_id = 0
         self.call({**INIT})
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -89,6 +94,14 @@ class Session:
         assert "result" in answer, answer
         return took
 
+    def cpu(self) -> float:
+        """The process's CPU seconds so far (user + system); 0 where /proc is missing."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def close(self) -> float:
         """Close stdin; the seconds until the process exited."""
         assert self.proc.stdin is not None
@@ -103,7 +116,21 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(server_kind: str, calls: int, rounds: int, tmp: Path) -> dict[str, tuple[list[float], list[float]]]:
+def baseline_tree(ref: str, tmp: Path) -> Path:
+    """The ``chaoskit`` and ``integrations`` trees of git commit ``ref``, unpacked under ``tmp``."""
+    tree = tmp / f"baseline-{ref}"
+    if not tree.exists():
+        tree.mkdir()
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", ref, "chaoskit", "integrations"], capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree
+
+
+def run(
+    server_kind: str, calls: int, rounds: int, tmp: Path, baseline: str | None = None, only: list[str] | None = None
+) -> dict[str, tuple[list[float], list[float], list[float]]]:
     """Per case, the per-call latencies and the exit times, rounds interleaved, against one kind of server."""
     if server_kind == "raw":
         (tmp / "server.py").write_text(RAW_SERVER, encoding="utf-8")
@@ -121,33 +148,47 @@ def run(server_kind: str, calls: int, rounds: int, tmp: Path) -> dict[str, tuple
         "proxy --traces": ([*proxy, "--traces", str(tmp / f"spans-{server_kind}.jsonl"), "--", *server], base),
         "proxy, tracing off": ([*proxy, "--", *server], {**base, "CHAOSKIT_TRACE": "0"}),
     }
-    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in cases}
+    if baseline:
+        # the same command, importing REF's packages first (the run's working directory holds no package)
+        tree = baseline_tree(baseline, tmp)
+        old = {**base, "PYTHONPATH": os.pathsep.join([str(tree), str(tree / "integrations")])}
+        traces = str(tmp / f"spans-{server_kind}-baseline.jsonl")
+        cases[f"proxy @{baseline[:10]}"] = ([*proxy, "--", *server], old)
+        cases[f"--traces @{baseline[:10]}"] = ([*proxy, "--traces", traces, "--", *server], old)
+    if only:
+        cases = {name: case for name, case in cases.items() if name == "direct" or name in only}
+    out: dict[str, tuple[list[float], list[float], list[float]]] = {name: ([], [], []) for name in cases}
     for _ in range(rounds):
         for name, (argv, env) in cases.items():
-            session = Session(argv, env)
+            session = Session(argv, env, tmp)
             for _ in range(20):  # warm up
                 session.tool_call()
+            cpu = session.cpu()
             out[name][0].extend(session.tool_call() for _ in range(calls))
+            out[name][2].append(session.cpu() - cpu)
             out[name][1].append(session.close())
     return out
 
 
-def report(server_kind: str, results: dict[str, tuple[list[float], list[float]]]) -> None:
+def report(server_kind: str, results: dict[str, tuple[list[float], list[float], list[float]]]) -> None:
     """One table: per case, median and p99, and for the proxy cases what they add to direct."""
     direct = results["direct"][0]
     direct_med, direct_p99 = statistics.median(direct), pct(direct, 0.99)
     what = "a raw JSON-RPC server (the proxy's own cost)" if server_kind == "raw" else "an MCP SDK server"
     print(f"\nserver: {server_kind}, {what}; {len(direct)} calls per case")
     head = (
-        f"{'case':<20} {'median ms':>10} {'p99 ms':>9} {'added med':>10} {'added p99':>10} {'ratio':>6} {'exit s':>7}"
+        f"{'case':<24} {'median ms':>10} {'p99 ms':>9} {'added med':>10} {'added p99':>10} {'ratio':>6} {'exit s':>7}"
+        f" {'cpu ms':>7}"
     )
     print(head)
     print("-" * len(head))
-    for name, (values, exits) in results.items():
+    for name, (values, exits, cpus) in results.items():
         med, p99 = statistics.median(values), pct(values, 0.99)
         added = "" if name == "direct" else f"{(med - direct_med) * 1000:>10.3f} {(p99 - direct_p99) * 1000:>10.3f}"
         ratio = "" if name == "direct" else f"{med / direct_med:>6.2f}"
-        print(f"{name:<20} {med * 1000:>10.3f} {p99 * 1000:>9.3f} {added:>21} {ratio:>6} {max(exits):>7.2f}")
+        cpu = sum(cpus) / len(values) * 1000
+        line = f"{name:<24} {med * 1000:>10.3f} {p99 * 1000:>9.3f} {added:>21} {ratio:>6} {max(exits):>7.2f}"
+        print(f"{line} {cpu:>7.3f}")
 
 
 def main() -> None:
@@ -155,10 +196,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=400, help="tools/call per case per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--server", choices=("both", "raw", "sdk"), default="both")
+    parser.add_argument("--only", nargs="*", help="time only these cases (names as printed), and direct")
+    parser.add_argument("--baseline", metavar="REF", help="also time --traces with the proxy of git commit REF")
     opts = parser.parse_args()
     kinds = ("raw", "sdk") if opts.server == "both" else (opts.server,)
     with tempfile.TemporaryDirectory() as tmp:
-        results = {kind: run(kind, opts.calls, opts.rounds, Path(tmp)) for kind in kinds}
+        results = {kind: run(kind, opts.calls, opts.rounds, Path(tmp), opts.baseline, opts.only) for kind in kinds}
     print(f"MCP proxy, {opts.rounds} rounds x {opts.calls} tools/call per case (ms per call; target < 1 ms added)")
     for kind, result in results.items():
         report(kind, result)

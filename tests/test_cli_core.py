@@ -31,3 +31,33 @@ def test_validate_good_and_bad(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "usage: chaoskit" in capsys.readouterr().out
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path) -> None:
+    # `chaoskit check ... | head`: the reader closes the pipe; the command stops quietly, with 128 + SIGPIPE
+    import json
+
+    from _helpers import issue_refund
+
+    import chaoskit
+    from chaoskit import Plan, telemetry
+
+    plan = Plan(seed=1, faults=[{"type": "error", "tool": "issue_refund", "on_call": 1}])
+    with telemetry.capture() as cap:
+        for i in range(40):
+            with chaoskit.episode(f"refund-{i}", plan=plan) as ep:
+                try:
+                    issue_refund("4832")
+                except Exception:
+                    issue_refund("4832")
+                ep.finish("Refund issued.")
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(json.dumps(telemetry.to_otlp_json(cap.spans)) + "\n", encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chaoskit", "check", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # gone before the command writes a line
+    _, err = proc.communicate(timeout=120)
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()
+    assert proc.returncode == 141

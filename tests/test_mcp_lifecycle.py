@@ -167,10 +167,47 @@ def test_streamable_http_front_and_upstream(server: list[str], tmp_path: Path) -
     finally:
         for p in reversed(procs):
             p.send_signal(signal.SIGTERM)
-            p.wait(timeout=15)
+        statuses = [p.wait(timeout=15) for p in reversed(procs)]
+    assert statuses == [0, 0]  # a signal stops the front cleanly, also with a single session
     server_pid, grandchild = read_pids(tmp_path / "pids")
     assert wait_dead(server_pid, grandchild) == []
     assert '"network.transport"' in (tmp_path / "outer.jsonl").read_text()
+
+
+def test_http_sessions_open_and_close_in_any_order(server: list[str], tmp_path: Path) -> None:
+    import anyio
+
+    ready = tmp_path / "url"
+    front = start_proxy(server, tmp_path, "--listen", "127.0.0.1:0", "--ready-file", str(ready))
+    try:
+        url = wait_url(ready, front)
+
+        async def echo(session: ClientSession, text: str) -> str:
+            return str((await session.call_tool("echo", {"text": text})).content[0].text)
+
+        async def sessions() -> list[str]:
+            said = []
+            with anyio.fail_after(60):
+                async with streamable_http_client(url) as (rb, wb), ClientSession(rb, wb) as b:
+                    await b.initialize()
+                    async with streamable_http_client(url) as (ra, wa), ClientSession(ra, wa) as a:
+                        await a.initialize()
+                        said.append(await echo(a, "a"))
+                    # A's DELETE ended A only: B, opened before A and still open, goes on
+                    said.append(await echo(b, "b"))
+                for text in ("c", "d"):  # and later sessions open as before
+                    async with streamable_http_client(url) as (rc, wc), ClientSession(rc, wc) as c:
+                        await c.initialize()
+                        said.append(await echo(c, text))
+            return said
+
+        assert anyio.run(sessions) == ["a", "b", "c", "d"]
+        assert front.poll() is None  # no session's end stopped the front
+    finally:
+        front.send_signal(signal.SIGTERM)
+        _, err = front.communicate(timeout=15)
+    assert front.returncode == 0, err.decode()
+    assert b"Traceback" not in err and b"ClosedResourceError" not in err
 
 
 def wait_url(ready: Path, proc: subprocess.Popen[bytes]) -> str:

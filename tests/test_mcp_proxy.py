@@ -97,7 +97,7 @@ def spans(path: Path) -> list[dict[str, Any]]:
                 for span in ss["spans"]:
                     attrs = {a["key"]: next(iter(a["value"].values())) for a in span.get("attributes", [])}
                     out.append({"name": span["name"], **attrs})
-    return sorted(out, key=lambda s: int(s["chaoskit.attempt"]))
+    return sorted(out, key=lambda s: int(s.get("chaoskit.attempt", 0)))  # initialize's span has no attempt
 
 
 async def test_tools_resources_and_prompts_are_mirrored(server: list[str], tmp_path: Path) -> None:
@@ -214,6 +214,10 @@ async def test_protocol_faults(server: list[str], tmp_path: Path) -> None:
     assert "slow_initialize" in (tmp_path / "stderr.txt").read_text()
     by_type = [s.get("chaoskit.fault.type") for s in spans(tmp_path / "spans.jsonl")]
     assert by_type.count("tool_disappears") == 2 and "list_changed" in by_type and "malformed_result" in by_type
+    # the fired slow_initialize is in the trace too, on a span of its own
+    assert [
+        s["name"] for s in spans(tmp_path / "spans.jsonl") if s.get("chaoskit.fault.type") == "slow_initialize"
+    ] == ["initialize"]
 
 
 async def test_an_upstream_crash_is_an_error_result_and_the_proxy_keeps_answering(

@@ -91,3 +91,18 @@ def test_a_path_that_cannot_be_written_fails_at_start(tmp_path: Path) -> None:
     (tmp_path / "dir.jsonl").mkdir()
     with pytest.raises(OSError):
         telemetry.SpanFileWriter(str(tmp_path / "dir.jsonl"))
+
+
+def test_at_once_the_span_is_in_the_file_when_end_returns(tmp_path: Path) -> None:
+    # the MCP proxy writes a call's span before it answers: no thread, no flush, the line is there at end()
+    path = tmp_path / "spans.jsonl"
+    provider = TracerProvider()
+    writer = telemetry.SpanFileWriter(str(path), at_once=True)
+    provider.add_span_processor(writer)
+    tracer = provider.get_tracer("test")
+    for n in range(3):
+        tracer.start_span(f"execute_tool t{n}").end()
+        names = [s["name"] for line in path.read_text().splitlines() for s in _spans_of(json.loads(line))]
+        assert names == [f"execute_tool t{i}" for i in range(n + 1)]
+    writer.shutdown()
+    assert len(path.read_text().splitlines()) == 3

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -131,13 +133,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(func(args) or 0)
+        status = int(func(args) or 0)
+        sys.stdout.flush()  # a reader that went away shows here, not as a traceback at exit
+        return status
     except ChaoskitError as exc:
         print(f"chaoskit: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("chaoskit: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `chaoskit check ... | head`: stop quietly, as commands in a pipeline do (128 + SIGPIPE)
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -89,6 +89,15 @@ class TraceBuilder:
         finds the exact line of a span inside a pretty-printed document."""
         return TraceReadError(message, source=self.source, line=_line_at((self.line, anchor, self.doc_text)))
 
+    def protocol_fault(self, summary: Any) -> None:
+        """Note a fault that acted outside any tool call (the MCP proxy's ``slow_initialize``), for "nothing to
+        grade": a client that gave up before calling a tool leaves this, and nothing else."""
+        if isinstance(summary, str) and len(self.notes) < 3:
+            self.notes.append(
+                f"it holds no tool call, only the MCP proxy's span of a protocol fault ({summary}); "
+                "did the client give up before calling a tool?"
+            )
+
     def kind(
         self, name: str, attrs: Mapping[str, Any], where: str, anchor: tuple[str, str] | None = None
     ) -> str | None:

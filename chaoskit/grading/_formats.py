@@ -6,6 +6,7 @@ Every field that is used is checked for its type: a malformed entry raises a Tra
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from chaoskit.grading._span_values import (
 )
 from chaoskit.semconv import (
     ERROR_TYPE,
+    FAULT_SUMMARY,
     JAEGER_ERROR,
     JAEGER_SPAN_FORMAT,
     JAEGER_SPAN_KIND,
@@ -189,6 +191,17 @@ def _otlp_doc(doc: Mapping[str, Any], builder: TraceBuilder) -> None:
                 name = sp.get("name")
                 if type(name) is str and name.startswith(PREFIXES):
                     _otlp_span(sp, name, f"{q}.spans[{k}]", builder)
+                elif name == "initialize":
+                    builder.protocol_fault(_summary(sp.get("attributes")))
+
+
+def _summary(items: Any) -> Any:
+    # the fault summary on the MCP proxy's initialize span (a slow_initialize), read leniently: only a note
+    for kv in items if isinstance(items, list) else ():
+        if isinstance(kv, Mapping) and kv.get("key") == FAULT_SUMMARY:
+            with contextlib.suppress(BadValue):
+                return otlp_value(kv.get("value"))
+    return None
 
 
 def _otlp_span(sp: Mapping[str, Any], name: str, path: str, builder: TraceBuilder) -> None:

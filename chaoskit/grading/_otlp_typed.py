@@ -21,7 +21,7 @@ from chaoskit.grading._attributes import PREFIXES
 from chaoskit.grading._build import TraceBuilder
 from chaoskit.grading._model import TraceReadError
 from chaoskit.grading._span_values import int_value, nanos, otlp_id
-from chaoskit.semconv import ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE
+from chaoskit.semconv import ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE, FAULT_SUMMARY
 
 __all__ = ["read_line"]
 
@@ -157,6 +157,8 @@ def _prepare(doc: _Document, builder: TraceBuilder) -> tuple[int, list[_Prepared
                     one = _span(sp, name, builder)
                     if one is not None:
                         out.append(one)
+                elif name == "initialize":
+                    builder.protocol_fault(_attributes(sp.attributes).get(FAULT_SUMMARY))
     return seen, out
 
 

@@ -31,9 +31,14 @@ class SpanFileWriter(SpanProcessor):
     ``lazy=False`` opens the file now, so a path that cannot be written raises ``OSError`` naming it (the
     proxies' ``--traces``); ``lazy=True`` opens it at the first span and warns once instead (``write_jsonl``).
     A failed write is warned about once and never raised into the agent.
+
+    ``at_once=True``: no thread; the span is in the file (written and flushed) when ``span.end()`` returns, so
+    a process killed right after loses nothing (the MCP proxy ends a call's span before it answers).
     """
 
-    def __init__(self, path: str, *, lazy: bool = False, max_pending: int = DEFAULT_MAX_PENDING) -> None:
+    def __init__(
+        self, path: str, *, lazy: bool = False, max_pending: int = DEFAULT_MAX_PENDING, at_once: bool = False
+    ) -> None:
         self.path = Path(path)
         self._fh: IO[str] | None = None
         self._failed = False
@@ -45,8 +50,10 @@ class SpanFileWriter(SpanProcessor):
         #: spans handed over and not yet written (or given up after a write error)
         self._pending = 0
         self._closed = False
+        self._at_once = at_once
         self._thread = threading.Thread(target=self._work, name="chaoskit-span-file", daemon=True)
-        self._thread.start()
+        if not at_once:
+            self._thread.start()
 
     def _open(self) -> IO[str]:
         if self._fh is None:
@@ -58,9 +65,13 @@ class SpanFileWriter(SpanProcessor):
         """Nothing to do at the start."""
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Queue the span for the writer; wait for it first if ``max_pending`` spans are already waiting."""
+        """Queue the span for the writer; wait for it first if ``max_pending`` spans are already waiting (or write
+        it now, ``at_once``)."""
         with self._cond:
             if self._closed:
+                return
+            if self._at_once:
+                self._write([span])
                 return
             if self._pending >= self._max and threading.current_thread() is not self._thread:
                 self._cond.wait_for(lambda: self._pending <= self._max // 2 or self._closed)
@@ -114,7 +125,8 @@ class SpanFileWriter(SpanProcessor):
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        self._thread.join(timeout=2)
+        if not self._at_once:
+            self._thread.join(timeout=2)
         if self._fh is not None:
             try:
                 self._fh.close()

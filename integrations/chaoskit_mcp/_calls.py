@@ -35,7 +35,9 @@ __all__ = [
     "MCP_SESSION_ID",
     "NETWORK_TRANSPORT",
     "CallOutcome",
+    "Held",
     "ProxyOptions",
+    "RequestCancelled",
     "ToolCalls",
     "UnknownToolError",
     "UpstreamError",
@@ -55,6 +57,29 @@ class UpstreamGone(Exception):
     def __init__(self, reason: str, *, delivered: bool = False) -> None:
         super().__init__(reason)
         self.delivered = delivered
+
+
+class RequestCancelled(BaseException):
+    """The client no longer waits for the request: it cancelled it, or closed the session first.
+
+    A ``BaseException``, as ``asyncio.CancelledError`` is: the span's outcome is ``cancelled``, not ``error``.
+    """
+
+
+@dataclass
+class Held:
+    """A client request the relay works on in a task of its own (tools/call, initialize, tools/list): its
+    cancel scope, whether it reached the upstream, and why the client stopped waiting for it."""
+
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    #: the request was written to the upstream (a cancel then follows it there)
+    sent: bool = False
+    #: why the client no longer waits for it (its span ends with this)
+    stop: RequestCancelled | None = None
+
+    def cancel(self, why: RequestCancelled) -> None:
+        self.stop = why
+        self.scope.cancel()
 
 
 class UpstreamError(Exception):
@@ -89,6 +114,12 @@ class CallOutcome:
     #: tools the next tools/list leaves out (a ``list_changed`` fault's ``drop``), and that fault
     drop: tuple[str, ...] = ()
     fault: ProtocolFault | None = None
+    attempt: Attempt | None = None
+
+    def cancel(self, why: RequestCancelled) -> None:
+        """Record the call as cancelled instead (the client cancelled it as its answer was ready)."""
+        if self.attempt is not None:
+            self.attempt.fail(why)
 
 
 def _noop() -> None:
@@ -177,8 +208,13 @@ class ToolCalls:
         *,
         gone: dict[str, ProtocolFault],
         session: str | None = None,
+        held: Held | None = None,
     ) -> CallOutcome:
-        """Answer one tools/call: decide, fake or forward, transform; ``finish()`` records it once sent."""
+        """Answer one tools/call: decide, fake or forward, transform; ``finish()`` records it.
+
+        Cancelled (``held.stop`` says why the client gave up), the span ends at once as ``cancelled``; a call
+        cancelled before it reached the server did not run, and a cancel while the proxy held the call for its
+        fault (a timeout's or latency's delay) is the fault's doing."""
         params = request.params or {}
         name = params.get("name")
         args = params.get("arguments")
@@ -197,8 +233,13 @@ class ToolCalls:
             return self._unknown(attempt, request, gone[name], notify=fault is not None)
         try:
             response, value = await self._carry_out(attempt, name, request.id, forward)
-        except BaseException as exc:  # cancelled: the client went away
-            attempt.fail(exc)
+        except BaseException as exc:  # cancelled: the client gave up, or went away
+            why = held.stop if held is not None else None
+            if why is not None and held is not None and not held.sent:
+                attempt.executed = False
+                if attempt.fault is not None:
+                    attempt.injected_exc = why  # the client gave up during the fault's delay: the fault did that
+            attempt.fail(why if why is not None else exc)
             raise
         if fault is not None and fault.type == "malformed_result" and isinstance(response, JSONRPCResponse):
             response = JSONRPCResponse(
@@ -208,8 +249,12 @@ class ToolCalls:
         drop = tuple(fault.params.get("drop") or ()) if fault is not None and changed else ()
         if isinstance(value, BaseException):
             failed = value
-            return CallOutcome(response, lambda: attempt.fail(failed), list_changed=changed, drop=drop, fault=fault)
-        return CallOutcome(response, lambda: attempt.succeed(value), list_changed=changed, drop=drop, fault=fault)
+            return CallOutcome(
+                response, lambda: attempt.fail(failed), list_changed=changed, drop=drop, fault=fault, attempt=attempt
+            )
+        return CallOutcome(
+            response, lambda: attempt.succeed(value), list_changed=changed, drop=drop, fault=fault, attempt=attempt
+        )
 
     def _begin(
         self,
@@ -252,7 +297,7 @@ class ToolCalls:
             span.set_attribute(RPC_RESPONSE_STATUS_CODE, str(INVALID_PARAMS))
         error = JSONRPCError(jsonrpc="2.0", id=request.id, error=ErrorData(code=INVALID_PARAMS, message=str(exc)))
         changed = notify and fault.type == "tool_disappears" and bool(fault.params.get("notify"))
-        return CallOutcome(error, lambda: attempt.fail(exc), list_changed=changed)
+        return CallOutcome(error, lambda: attempt.fail(exc), list_changed=changed, attempt=attempt)
 
     async def _carry_out(
         self, attempt: Attempt, name: str, request_id: Any, forward: Callable[[], Awaitable[Message]]

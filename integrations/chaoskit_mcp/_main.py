@@ -41,7 +41,8 @@ def main(
     for name in ("CHAOSKIT_PLAN", "CHAOSKIT_TRACES_FILE"):
         os.environ.pop(name, None)
     core, shadow, protocol = load_plan(plan)
-    writer = telemetry.SpanFileWriter(traces) if traces else None
+    # each span written as its call ends, before the answer leaves (a client may kill the proxy on the answer)
+    writer = telemetry.SpanFileWriter(traces, at_once=True) if traces else None
     if writer is not None:
         telemetry.add_processor(writer)
     options = ProxyOptions(

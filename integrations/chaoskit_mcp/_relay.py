@@ -2,18 +2,26 @@
 
 The relay works on JSON-RPC messages, not on an SDK ``Server``: whatever the upstream says (capabilities,
 pagination, resources, prompts, server-to-client requests, notifications) reaches the client unchanged, except
-where chaos acts. Every client request gets exactly one response, also when the upstream is gone.
+where chaos acts. Every client request gets exactly one response, also when the upstream is gone, unless the
+client cancels it (``notifications/cancelled``): then it gets none, as the MCP spec says. A cancel never
+overtakes its request: one for a request still held by the proxy withdraws it (neither reaches the server).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.lowlevel
+from opentelemetry.trace import SpanKind
 
-from ._calls import Message, ToolCalls, UpstreamGone
+import chaoskit.semconv as sc
+from chaoskit import telemetry
+
+from ._calls import Held, Message, RequestCancelled, ToolCalls, UpstreamGone
 from ._plan import ProtocolDecider, ProtocolFault
 from ._upstream import Upstream
 from ._wire import (
@@ -44,6 +52,11 @@ class _Waiter:
     gone: str | None = None
 
 
+def _key(request_id: Any) -> Any:
+    # a JSON-RPC id is a string or a number; anything else (a malformed cancel) matches no request
+    return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
+
+
 class Relay:
     """Relay one client session to one upstream, with the plan's faults on tools/call."""
 
@@ -58,6 +71,10 @@ class Relay:
         self.gone_tools: dict[str, ProtocolFault] = {}
         self._waiters: dict[Any, _Waiter] = {}
         self._open: dict[Any, str] = {}
+        #: requests handled in a task, by id, until their answer is on its way
+        self._held: dict[Any, Held] = {}
+        #: ids the client cancelled after they reached the upstream: their late answers are dropped
+        self._dropped: set[Any] = set()
         self._write: Any = None
         self._listed = False
         self._listing: anyio.Event | None = None
@@ -70,34 +87,66 @@ class Relay:
         """Serve until the client's stream ends; then stop the upstream (always, also when cancelled)."""
         self._write = write
         try:
+            # started before the task group: an HTTP upstream's own task group must close after this one
+            try:
+                await self.upstream.start()
+                started = True
+            except UpstreamGone as exc:
+                log.error("chaoskit mcp-proxy: %s", exc)
+                started = False
             async with anyio.create_task_group() as tg:
-                try:
-                    await self.upstream.start()
-                except UpstreamGone as exc:
-                    log.error("chaoskit mcp-proxy: %s", exc)
-                else:
+                if started:
                     tg.start_soon(self._pump_upstream)
-                async for item in read:
-                    if isinstance(item, Exception):
-                        await self._send(
-                            JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message=str(item)))
-                        )
-                        continue
-                    message = unwrap(item)
-                    if isinstance(message, JSONRPCRequest):
-                        if message.method == "tools/call":
-                            tg.start_soon(self._tool_call, message)
-                        elif message.method in _WATCHED:
-                            tg.start_soon(self._watched, message)
-                        else:
-                            await self._forward_request(message)
-                    else:
-                        await self._forward(message)
+                await self._read_client(read, tg)
                 # the client is gone: answer nothing more, stop the upstream
+                for held in list(self._held.values()):
+                    held.cancel(RequestCancelled("the client closed the session before the answer"))
                 tg.cancel_scope.cancel()
         finally:
-            with anyio.CancelScope(shield=True):
-                await self.upstream.stop()
+            await self.upstream.stop()  # a stdio upstream shields its own stop
+
+    async def _read_client(self, read: Any, tg: Any) -> None:
+        # a stream the transport closed (an HTTP session's DELETE, a stop) ends the session like EOF does
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            async for item in read:
+                if isinstance(item, Exception):
+                    error = ErrorData(code=PARSE_ERROR, message=str(item))
+                    await self._send(JSONRPCError(jsonrpc="2.0", id=None, error=error))
+                    continue
+                message = unwrap(item)
+                if isinstance(message, JSONRPCRequest):
+                    self._dropped.discard(_key(message.id))
+                    if message.method == "tools/call":
+                        tg.start_soon(self._tool_call, message, self._hold(message))
+                    elif message.method in _WATCHED:
+                        tg.start_soon(self._watched, message, self._hold(message))
+                    else:
+                        await self._forward_request(message)
+                elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+                    await self._cancelled(message)
+                else:
+                    await self._forward(message)
+
+    def _hold(self, request: JSONRPCRequest) -> Held:
+        held = self._held[request.id] = Held()
+        return held
+
+    async def _cancelled(self, note: JSONRPCNotification) -> None:
+        params = note.params or {}
+        request_id = _key(params.get("requestId"))
+        reason = params.get("reason")
+        held = self._held.pop(request_id, None)
+        if held is not None:
+            why = f"the client cancelled the request ({reason})" if reason else "the client cancelled the request"
+            held.cancel(RequestCancelled(why))
+            if held.sent:
+                self._dropped.add(request_id)
+                await self._forward(note)
+            # else: withdrawn before it reached the server, which hears of neither
+            return
+        if self._open.pop(request_id, None) is not None:
+            self._dropped.add(request_id)
+        await self._forward(note)
 
     # -- to the client ---------------------------------------------------------------------------------
 
@@ -131,11 +180,21 @@ class Relay:
             else:
                 await self._send(self._gone_error(request.id, str(exc)))
 
-    async def _request(self, request: JSONRPCRequest) -> Message:
+    async def _request(self, request: JSONRPCRequest, held: Held | None = None) -> Message:
         waiter = self._waiters[request.id] = _Waiter()
+        sent = False
         try:
+            # a request cancelled while held is never sent: nothing may write it after its cancel
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            sent = True
+            if held is not None:
+                held.sent = True
             await self.upstream.send(request)
             await waiter.event.wait()
+        except BaseException:
+            if sent and waiter.response is None:
+                self._dropped.add(_key(request.id))  # its answer, if it comes, is nobody's
+            raise
         finally:
             self._waiters.pop(request.id, None)
         if waiter.response is None:
@@ -151,6 +210,9 @@ class Relay:
                     waiter.event.set()
                     continue
                 self._open.pop(message.id, None)
+                if message.id in self._dropped:
+                    self._dropped.discard(message.id)
+                    continue  # the late answer to a request the client cancelled
             await self._send(message)
         reason = self.upstream.gone or "the upstream is gone"
         log.warning("chaoskit mcp-proxy: %s", reason)
@@ -163,18 +225,27 @@ class Relay:
 
     # -- the requests chaos acts on ---------------------------------------------------------------------
 
-    async def _watched(self, request: JSONRPCRequest) -> None:
-        try:
-            response = await self._request(request)
-        except UpstreamGone as exc:
-            await self._send(self._gone_error(request.id, str(exc)))
-            return
-        if isinstance(response, JSONRPCResponse):
-            if request.method == "initialize":
-                response = await self._initialize(response)
-            elif request.method == "tools/list":
-                response = self._tools_list(response)
-        await self._send(response)
+    def _release(self, request: JSONRPCRequest, held: Held) -> bool:
+        # the answer goes out now: a cancel from here on is too late (the spec lets the answer stand)
+        if held.stop is not None:
+            return False
+        if self._held.get(request.id) is held:
+            del self._held[request.id]
+        return True
+
+    async def _watched(self, request: JSONRPCRequest, held: Held) -> None:
+        with held.scope:
+            try:
+                response = await self._request(request, held)
+            except UpstreamGone as exc:
+                response = self._gone_error(request.id, str(exc))
+            if isinstance(response, JSONRPCResponse):
+                if request.method == "initialize":
+                    response = await self._initialize(response)
+                elif request.method == "tools/list":
+                    response = self._tools_list(response)
+            if self._release(request, held):
+                await self._send(response)
 
     async def _initialize(self, response: JSONRPCResponse) -> JSONRPCResponse:
         fault = self.decider.slow_initialize()
@@ -183,6 +254,7 @@ class Relay:
             log.warning(
                 "chaoskit mcp-proxy: slow_initialize (fault #%d): initialize answered after %gs", fault.index, delay
             )
+            self._record_slow_initialize(fault, delay)
             await anyio.sleep(delay)
         if not self._lists_change:
             return response
@@ -192,6 +264,23 @@ class Relay:
         caps["tools"] = {**(caps.get("tools") or {}), "listChanged": True}
         result["capabilities"] = caps
         return JSONRPCResponse(jsonrpc="2.0", id=response.id, result=result)
+
+    def _record_slow_initialize(self, fault: ProtocolFault, delay: float) -> None:
+        # a span of its own, ended (and in the span file) before the delay: a client that gives up on
+        # initialize and kills the proxy still leaves a trace saying why
+        span = telemetry.get_tracer().start_span("initialize", kind=SpanKind.SERVER)
+        if span.is_recording():
+            attrs: dict[str, Any] = {
+                sc.MCP_METHOD_NAME: "initialize",
+                sc.FAULT_TYPE: fault.type,
+                sc.FAULT_INDEX: fault.index,
+                sc.FAULT_INJECTED: True,
+                sc.FAULT_SUMMARY: f"slow_initialize (#{fault.index}): initialize answered after {delay:g}s",
+            }
+            if self.session:
+                attrs[sc.MCP_SESSION_ID] = self.session
+            span.set_attributes(attrs)
+        span.end()
 
     def _tools_list(self, response: JSONRPCResponse) -> JSONRPCResponse:
         tools = response.result.get("tools")
@@ -219,17 +308,27 @@ class Relay:
             self._listed = True
             self._listing.set()
 
-    async def _tool_call(self, request: JSONRPCRequest) -> None:
+    async def _tool_call(self, request: JSONRPCRequest, held: Held) -> None:
         async def forward() -> Message:
-            return await self._request(request)
+            return await self._request(request, held)
 
         if not self._listed:
+            # outside the call's scope: a cancel meanwhile waits for the attempt, so calls count in arrival order
             await self._learn_tools()
-
-        outcome = await self.calls.call(request, forward, self.decider, gone=self.gone_tools, session=self.session)
-        await self._send(outcome.response)
-        # recorded once the answer is on its way: the span's export never delays the agent
+        outcome = None
+        with held.scope:
+            outcome = await self.calls.call(
+                request, forward, self.decider, gone=self.gone_tools, session=self.session, held=held
+            )
+        if outcome is None:
+            return  # cancelled: its span says so
+        if not self._release(request, held):
+            if held.stop is not None:
+                outcome.cancel(held.stop)
+            return
+        # the span is in the file before the answer leaves: a client that kills the proxy on the answer keeps it
         outcome.finish()
+        await self._send(outcome.response)
         if outcome.list_changed:
             if outcome.fault is not None:
                 self.gone_tools.update(dict.fromkeys(outcome.drop, outcome.fault))

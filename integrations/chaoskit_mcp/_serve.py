@@ -22,13 +22,12 @@ from ._calls import ProxyOptions, ToolCalls
 from ._episodes import EpisodeCounts
 from ._plan import ProtocolDecider, ProtocolFault
 from ._relay import Relay
-from ._upstream import HttpUpstream, StdioUpstream, Upstream, is_credential
+from ._upstream import BUFFER_LIMIT, HttpUpstream, StdioUpstream, Upstream, is_credential, read_line
 from ._wire import parse, unwrap, wrap
 
 __all__ = ["ProxySetup", "serve_http", "serve_stdio", "stdio_streams"]
 
 log = logging.getLogger("chaoskit.mcp")
-_LINE_LIMIT = 64 * 1024 * 1024
 
 
 class ProxySetup:
@@ -76,7 +75,7 @@ class ProxySetup:
 
 async def _lines() -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
+    reader = asyncio.StreamReader(limit=BUFFER_LIMIT)
     pipe = os.fdopen(os.dup(0), "rb", 0)
     try:
         transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
@@ -86,7 +85,7 @@ async def _lines() -> AsyncIterator[bytes]:
             yield line
         return
     try:
-        while line := await reader.readline():
+        while line := await read_line(reader):
             yield line
     finally:
         transport.close()
@@ -198,10 +197,13 @@ class _Sessions:
         self.credentials[session] = creds
 
         async def run(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+            # the sessions share the front's task group: one session's end or failure must not end the others
             try:
                 async with transport.connect() as (read, write):
                     task_status.started()
                     await self.setup.relay(read, write, session, creds)
+            except Exception as exc:
+                log.warning("chaoskit mcp-proxy: session %s ended: %s", session, _cause(exc))
             finally:
                 self.sessions.pop(session, None)
                 self.credentials.pop(session, None)
@@ -214,6 +216,12 @@ class _Sessions:
         for transport in list(self.sessions.values()):
             with contextlib.suppress(Exception):
                 await transport.terminate()
+
+
+def _cause(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]  # the task groups wrap the one error that matters
+    return f"{type(exc).__name__}: {exc}"
 
 
 async def _stop_on_signals(server: Any) -> None:

@@ -14,17 +14,37 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
+import anyio
+
 from . import _wire as types
 from ._calls import UpstreamGone
 from ._wire import http_client, parse, unwrap, wrap
 
-__all__ = ["HttpUpstream", "StdioUpstream", "Upstream"]
+__all__ = ["HttpUpstream", "StdioUpstream", "Upstream", "read_line"]
 
 log = logging.getLogger("chaoskit.mcp")
 
 #: how long a child gets after its stdin closes, then after SIGTERM, before the next step (2 s exit budget)
 GRACE_S = 0.5
-_LINE_LIMIT = 64 * 1024 * 1024
+#: how much a stdio reader buffers before it stops reading the pipe (flow control); it does not bound a line
+BUFFER_LIMIT = 1024 * 1024
+#: signals that stop a process on purpose (a stop, not a crash)
+_STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+async def read_line(reader: asyncio.StreamReader) -> bytes:
+    """One newline-delimited line of any length (the rest at EOF, ``b""`` after it), as the SDK's stdio
+    transports read them: the reader's limit bounds its buffer, never a message."""
+    parts: list[bytes] = []
+    while True:
+        try:
+            parts.append(await reader.readuntil(b"\n"))
+        except asyncio.IncompleteReadError as exc:
+            parts.append(exc.partial)
+        except asyncio.LimitOverrunError as exc:
+            parts.append(await reader.readexactly(exc.consumed))  # a long line: take what is buffered, go on
+            continue
+        return b"".join(parts)
 
 
 class Upstream(Protocol):
@@ -79,7 +99,7 @@ class StdioUpstream:
                 env=self.env,
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
-                limit=_LINE_LIMIT,
+                limit=BUFFER_LIMIT,
             )
         except OSError as exc:
             self.gone = f"{self.describe} could not be started: {exc.strerror or exc}"
@@ -103,8 +123,8 @@ class StdioUpstream:
         assert proc is not None and proc.stdout is not None
         while True:
             try:
-                line = await proc.stdout.readline()
-            except (ValueError, ConnectionError) as exc:
+                line = await read_line(proc.stdout)
+            except (asyncio.IncompleteReadError, ConnectionError) as exc:
                 log.warning("chaoskit mcp-proxy: reading %s failed: %s", self.describe, exc)
                 break
             if not line:
@@ -127,14 +147,21 @@ class StdioUpstream:
             return f"{self.describe} closed its output but is still running"
         if code < 0:
             try:
-                name = signal.Signals(-code).name
+                sig = signal.Signals(-code)
             except ValueError:
-                name = f"signal {-code}"
-            return f"{self.describe} crashed (killed by {name})"
+                return f"{self.describe} crashed (killed by signal {-code})"
+            if sig in _STOPS:
+                return f"{self.describe} was stopped ({sig.name})"
+            return f"{self.describe} crashed (killed by {sig.name})"
         return f"{self.describe} exited with status {code}" + (" (crashed)" if code else "")
 
     async def stop(self) -> None:
-        """Close stdin, wait a little, then SIGTERM and SIGKILL the child's whole process group."""
+        """Close stdin, wait a little, then SIGTERM and SIGKILL the child's whole process group (also when the
+        caller is being cancelled)."""
+        with anyio.CancelScope(shield=True):
+            await self._stop()
+
+    async def _stop(self) -> None:
         proc = self.proc
         if proc is None:
             return
@@ -239,6 +266,7 @@ class HttpUpstream:
 
     async def stop(self) -> None:
         """Close the transport (the SDK ends the HTTP session)."""
+        # not in a shielded scope of the caller's: the SDK's task group, entered in start, must be the scope exited
         with contextlib.suppress(Exception):
             await self._stack.aclose()
         if self.gone is None:
