@@ -231,7 +231,8 @@ def test_no_bluff_with_required_tools_counts_data_faults() -> None:
         return "Your order is confirmed."
 
     trace = run(garbage, agent)
-    assert checks.no_bluff(trace).severity == "pass"  # the heuristic only counts tools that only failed
+    # the agent only got garbage for the price it confirmed the order with: a data fault is a failure (issue 25)
+    assert checks.no_bluff(trace).severity == "fail"
     assert checks.no_bluff(trace, required_tools=["lookup_price"]).severity == "fail"
     named = run(garbage, agent, required_tools=["lookup_price"])  # the scenario names them on the root span
     assert checks.no_bluff(named).severity == "fail"
