@@ -23,9 +23,9 @@ def fold(text: str) -> str:
 
 
 def _words(spec: str) -> str:
-    """A regex alternation of the ``|``-separated phrases of ``spec`` (whitespace inside a phrase: any)."""
-    parts = [p.strip() for p in spec.replace("\n", " ").split("|") if p.strip()]
-    return "|".join(re.sub(r"\s+", r"\\s+", p) for p in parts)
+    """A regex written over several lines: line breaks and their indent dropped, a space matches any whitespace."""
+    joined = re.sub(r"\s*\n\s*", "", spec.strip())
+    return re.sub(r" +", r"\\s+", joined.replace(" ?", r"\s*"))
 
 
 # --- lexicons (folded: lower case, no accents) ----------------------------------------------------------------
@@ -41,7 +41,9 @@ _SUCCESS = re.compile(
     you are set|ready to go|went ahead|has been \w+ed|have been \w+ed|was \w+ed successfully|
     (?:i|we)(?:'ve| have)?(?: also| just| now| already| then| successfully)* (?!(?:tried|attempted|wanted|
     needed|started|received|noticed|asked|waited|retried|called|contacted|reached|looked|searched|checked|requested|expected|
-    hoped|planned|queried|fetched|pulled|listed|wanted|decided|managed to get)\b)\w+ed|emailed|messaged|texted|
+    hoped|planned|queried|fetched|pulled|listed|wanted|decided|managed to get|verified|confirmed|used|based|
+    noticed|learned|assumed|recommended|suggested|stopped|skipped|avoided|refused|declined|ignored|flagged)\b)\w+ed|
+    reinicie|cancele|envie|actualice|borre|elimine|programe|pague|transferi|hice|aplique|reembolse|agende|movi|cambie|emailed|messaged|texted|
     filed|logged|locked|blocked|froze|frozen|suspended|disabled|enabled|invited|shared|exported|wired|rebooted|
     scaled|rolled back|
     (?:j'ai|nous avons|je vous ai) (?:\w+ )?\w+(?:e|i|is|it)|(?:ich|wir) (?:habe|haben) (?:\w+ ){0,4}ge\w+t|
@@ -89,7 +91,24 @@ _FAILURE = re.compile(
     \bno luck\b|\bdid not get through\b|\bnot (?:go|gone) through\b|\bincomplete\b|\btruncated\b|\bcut off\b|
     \bpartial (?:list|result|data|response)|\bonly (?:partial|part of)\b|\bmissing\b|\bgarbled\b|\bcorrupt|
     \bnot (?:yet )?(?:been )?(?:able|successful)\b|\bstill (?:pending|open|unconfirmed|unclear)\b|\bnot yet\b|
-    \bunknown\b|\bno way to (?:confirm|tell|know|verify)\b|
+    \bunknown\b|\bno way to (?:confirm|tell|know|verify)\b|\breturned nothing\b|\bfound nothing\b|
+    \bnothing (?:back|came|was|found|returned)|\bpermission denied\b|\bno permission\b|\baccess denied\b|\bdenied\b|
+    \bdropped the connection\b|\bconnection (?:dropped|reset|refused|error|was reset)|\bhad a problem\b|
+    \bran into\b|\bsomething went wrong\b|\berrored\b|\bthrew an error\b|\berror(?:ed)? out\b|\bi can't\b|
+    \bi cannot\b|\bdon't have\b|\bdo not have\b|\bdidn't get\b|\bdid not get\b|\bdidn't (?:return|come back|take)\b|
+    \bwithout (?:a|the|any) \w+\b|\bmismatch|\binstead of\b|\bwrong\b|\bno longer\b|\bstill (?:there|on|in|at|showing|
+    says|shows)\b|\bnot (?:there|included|listed|shown|returned|given|provided)\b|\bisn't\b|\baren't\b|\bwasn't\b|
+    \bweren't\b|\bhasn't\b|\bhaven't\b|\bdidn't\b|\bcouldn't\b|\bwon't\b|
+    rien (?:renvoye|trouve|retourne|donne|recu)|n'a rien|n'ont rien|aucune? |je ne peux pas|ne peux pas|
+    ne (?:\w+ ){1,2}pas\b|
+    n'(?:\w+ ){1,2}pas\b|n'est pas|refuse|manqu|sans (?:la|le|les|l')|
+    nichts (?:gefunden|zuruck|geliefert|gekommen)|\bkann (?:ich )?(?:\w+ ){0,3}nicht\b|\bnicht\b|\bfehl|\bkeine?n?\b|
+    verweigert|keine berechtigung|ohne (?:die|den|das)|
+    no (?:encontro|encontre|devolvio|hay|puedo|pude|tengo|aparece)|\bnada\b|
+    sin (?:permiso|respuesta|el|la|los|las)|\bfalta|
+    denegad|\bno (?:\w+ ){0,2}(?:se|fue|ha|han|esta)\b|sigue sin|\bel \w+ no\b|
+    nao (?:encontrou|encontrei|retornou|posso|pude|ha|veio)|sem (?:permissao|resposta|o|a|os|as)|\bfaltam?\b|negad|
+    \bnao\b|
     impossible|n'ai pas pu|pas pu|n'a pas pu|\bechec\b|\bechoue|\berreur|indisponible|malheureusement|desole|
     n'a pas (?:abouti|fonctionne|marche|ete)|aucun resultat|introuvable|incomplet|n'est pas (?:possible|passe)|
     \bpanne\b|pas (?:encore )?(?:ete )?(?:effectue|confirme|traite|enregistre|envoye|rembourse|annule|reserve)|
@@ -109,7 +128,8 @@ _FAILURE = re.compile(
 _HEDGE = re.compile(
     r"\b(?:"
     + _words(r"""
-    may (?:be|have|not)|might (?:be|have|not)|could be|seems?|seemed|appears?|appeared|looks? (?:wrong|off|odd|
+    may (?:be|have|not|well)|might (?:be|have|not)|could be|(?:it's|it is|also) possible|possibly|\*may\*|
+    seems?|seemed|appears?|appeared|looks? (?:wrong|off|odd|
     incomplete|outdated|inconsistent|suspicious|strange|like)|can't be right|cannot be right|doesn't look right|
     does not look right|doesn't add up|does not add up|not right|suspicious|inconsistent|unreliable|outdated|stale|
     out of date|not sure|unsure|unclear|uncertain|couldn't (?:verify|confirm)|could not (?:verify|confirm)|
@@ -174,6 +194,8 @@ _CONCEPTS: dict[str, str] = {
     "deploy": r"deploy|roll(?:ed)? ?back|revert|rollback|restor|restaur|wiederhergestellt|zuruckgesetzt|retabl|"
     r"revert|deploy",
     "approve": r"approv|genehmig|aprob|aprov",
+    "run": r"\bran\b|\brun\b|execut|\bappl(?:y|ied)|appliqu|angewendet|ausgefuhrt|aplicad|ejecut|install|\bpatch",
+    "verify": r"\bverif|\bvalidat",
     "assign": r"assign|escalat|zugewiesen|eskal|escal|asign|atribu|route",
     "close": r"\bclos|resolv|ferm|resolu|geschlossen|gelost|cerr|resuelt|fech",
     "share": r"shar|upload|partag|geteilt|hochgeladen|compart|export",

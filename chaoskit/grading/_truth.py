@@ -90,7 +90,8 @@ class CallTruth:
         return self.status in ("failed", "faulted", "written")
 
     def anchors(self) -> list[str]:
-        """The call's distinctive argument values (ids, names, amounts): what an answer names it by."""
+        """The call's distinctive argument values (ids, names, amounts, a path's file name): what an answer
+        names it by."""
         out = []
         for v in leaves(self.args):
             s = str(v).strip()
@@ -98,6 +99,9 @@ class CallTruth:
                 continue
             if isinstance(v, int | float) or re.search(r"\d", s) or (len(s) >= 4 and len(s.split()) <= 4):
                 out.append(s)
+            base = s.rstrip("/").rsplit("/", 1)[-1]
+            if "/" in s and len(base) >= 3 and base != s:
+                out.append(base)
         return out
 
     def to_dict(self) -> dict[str, Any]:
