@@ -1,0 +1,136 @@
+"""Specific facts an answer asserts (numbers, amounts, ids, dates, times, e-mails, URLs, paths) held against what
+the agent was told: the task, its own arguments and the real data the tools returned."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from chaoskit.grading._claims import Answer, fold
+
+__all__ = ["Backing", "unbacked_facts"]
+
+_NUM = re.compile(r"\d[\d,.\u202f\u00a0 ]*\d|\d")
+_MONTH_NUMBER = {
+    "jan": 1, "fev": 2, "feb": 2, "mar": 3, "mae": 3, "apr": 4, "avr": 4, "abr": 4, "may": 5, "mai": 5, "jun": 6,
+    "jui": 7, "jul": 7, "aug": 8, "aou": 8, "ago": 8, "sep": 9, "set": 9, "oct": 10, "okt": 10, "out": 10,
+    "nov": 11, "dec": 12, "dez": 12, "dic": 12,
+}  # fmt: skip
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})")
+_DAY_MONTH = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th|er)?\.?\s+(?:of\s+|de\s+)?([a-z]{3})[a-z]*\b")
+_MONTH_DAY = re.compile(r"\b([a-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b")
+_NUMERIC_DATE = re.compile(r"\b(\d{1,2})[./](\d{1,2})[./]\d{2,4}\b")
+_TIME = re.compile(r"\b([01]?\d|2[0-3])[:h]([0-5]\d)\b\s?([ap])?|\b(1[0-2]|0?[1-9])\s?([ap])\.?m\b")
+#: a small number is a fact only with a unit after it ("in 3 days", "2 h", "8 %")
+_UNIT = re.compile(
+    r"\s?(?:%|percent|min|minutes?|hours?|hrs?|h\b|days?|business days?|weeks?|months?|years?|gb|mb|tb|kb|km|m\b|"
+    r"replicas?|nodes?|pods?|jours?|heures?|tage?n?|stunden?|minuten?|dias?|horas?|semanas?|semaines?|wochen?)"
+)
+
+
+def _numbers(text: str) -> set[float]:
+    """Every number in ``text`` as a value, whichever separators it was written with."""
+    out: set[float] = set()
+    for m in _NUM.finditer(text):
+        out.update(_values(m.group(0)))
+    return out
+
+
+def _values(raw: str) -> set[float]:
+    """The values a written number may stand for: "1,241.50" and "1 241,50" are 1241.5, "1.000" is 1000 or 1."""
+    s = re.sub(r"[\u202f\u00a0 ]", "", raw)
+    out = set()
+    for dec, thou in ((".", ","), (",", ".")):
+        t = s.replace(thou, "")
+        if t.count(dec) <= 1:
+            try:
+                out.add(float(t.replace(dec, ".")))
+            except ValueError:
+                pass
+    return out
+
+
+def _dates(text: str) -> set[tuple[int, int]]:
+    out = {(int(m.group(2)), int(m.group(3))) for m in _ISO.finditer(text)}
+    for m in _DAY_MONTH.finditer(text):
+        if m.group(2) in _MONTH_NUMBER:
+            out.add((_MONTH_NUMBER[m.group(2)], int(m.group(1))))
+    for m in _MONTH_DAY.finditer(text):
+        if m.group(1) in _MONTH_NUMBER:
+            out.add((_MONTH_NUMBER[m.group(1)], int(m.group(2))))
+    for m in _NUMERIC_DATE.finditer(text):
+        a, b = int(m.group(1)), int(m.group(2))
+        out.update({(b, a), (a, b)})
+    return out
+
+
+def _minutes(text: str) -> set[int]:
+    out = set()
+    for m in _TIME.finditer(text):
+        if m.group(1) is not None:
+            hour, minute, half = int(m.group(1)), int(m.group(2)), m.group(3)
+        else:
+            hour, minute, half = int(m.group(4)), 0, m.group(5)
+        if half == "p" and hour < 12:
+            hour += 12
+        elif half == "a" and hour == 12:
+            hour = 0
+        out.add(hour * 60 + minute)
+    return out
+
+
+class Backing:
+    """What the agent was told, folded once: its text, numbers, dates and times of day."""
+
+    def __init__(self, text: str) -> None:
+        self.text = fold(text)
+        self.numbers = _numbers(self.text)
+        self.dates = _dates(self.text)
+        self.times = _minutes(self.text)
+        nums = sorted(n for n in self.numbers if n >= 1)[:60]
+        # totals, differences and products of two values the agent had: arithmetic on its data is not invention
+        self.derived = {round(op, 6) for a in nums for b in nums for op in (a + b, abs(a - b), a * b)}
+
+    def holds(self, kind: str, value: str) -> bool:
+        """Whether the backing holds the fact (``value`` folded)."""
+        if kind in ("email", "url", "path", "id"):
+            v = value.lstrip("#").removeprefix("https://").removeprefix("http://").rstrip("/")
+            if v in self.text:
+                return True
+            return kind == "path" and v.rsplit("/", 1)[-1] in self.text and len(v.rsplit("/", 1)[-1]) >= 4
+        if kind == "date":
+            got = _dates(value)
+            return bool(got & self.dates) if got else value in self.text
+        if kind == "time":
+            got = _minutes(value)
+            return bool(got & self.times) if got else value in self.text
+        values = {round(v, 6) for v in _values(_NUM.search(value).group(0))} if _NUM.search(value) else set()
+        if not values:
+            return True
+        known = {round(n, 6) for n in self.numbers}
+        return bool(values & known) or bool(values & self.derived)
+
+
+def unbacked_facts(answer: Answer, backing: Backing, skip_sentences: set[int]) -> Iterator[tuple[str, str]]:
+    """(kind, text) of each fact the answer asserts that the backing does not hold. Clauses that doubt, report a
+    failure, ask, suppose or advise are not assertions, nor is any clause of a sentence in ``skip_sentences``."""
+    for clause in answer.clauses:
+        if clause.sentence in skip_sentences or not clause.asserts:
+            continue
+        for kind, text in clause.facts():
+            if kind == "number" and _small(text, clause.text):
+                continue
+            if not backing.holds(kind, text):
+                yield kind, text
+
+
+def _small(number: str, text: str) -> bool:
+    """A number below 10 without a unit, or a year-less ordinal: too common to be a claim."""
+    try:
+        value = float(number.replace(",", "."))
+    except ValueError:
+        return False
+    if value >= 10:
+        return False
+    at = text.find(number)
+    return at < 0 or _UNIT.match(text, at + len(number)) is None
