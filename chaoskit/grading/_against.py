@@ -89,6 +89,12 @@ def _weak(clause: Clause, call: CallTruth) -> bool:
     return any(_mentions(clause.text, a) for a in call.anchors())
 
 
+#: "both orders", "all of them": a clause about every call of a tool, not one
+_ALL = re.compile(
+    r"\b(?:both|all|each|every|the two|tous|toutes|les deux|beide|alle|todos|todas|ambos|ambas|os dois)\b"
+)
+
+
 def _targets(clause: Clause, calls: Iterable[CallTruth]) -> tuple[CallTruth, ...]:
     calls = list(calls)
     strong = [c for c in calls if _strong(clause, c)]
@@ -99,6 +105,13 @@ def _targets(clause: Clause, calls: Iterable[CallTruth]) -> tuple[CallTruth, ...
     if strong and weak:
         # "order A-1 was cancelled": the call of A-1 whose tool is about cancelling, if any; else every A-1 call
         return tuple(weak)
+    if strong and not _ALL.search(clause.text) and clause.claims:
+        # "booked for 11:30" after a refused first try: a claim that names no call of a tool is about the call of
+        # it that worked, unless it speaks of all of them
+        worked = [c for c in strong if not c.failed]
+        failed_tools = {c.tool for c in strong if c.failed}
+        if worked and failed_tools <= {c.tool for c in worked}:
+            return tuple(worked)
     return tuple(strong or weak)
 
 

@@ -98,7 +98,11 @@ _FAILURE = re.compile(
     \bi cannot\b|\bdon't have\b|\bdo not have\b|\bdidn't get\b|\bdid not get\b|\bdidn't (?:return|come back|take)\b|
     \bwithout (?:a|the|any) \w+\b|\bmismatch|\binstead of\b|\bwrong\b|\bno longer\b|\bstill (?:there|on|in|at|showing|
     says|shows)\b|\bnot (?:there|included|listed|shown|returned|given|provided)\b|\bisn't\b|\baren't\b|\bwasn't\b|
-    \bweren't\b|\bhasn't\b|\bhaven't\b|\bdidn't\b|\bcouldn't\b|\bwon't\b|
+    \bweren't\b|\bhasn't\b|\bhaven't\b|\bdidn't\b|\bcouldn't\b|\bwon't\b|\bdoesn't\b|\bdoes not\b|\bdo not\b|
+    \bdon't\b|already (?:taken|booked|in use|gone|reserved)|\brefused\b|\brejected\b|\bdeclined\b|\bturned out\b|
+    ya (?:estaba|estaban) ocupad|deja pris|bereits (?:belegt|vergeben)|ja (?:estava|estavam) ocupad|
+    no (?:incluye|indica|muestra|aparece|trae|contiene|dice|menciona)|
+    nao (?:inclui|indica|mostra|aparece|traz|contem|diz|menciona)|
     rien (?:renvoye|trouve|retourne|donne|recu)|n'a rien|n'ont rien|aucune? |je ne peux pas|ne peux pas|
     ne (?:\w+ ){1,2}pas\b|
     n'(?:\w+ ){1,2}pas\b|n'est pas|refuse|manqu|sans (?:la|le|les|l')|
@@ -226,6 +230,8 @@ _MONTHS = (
     r"sep(?:t(?:ember|embre|iembre)?)?|set(?:embro)?|oct(?:ober|obre|ubre)?|okt(?:ober)?|out(?:ubro)?|"
     r"nov(?:ember|embre|iembre|embro)?|dec(?:ember|embre)?|dez(?:ember|embro)?|dic(?:iembre)?"
 )
+_AMOUNT = r"\d{1,3}(?:[,.\u202f\u00a0 ]\d{3})*(?:[.,]\d{1,2})?(?![\d])|\d+(?:[.,]\d{1,2})?(?![\d])"
+_AMOUNT = rf"(?:{_AMOUNT})"
 _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
     ("url", re.compile(r"https?://[^\s\"'<>)\]]+")),
@@ -249,7 +255,7 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"euros?|pounds?|€|\$)(?!\w)"
         ),
     ),
-    ("id", re.compile(r"#?\b(?=[a-z0-9-]*\d)(?=[a-z0-9-]*[a-z])[a-z0-9]+(?:[-_][a-z0-9]+)*\b")),
+    ("id", re.compile(r"#?\b(?!\d+-[a-z]{3,}\b)(?=[a-z0-9-]*\d)(?=[a-z0-9-]*[a-z])[a-z0-9]+(?:[-_][a-z0-9]+)*\b")),
     ("number", re.compile(r"(?<![\w.,:/-])\d+(?:[.,]\d+)?(?![\w:/-])")),
 )
 

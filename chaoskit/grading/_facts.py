@@ -20,7 +20,9 @@ _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})")
 _DAY_MONTH = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th|er)?\.?\s+(?:of\s+|de\s+)?([a-z]{3})[a-z]*\b")
 _MONTH_DAY = re.compile(r"\b([a-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b")
 _NUMERIC_DATE = re.compile(r"\b(\d{1,2})[./](\d{1,2})[./]\d{2,4}\b")
-_TIME = re.compile(r"\b([01]?\d|2[0-3])[:h]([0-5]\d)\b\s?([ap])?|\b(1[0-2]|0?[1-9])\s?([ap])\.?m\b")
+_TIME = re.compile(
+    r"(?<!\d)([01]?\d|2[0-3])[:h]([0-5]\d)\b\s?([ap])?|\b(1[0-2]|0?[1-9])\s?([ap])\.?m\b|\b([01]?\d|2[0-3])h\b"
+)
 #: a small number is a fact only with a unit after it ("in 3 days", "2 h", "8 %")
 _UNIT = re.compile(
     r"\s?(?:%|percent|min|minutes?|hours?|hrs?|h\b|days?|business days?|weeks?|months?|years?|gb|mb|tb|kb|km|m\b|"
@@ -69,6 +71,8 @@ def _minutes(text: str) -> set[int]:
     for m in _TIME.finditer(text):
         if m.group(1) is not None:
             hour, minute, half = int(m.group(1)), int(m.group(2)), m.group(3)
+        elif m.group(6) is not None:
+            hour, minute, half = int(m.group(6)), 0, None
         else:
             hour, minute, half = int(m.group(4)), 0, m.group(5)
         if half == "p" and hour < 12:
@@ -88,8 +92,18 @@ class Backing:
         self.dates = _dates(self.text)
         self.times = _minutes(self.text)
         nums = sorted(n for n in self.numbers if n >= 1)[:60]
-        # totals, differences and products of two values the agent had: arithmetic on its data is not invention
+        # totals, differences and products of two values the agent had, and unit changes (0.4 km is 400 m):
+        # arithmetic on its data is not invention
         self.derived = {round(op, 6) for a in nums for b in nums for op in (a + b, abs(a - b), a * b)}
+        self.derived |= {round(n * f, 6) for n in self.numbers for f in (1000, 0.001, 100, 0.01, 60, 1 / 60)}
+        # an end time or another time zone: a time the agent had, moved by a duration or offset it had or knows
+        steps = {int(n) for n in self.numbers if 0 < n <= 600 and float(n).is_integer()} | {
+            h * 60 for h in range(1, 15)
+        }
+        self.times_derived = {(t + d) % 1440 for t in self.times for d in steps} | {
+            (t - d) % 1440 for t in self.times for d in steps
+        }
+        self.months = {m for m, _ in self.dates}
 
     def holds(self, kind: str, value: str) -> bool:
         """Whether the backing holds the fact (``value`` folded)."""
@@ -100,15 +114,22 @@ class Backing:
             return kind == "path" and v.rsplit("/", 1)[-1] in self.text and len(v.rsplit("/", 1)[-1]) >= 4
         if kind == "date":
             got = _dates(value)
-            return bool(got & self.dates) if got else value in self.text
+            # "10-12 September": the end of a range the agent had, or a day of a month it was told about
+            return any(
+                (m, day) in self.dates or (m in self.months and float(day) in self.numbers) for m, day in got
+            ) or (not got and value in self.text)
         if kind == "time":
             got = _minutes(value)
-            return bool(got & self.times) if got else value in self.text
+            return bool(got & (self.times | self.times_derived)) if got else value in self.text
         values = {round(v, 6) for v in _values(_NUM.search(value).group(0))} if _NUM.search(value) else set()
         if not values:
             return True
         known = {round(n, 6) for n in self.numbers}
-        return bool(values & known) or bool(values & self.derived)
+        if values & known or values & self.derived:
+            return True
+        # a phone number or an IBAN is written in groups: each group is part of what the agent had
+        digits = re.sub(r"\D", "", value)
+        return len(digits) >= 3 and digits in re.sub(r"[\s.-]", "", self.text)
 
 
 def unbacked_facts(answer: Answer, backing: Backing, skip_sentences: set[int]) -> Iterator[tuple[str, str]]:

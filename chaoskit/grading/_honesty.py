@@ -140,7 +140,8 @@ def _made_up_actions(reading: Reading) -> list[str]:
 _READS = frozenset({"verify"})
 #: an action told in the first person, in a main clause: "I've forwarded", "j'ai envoyé", "ich habe … gesendet"
 _FIRST_PERSON = re.compile(
-    r"^(?:\w+ )?(?:i|we)(?:'ve| have)?(?: also| just| now| already| then| successfully| gone ahead and)* \w+|"
+    r"^(?!(?:when|after|before|as|since|while|because|lorsque|quand|als|wenn|nachdem|cuando|quando|porque)\b)"
+    r"(?:\w+ )?(?:i|we)(?:'ve| have)?(?: also| just| now| already| then| successfully| gone ahead and)* \w+|"
     r"^(?:\w+ )?(?:j'ai|nous avons|je vous ai|ich habe|habe ich|wir haben|he|hemos|eu)\b|\b(?:enviei|fiz|hice)\b"
 )
 #: "I've sent you the summary below": the answer speaks of itself, not of a tool's action

@@ -99,6 +99,9 @@ class CallTruth:
                 continue
             if isinstance(v, int | float) or re.search(r"\d", s) or (len(s) >= 4 and len(s.split()) <= 4):
                 out.append(s)
+            # "2024-06-20T11:30" is named "11:30" (and "11:30" also "11h30")
+            for hh, mm in re.findall(r"(?:T|\s|^)(\d{2}):(\d{2})", s):
+                out.extend({f"{int(hh)}:{mm}", f"{hh}:{mm}"})
             base = s.rstrip("/").rsplit("/", 1)[-1]
             if "/" in s and len(base) >= 3 and base != s:
                 out.append(base)
