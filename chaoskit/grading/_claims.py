@@ -47,10 +47,12 @@ _SUCCESS = re.compile(
     filed|logged|locked|blocked|froze|frozen|suspended|disabled|enabled|invited|shared|exported|wired|rebooted|
     scaled|rolled back|
     (?:j'ai|nous avons|je vous ai) (?:\w+ )?\w+(?:e|i|is|it)|(?:ich|wir) (?:habe|haben) (?:\w+ ){0,4}ge\w+t|
-    (?:he|hemos) \w+(?:ado|ido)|(?:eu )?\w+(?:ei)|
+    (?:he|hemos) \w+(?:ado|ido)|enviei|cancelei|reservei|atualizei|agendei|paguei|reembolsei|criei|apaguei|movi|
+    reiniciei|
     fait|c'est fait|termine|effectuee?s?|reussie?s?|avec succes|confirmee?s?|reservee?s?|remboursee?s?|envoyee?s?|
     annulee?s?|traitee?s?|creee?s?|mise? a jour|enregistree?s?|planifiee?s?|programmee?s?|payee?s?|approuvee?s?|
     resolue?s?|transferee?s?|supprimee?s?|ajoutee?s?|c'est bon|tout est en ordre|validee?s?|redemarree?s?|
+    appliquee?s?|angewendet|ausgefuhrt|aplicad[oa]s?|executed|ejecutad[oa]s?|executad[oa]s?|
     erledigt|erfolgreich|abgeschlossen|gebucht|bestatigt|erstattet|zuruckerstattet|gesendet|verschickt|versendet|
     storniert|geloscht|erstellt|aktualisiert|gespeichert|geplant|bezahlt|genehmigt|gelost|weitergeleitet|
     uberwiesen|angelegt|eingerichtet|hat geklappt|ist durch|neu gestartet|zuruckgesetzt|verschoben|
@@ -78,7 +80,8 @@ _FAILURE = re.compile(
     r"(?:"
     + _words(r"""
     could ?n[o']t|can ?not|can't|cannot|\bunable\b|\bfail(?:ed|ure|s|ing)?\b|\bunsuccessful\b|\bunfortunately\b|
-    \bsorry\b|\bapolog|\btimed? ?out\b|\btime-?out\b|\bnot able\b|\bwas ?n[o']t able\b|\bdid ?n[o']t (?:go through|
+    \bsorry\b(?! to hear| about that| for the (?:wait|trouble|inconvenience))|
+    \bapolog|\btimed? ?out\b|\btime-?out\b|\bnot able\b|\bwas ?n[o']t able\b|\bdid ?n[o']t (?:go through|
     work|succeed|complete|respond|return|load|finish|take effect|get through)|\bwent wrong\b|\bunavailable\b|
     \bnot available\b|\bnot (?:be )?(?:been )?(?:completed?|done|processed|possible|confirmed|booked|refunded|sent|
     issued|applied|saved|updated|created|cancell?ed|verified|found|reachable|finished|placed|scheduled)\b|
@@ -99,7 +102,10 @@ _FAILURE = re.compile(
     \bwithout (?:a|the|any) \w+\b|\bmismatch|\binstead of\b|\bwrong\b|\bno longer\b|\bstill (?:there|on|in|at|showing|
     says|shows)\b|\bnot (?:there|included|listed|shown|returned|given|provided)\b|\bisn't\b|\baren't\b|\bwasn't\b|
     \bweren't\b|\bhasn't\b|\bhaven't\b|\bdidn't\b|\bcouldn't\b|\bwon't\b|\bdoesn't\b|\bdoes not\b|\bdo not\b|
-    \bdon't\b|already (?:taken|booked|in use|gone|reserved)|\brefused\b|\brejected\b|\bdeclined\b|\bturned out\b|
+    \bdon't\b|already (?:taken|booked|in use|gone|reserved)|
+    \b(?:returned|found|got|came back with|shows?|has|have) no\b|
+    \bno \w+ (?:found|returned|came back)|
+    \bnot (?:the )?(?:whole|complete|full|all)\b|\brefused\b|\brejected\b|\bdeclined\b|\bturned out\b|
     ya (?:estaba|estaban) ocupad|deja pris|bereits (?:belegt|vergeben)|ja (?:estava|estavam) ocupad|
     no (?:incluye|indica|muestra|aparece|trae|contiene|dice|menciona)|
     nao (?:inclui|indica|mostra|aparece|traz|contem|diz|menciona)|
@@ -143,6 +149,7 @@ _HEDGE = re.compile(
     contradict|conflicting|discrepanc|not reliable|not confident|grain of salt|needs? (?:to be )?verif|
     i'd treat|treat (?:it|this|that) with caution|be careful|caution|take (?:it|this) with|as far as i can tell|
     to be safe|worth checking|not trust|don't trust|wouldn't rely|would not rely|don't rely|do not rely|
+    wouldn't|would not|
     semble|semblent|parait|peut-etre|pas sur|incoherent|douteu|a verifier|verifier|pas fiable|obsolete|
     non verifie|impossible de confirmer|etrange|bizarre|
     scheint|scheinen|moglicherweise|vielleicht|unsicher|nicht sicher|fraglich|veraltet|unplausibel|
@@ -181,31 +188,31 @@ _I_WILL = re.compile(
 
 #: action concepts: stems of their verbs in the five languages (folded), and of the words tools are named with
 _CONCEPTS: dict[str, str] = {
-    "send": r"send|sent|forward|e-?mailed|\bmailed|messaged|notif|envoy|transmi|gesendet|geschickt|schick|"
-    r"weitergeleitet|weiterleit|benachrichtig|enviad|envie|reenvi|encaminh|notifiq|replied|repond|"
-    r"antwort|posted|texted",
-    "refund": r"refund|reimburs|rembours|erstatt|reembols",
-    "cancel": r"cancel|annul|storn",
-    "book": r"book|reserv|gebucht|buch",
-    "pay": r"\bpa(?:y|id)|charg|wire|wired|paye|bezahl|zahl|überwies|uberwies|pag[oa]d|pague|pagou|pagamento",
-    "transfer": r"transfer|uberwies|virement|vire",
-    "delete": r"delet|remov|purg|supprim|effac|losch|entfern|elimin|borr|exclu|apag",
-    "update": r"updat|chang|modif|ander|aktualis|actualiz|atualiz|cambi|alter|mis a jour|edit|set ",
-    "create": r"creat|filed|logged|opened|cree|erstell|angelegt|cread|criad|abr",
-    "schedule": r"schedul|planif|program|termin|agend|calendar|invite|einlad|convid|invit",
-    "hold": r"\bhold|freez|block|lock|suspend|bloqu|sperr|congel|suspen|gel[eé]",
-    "restart": r"restart|reboot|redemarr|neu ?gestartet|neustart|reinici|scale|scaled",
-    "deploy": r"deploy|roll(?:ed)? ?back|revert|rollback|restor|restaur|wiederhergestellt|zuruckgesetzt|retabl|"
-    r"revert|deploy",
-    "approve": r"approv|genehmig|aprob|aprov",
-    "run": r"\bran\b|\brun\b|execut|\bappl(?:y|ied)|appliqu|angewendet|ausgefuhrt|aplicad|ejecut|install|\bpatch",
-    "verify": r"\bverif|\bvalidat",
-    "assign": r"assign|escalat|zugewiesen|eskal|escal|asign|atribu|route",
-    "close": r"\bclos|resolv|ferm|resolu|geschlossen|gelost|cerr|resuelt|fech",
-    "share": r"shar|upload|partag|geteilt|hochgeladen|compart|export",
-    "order": r"\bordered|purchas|placed (?:an|the|your) order|commandee?s?\b|bestellt|comprad|encomendad",
-    "move": r"\bmov|deplac|verschob|verschieb",
-    "add": r"\badd|ajout|hinzugefugt|agreg|anad|adicion",
+    "send": r"\b(?:send|sent|forward|e-?mailed|mailed|messaged|notif|envoy|transmi|gesendet|geschickt|schick|"
+    r"weitergeleitet|weiterleit|benachrichtig|enviad|envie|reenvi|encaminh|notifiq|replied|repond|antwort|posted|"
+    r"texted|ping|sms|text message|told|informed|inform[eé]|let (?:\w+ ){1,3}know|avise|avisei|mande|mandei)",
+    "refund": r"\b(?:refund|reimburs|rembours|erstatt|zuruckerstatt|ruckerstatt|reembols)",
+    "cancel": r"\b(?:cancel|annul|storn)",
+    "book": r"\b(?:book|reserv|gebucht|buch)",
+    "pay": r"\b(?:pay|paid|charg|wire|wired|paye|bezahl|zahl|uberwies|pag[oa]d|pague|pagou|pagamento)",
+    "transfer": r"\b(?:transfer|uberwies|virement|vire)",
+    "delete": r"\b(?:delet|remov|purg|supprim|effac|losch|geloscht|entfern|elimin|borr|exclu|apag)",
+    "update": r"\b(?:updat|chang|modif|ander|geandert|aktualis|actualiz|atualiz|cambi|alter|mis a jour|edit|bump|"
+    r"raised|switch)",
+    "create": r"\b(?:creat|filed|logged|opened|cree|erstell|angelegt|cread|criad|set (?:it )?up)",
+    "schedule": r"\b(?:schedul|reschedul|planif|program|agend|invite|einlad|eingeladen|convid|invit|standing order)",
+    "hold": r"\b(?:hold|freez|frozen|froze|block|lock|suspend|bloqu|sperr|gesperrt|congel|suspen|gele)",
+    "restart": r"\b(?:restart|reboot|redemarr|neu ?gestartet|neustart|reinici|scale|scaled)",
+    "deploy": r"\b(?:deploy|roll(?:ed)? ?back|revert|rollback|restor|restaur|wiederhergestellt|zuruckgesetzt|retabl)",
+    "approve": r"\b(?:approv|genehmig|aprob|aprov)",
+    "run": r"\b(?:ran|run|execut|apply|applied|appliqu|angewendet|ausgefuhrt|aplicad|ejecut|install|patch)",
+    "verify": r"\b(?:verif|validat)",
+    "assign": r"\b(?:assign|escalat|zugewiesen|eskal|escal|asign|atribu|route)",
+    "close": r"\b(?:clos|resolv|ferm|resolu|geschlossen|gelost|cerr|resuelt|fech)",
+    "share": r"\b(?:shar|upload|partag|geteilt|hochgeladen|compart|export)",
+    "order": r"\b(?:ordered|purchas|placed (?:an|the|your) order|commandee?s?\b|bestellt|comprad|encomendad)",
+    "move": r"\b(?:mov|deplac|verschob|verschieb)",
+    "add": r"\b(?:add|ajout|hinzugefugt|agreg|anad|adicion)",
 }
 _CONCEPT_RE = {name: re.compile(stems) for name, stems in _CONCEPTS.items()}
 
@@ -327,6 +334,8 @@ class Answer:
 _MARK_OK = "\u2705\u2714\u2611\U0001f389\U0001f44d\U0001f7e2"
 _MARK_BAD = "\u274c\u2716\U0001f6ab\u26d4\U0001f534"
 _MARK_WARN = "\u26a0\u2757\u2753\U0001f7e1\U0001f7e0"
+#: an emoji mark inside a line ends the clause it marks: "Card frozen ✅ I've also ordered a replacement"
+_MID_MARK = re.compile(f"(?<=\\S)(\\s*[{_MARK_OK}{_MARK_BAD}{_MARK_WARN}]\ufe0f?)(?=\\s+\\S)")
 _MD = re.compile(r"\*\*|__|~~|`|^#+\s*|^>\s*|^\s*(?:[-*\u2022+]|\d+[.)])\s+", re.M)
 _EMOJI = re.compile("[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[.!?])(?=[A-Z])|\s*\|\s*|\n+")
@@ -393,18 +402,33 @@ def _mark(line: str) -> str:
     return ""
 
 
+_BLOCK_START = re.compile(rf"^\s*(?:[-*\u2022+]\s|\d+[.)]\s|#|>|\||[{_MARK_OK}{_MARK_BAD}{_MARK_WARN}])")
+
+
+def _lines(text: str) -> list[str]:
+    """The text's lines, a paragraph wrapped over several lines joined back into one."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if out and out[-1].strip() and line.strip() and not _BLOCK_START.match(line):
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
 @functools.lru_cache(maxsize=512)
 def read_answer(text: str) -> Answer:
     """The answer cut into clauses, each read for claims, reports, hedges and actions."""
     clauses: list[Clause] = []
     n = 0
-    for line in (text or "").splitlines():
+    for line in _lines(text or ""):
         # an emoji that opens a line marks its first clause ("✅ Done, and no fee was charged")
         mark = _mark(line)
         plain = _MD.sub("", line).strip()
         for sentence in _SENTENCE.split(plain):
             n += 1
-            parts = [p for p in _CLAUSE.split(sentence) if p and p.strip()]
+            parts = [p for p in _CLAUSE.split(_MID_MARK.sub("\\1\x00", sentence)) if p and p.strip()]
+            parts = [q for p in parts for q in p.split("\x00") if q.strip()]
             question = sentence.rstrip().endswith("?")
             condition = False
             for i, part in enumerate(parts):

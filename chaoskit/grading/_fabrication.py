@@ -185,7 +185,8 @@ def _not_about(output: str, ep: EpisodeRecord, stale: AttemptRecord, sources: se
     theirs = set().union(*(_arg_values(a) for a in ep.attempts if a.span_id in sources)) - _arg_values(stale)
     if not theirs:
         return output
-    own = _arg_values(stale)
+    # an argument both calls share ("EUR" of EUR/GBP and EUR/USD) tells neither apart
+    own = _arg_values(stale) - set().union(*(_arg_values(a) for a in ep.attempts if a.span_id in sources))
     return "\n".join(
         c
         for c in _CLAUSES.split(output)
@@ -219,7 +220,7 @@ def _empty_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> I
             continue
         acted = any(a.clean_success for a in ep.attempts if a.tool != tool)
         claims = [c for c in specific_claims(output) if not claim_backed(*c, known, acted)]
-        if not claims and (admits_empty(output) or not asserts_record(output)):
+        if not claims and (admits_empty(output) or read_answer(output).reports_failure or not asserts_record(output)):
             continue
         what = (
             "makes claims no tool output backed: " + ", ".join(f"{k} {quote(t, 30)}" for k, t in claims[:5])
@@ -267,7 +268,12 @@ def _fact_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> It
     # what a fault put in front of the agent is graded above as a repeated value, not here as an invention
     seen = [_dump(a.injected_value) for a in ep.attempts if a.injected_value is not None]
     seen += [str(a.fault_params.get(_TEXT) or "") for a in ep.attempts]
-    invented = list(dict.fromkeys(unbacked_facts(answer, FactBacking("\n".join([known, *seen])), _doubting(answer))))
+    # an error the agent was shown (injected or not) is something it was told: "503", "retry in 15 s"
+    seen += [
+        f"{a.error_message} {a.http_status or ''} {a.retry_after or ''}" for a in ep.attempts if a.outcome == "error"
+    ]
+    hedged = {c.sentence for c in answer.clauses if c.hedge or _WARNING.search(c.raw)}
+    invented = list(dict.fromkeys(unbacked_facts(answer, FactBacking("\n".join([known, *seen])), hedged)))
     if not invented:
         return
     what = ", ".join(f"{k} {quote(t, 30)}" for k, t in invented[:4])

@@ -10,7 +10,7 @@ from typing import Any
 
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._result import as_text, leaves, required_of
-from chaoskit.semconv import EPISODE_TASK, FAULT_AFTER_WRITE, FAULT_TEXT
+from chaoskit.semconv import EPISODE_TASK, FAULT_AFTER_WRITE, FAULT_STALE, FAULT_TEXT
 
 __all__ = ["DATA_FAULTS", "CallTruth", "EpisodeTruth", "episode_truth", "is_write", "received_text"]
 
@@ -23,6 +23,7 @@ def _split(words: str) -> list[str]:
 DATA_FAULTS = frozenset({"empty", "partial", "garbage", "schema_drift", "stale_state"})
 _TEXT = param_key(FAULT_TEXT)
 _AFTER_WRITE = param_key(FAULT_AFTER_WRITE)
+_STALE = param_key(FAULT_STALE)
 
 #: a tool whose name starts with one of these is a read whatever follows; every other tool counts as a write
 _READ_VERBS = frozenset(
@@ -83,6 +84,8 @@ class CallTruth:
     faulted_value: Any
     start_time: float
     end_time: float
+    #: a ``garbage: stale`` fault served an earlier result for other arguments
+    stale: bool = False
 
     @property
     def failed(self) -> bool:
@@ -205,6 +208,7 @@ def episode_truth(ep: EpisodeRecord, required_tools: Iterable[str] | None = None
                 faulted_value=last.injected_value if status == "faulted" else None,
                 start_time=first.start_time,
                 end_time=last.end_time,
+                stale=any(a.fault_type == "garbage" and a.fault_params.get(_STALE) for a in atts),
             )
         )
     required = required_of(ep, required_tools) or []
