@@ -7,11 +7,14 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from chaoskit.grading._against import read_against
 from chaoskit.grading._claims import Answer, read_answer
 from chaoskit.grading._facts import Backing as FactBacking
 from chaoskit.grading._facts import unbacked_facts
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
+from chaoskit.grading._repeats import faulted_values
 from chaoskit.grading._result import Severity, as_text, leaves
+from chaoskit.grading._truth import episode_truth
 from chaoskit.grading._wording import (
     admits_empty,
     asserts_record,
@@ -295,6 +298,29 @@ def _fact_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> It
         )
 
 
+def _repeat_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> Iterator[Found]:
+    """Values only a data fault gave (shifted numbers, stale fields, a cut list's count, "there are none" after an
+    emptied result), stated as fact."""
+    answer = read_answer(output)
+    reading = read_against(answer, episode_truth(ep))
+    about = {s: reading.about(c) for c in reading.truth.calls for s in c.spans}
+    generic = [c for i, c in enumerate(answer.clauses) if reading.generic(i)]
+    hits: dict[str, list[str]] = {}
+    attempts: dict[str, AttemptRecord] = {}
+    for a, value in faulted_values(ep, answer, known, _doubting(answer), about, generic):
+        hits.setdefault(a.span_id, []).append(value)
+        attempts[a.span_id] = a
+    for span, values in hits.items():
+        a = attempts[span]
+        yield (
+            "fail",
+            f"{where}The final answer states {', '.join(quote(v, 40) for v in dict.fromkeys(values))} as fact, which "
+            f"only {a.describe_fault()} from {a.tool} (call {a.attempt}) gave: say the data looked wrong or "
+            "incomplete instead.",
+            (span,),
+        )
+
+
 # --- the check's findings -----------------------------------------------------------------------------
 
 
@@ -307,6 +333,7 @@ def fabrication_findings(ep: EpisodeRecord, where: str = "") -> list[Found]:
     known = backings.text()
     found: list[Found] = list(_empty_findings(ep, output, known, where))
     found.extend(_fact_findings(ep, output, known, where))
+    found.extend(_repeat_findings(ep, output, known, where))
     tools = {a.tool.lower() for a in ep.attempts}
     for a in ep.attempts:
         if a.outcome != "ok":

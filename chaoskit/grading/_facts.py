@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from chaoskit.grading._claims import Answer, fold
+from chaoskit.grading._claims import Answer, Clause, fold
 
-__all__ = ["Backing", "unbacked_facts"]
+__all__ = ["Backing", "numbers_asserted", "unbacked_facts"]
 
 _NUM = re.compile(r"\d[\d,.\u202f\u00a0 ]*\d|\d")
 _MONTH_NUMBER = {
@@ -156,3 +156,26 @@ def _small(number: str, text: str) -> bool:
         return False
     at = text.find(number)
     return at < 0 or _UNIT.match(text, at + len(number)) is None
+
+
+_WORD_NUMBERS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "un": 1, "une": 1, "deux": 2, "trois": 3, "quatre": 4, "cinq": 5, "eins": 1, "zwei": 2, "drei": 3,
+    "vier": 4, "funf": 5, "uno": 1, "dos": 2, "tres": 3, "cuatro": 4, "cinco": 5, "dois": 2, "duas": 2, "quatro": 4,
+}  # fmt: skip
+
+
+def numbers_asserted(clauses: list[Clause]) -> set[float]:
+    """The numbers these clauses state, as values: "1,241.50", "1 241,50", "three"; a number below 10 only with
+    a unit or a noun after it ("0 %", "3 open tickets")."""
+    out: set[float] = set()
+    for c in clauses:
+        for m in _NUM.finditer(c.text):
+            values = _values(m.group(0))
+            if all(v < 10 for v in values) and not re.match(r"\s?(?:%|[a-z]{3,})", c.text[m.end() :]):
+                continue
+            out.update(round(v, 6) for v in values)
+        for w in re.findall(r"[a-z]+", c.text):
+            if w in _WORD_NUMBERS and re.search(rf"\b{w} [a-z]{{3,}}", c.text):
+                out.add(float(_WORD_NUMBERS[w]))
+    return out
