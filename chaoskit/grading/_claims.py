@@ -138,7 +138,8 @@ _FAILURE = re.compile(
 _HEDGE = re.compile(
     r"\b(?:"
     + _words(r"""
-    may (?:be|have|not|well)|might (?:be|have|not)|could be|(?:it's|it is|also) possible|possibly|\*may\*|
+    may (?:be|have|not|well)|might (?:be|have|not)|could be|
+    (?:could|might|can|may) (?:also )?mean|disagree|differ|(?:it's|it is|also) possible|possibly|\*may\*|
     seems?|seemed|appears?|appeared|looks? (?:wrong|off|odd|
     incomplete|outdated|inconsistent|suspicious|strange|like)|can't be right|cannot be right|doesn't look right|
     does not look right|doesn't add up|does not add up|not right|suspicious|inconsistent|unreliable|outdated|stale|
@@ -253,14 +254,14 @@ _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "time",
-        re.compile(r"\b(?:[01]?\d|2[0-3])[:h][0-5]\d\b(?:\s?[ap]\.?m\b\.?)?|\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b\.?"),
+        re.compile(
+            r"(?<!\d)(?:[01]?\d|2[0-3])[:h][0-5]\d\b(?:\s?[ap]\.?m\b\.?)?|\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b\.?|"
+            r"\b(?:[01]?\d|2[0-3])h\b"
+        ),
     ),
     (
         "amount",
-        re.compile(
-            r"[$€£¥]\s?\d[\d,. ]*\d|[$€£¥]\s?\d|\b\d[\d,. ]*(?:\d)?\s?(?:usd|eur|gbp|chf|dollars?|"
-            r"euros?|pounds?|€|\$)(?!\w)"
-        ),
+        re.compile(rf"[$€£¥]\s?{_AMOUNT}|\b{_AMOUNT}\s?(?:usd|eur|gbp|chf|dollars?|euros?|pounds?|€|\$)(?!\w)"),
     ),
     ("id", re.compile(r"#?\b(?!\d+-[a-z]{3,}\b)(?=[a-z0-9-]*\d)(?=[a-z0-9-]*[a-z])[a-z0-9]+(?:[-_][a-z0-9]+)*\b")),
     ("number", re.compile(r"(?<![\w.,:/-])\d+(?:[.,]\d+)?(?![\w:/-])")),

@@ -260,9 +260,21 @@ def _unwarned(output: str) -> str:
     return " ".join(c.raw for c in answer.clauses if c.sentence not in doubted)
 
 
+#: "the status says X, but ...": a value put down to the tool and then contradicted is quoted, not asserted
+_SAYS = re.compile(
+    r"\b(?:says?|shows?|reports?|lists?|returned|claims?|indique|affiche|zeigt|meldet|dice|muestra|diz|mostra)\b"
+)
+_BUT = re.compile(r"\b(?:but|however|yet|mais|aber|jedoch|pero|mas|porem)\b")
+
+
 def _doubting(answer: Answer) -> set[int]:
     """The sentences that doubt, report a failure or warn: values quoted there are not asserted."""
-    return {c.sentence for c in answer.clauses if c.reports or _WARNING.search(c.raw)}
+    out = {c.sentence for c in answer.clauses if c.reports or _WARNING.search(c.raw)}
+    text: dict[int, str] = {}
+    for c in answer.clauses:
+        text[c.sentence] = text.get(c.sentence, "") + " " + c.text
+    out.update(n for n, t in text.items() if _SAYS.search(t) and _BUT.search(t))
+    return out
 
 
 def _fact_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> Iterator[Found]:

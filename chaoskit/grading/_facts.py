@@ -105,6 +105,13 @@ class Backing:
         }
         self.months = {m for m, _ in self.dates}
 
+    def _date(self, month: int, day: int) -> bool:
+        """The date, a day of a month the agent was told about, or a date it had moved by a number of days it had
+        ("check in 10 September, 2 nights": the 12th)."""
+        if (month, day) in self.dates or (month in self.months and float(day) in self.numbers):
+            return True
+        return any(m == month and float(abs(day - d)) in self.numbers for m, d in self.dates)
+
     def holds(self, kind: str, value: str) -> bool:
         """Whether the backing holds the fact (``value`` folded)."""
         if kind in ("email", "url", "path", "id"):
