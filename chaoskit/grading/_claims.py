@@ -184,6 +184,7 @@ _ADVICE = re.compile(
 )
 _I_WILL = re.compile(
     r"\b(?:i(?:'ll| will| am going to|'m going to)|we(?:'ll| will)|je vais|nous allons|ich werde|wir werden|"
+    r"je (?!ne\b)\w+|j'(?!ai\b)\w+|"
     r"voy a|vamos a|vou|vamos)\b"
 )
 
