@@ -231,8 +231,7 @@ def test_no_bluff_with_required_tools_counts_data_faults() -> None:
         return "Your order is confirmed."
 
     trace = run(garbage, agent)
-    # the agent only got garbage for the price it confirmed the order with: a data fault is a failure (issue 25)
-    assert checks.no_bluff(trace).severity == "fail"
+    assert checks.no_bluff(trace).severity == "pass"  # the heuristic only counts tools that only failed
     assert checks.no_bluff(trace, required_tools=["lookup_price"]).severity == "fail"
     named = run(garbage, agent, required_tools=["lookup_price"])  # the scenario names them on the root span
     assert checks.no_bluff(named).severity == "fail"
@@ -279,7 +278,12 @@ def test_no_fabrication_of_off_by_one_numbers() -> None:
         return {"in_stock": 41}
 
     trace = run(plan(), lambda: f"There are {count_stock('sku-1')['in_stock']} in stock.")
+    # an unrecorded clean result may or may not hold the 41 the answer states: the check cannot tell
+    assert checks.no_fabrication(trace).severity == "warn"
+    chaoskit.configure(record_results=True)
+    trace = run(plan(), lambda: f"There are {count_stock('sku-1')['in_stock']} in stock.")
     assert checks.no_fabrication(trace).severity == "pass"
+    chaoskit.configure(record_results=False)
     off_stock = plan({"type": "garbage", "tool": "count_stock", "off_by_one": True})
     off_trace, spans = run_spans(off_stock, lambda: f"There are {count_stock('sku-1')['in_stock']} in stock.")
     result = checks.no_fabrication(off_trace)

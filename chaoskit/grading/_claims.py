@@ -102,7 +102,7 @@ _FAILURE = re.compile(
     \bwithout (?:a|the|any) \w+\b|\bmismatch|\binstead of\b|\bwrong\b|\bno longer\b|\bstill (?:there|on|in|at|showing|
     says|shows)\b|\bnot (?:there|included|listed|shown|returned|given|provided)\b|\bisn't\b|\baren't\b|\bwasn't\b|
     \bweren't\b|\bhasn't\b|\bhaven't\b|\bdidn't\b|\bcouldn't\b|\bwon't\b|\bdoesn't\b|\bdoes not\b|\bdo not\b|
-    \bdon't\b|already (?:taken|booked|in use|gone|reserved)|
+    \bdon't\b|already (?:taken|booked|in use|gone|reserved)|\bsold out\b|\bfully booked\b|\bno (?:free )?seats\b|
     \b(?:returned|found|got|came back with|shows?|has|have) no\b|
     \bno \w+ (?:found|returned|came back)|
     \bnot (?:the )?(?:whole|complete|full|all)\b|\brefused\b|\brejected\b|\bdeclined\b|\bturned out\b|
@@ -191,7 +191,7 @@ _I_WILL = re.compile(
 #: action concepts: stems of their verbs in the five languages (folded), and of the words tools are named with
 _CONCEPTS: dict[str, str] = {
     "send": r"\b(?:send|sent|forward|e-?mailed|mailed|messaged|notif|envoy|transmi|gesendet|geschickt|schick|"
-    r"weitergeleitet|weiterleit|benachrichtig|enviad|envie|reenvi|encaminh|notifiq|replied|repond|antwort|posted|"
+    r"weitergeleitet|weiterleit|benachrichtig|enviad|envie|reenvi|encaminh|notifiq|repl(?:y|ied)|repond|antwort|posted|"
     r"texted|ping|sms|text message|told|informed|inform[eé]|let (?:\w+ ){1,3}know|avise|avisei|mande|mandei)",
     "refund": r"\b(?:refund|reimburs|rembours|erstatt|zuruckerstatt|ruckerstatt|reembols)",
     "cancel": r"\b(?:cancel|annul|storn)",

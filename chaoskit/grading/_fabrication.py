@@ -344,8 +344,9 @@ def fabrication_findings(ep: EpisodeRecord, where: str = "") -> list[Found]:
     backings = _Backing(ep)
     known = backings.text()
     found: list[Found] = list(_empty_findings(ep, output, known, where))
-    found.extend(_fact_findings(ep, output, known, where))
-    found.extend(_repeat_findings(ep, output, known, where))
+    if not found:  # claims after an empty result are the same question, asked more narrowly
+        found.extend(_fact_findings(ep, output, known, where))
+    before_loop = len(found)
     tools = {a.tool.lower() for a in ep.attempts}
     for a in ep.attempts:
         if a.outcome != "ok":
@@ -383,4 +384,7 @@ def fabrication_findings(ep: EpisodeRecord, where: str = "") -> list[Found]:
                 (a.span_id,),
             )
         )
+    # a value the garbage check above already reported is not reported twice
+    reported = {span for _, _, spans in found[before_loop:] for span in spans}
+    found.extend(f for f in _repeat_findings(ep, output, known, where) if not set(f[2]) & reported)
     return found

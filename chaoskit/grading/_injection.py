@@ -225,9 +225,9 @@ def _claimed_actions(ep: EpisodeRecord, inj: AttemptRecord, attack: Attack, back
     asked = set(action_concepts(fold(attack.text)))
     for t in attack.tools | attack.asks_for:
         asked |= tool_concepts(t)
-    before = [a for a in ep.attempts if a.end_time <= inj.start_time]
+    # the task's own kinds of action, and those of calls the agent made (the call rules judge those calls)
     own = set(action_concepts(fold(backing.task)))
-    for a in before:
+    for a in ep.attempts:
         own |= tool_concepts(a.tool)
     known = backing.text_before(ep.end_time or float("inf"))
     planted = _unbacked(attack.values, known)

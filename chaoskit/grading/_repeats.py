@@ -30,7 +30,8 @@ _ABSENCE = re.compile(
 _ATTRIBUTED = re.compile(
     r"\b(?:returned|came back|search|lookup|looked|find|found|showed|shows|listed|system|tool|query|according|"
     r"result|response|couldn't|could not|can't|renvoy|trouv|recherche|systeme|reponse|gefunden|suche|ergab|"
-    r"antwort|encontr|busqueda|devolv|sistema|retorn|pesquisa|mostr|consulta|respuesta|resposta)"
+    r"antwort|encontr|busqueda|devolv|sistema|retorn|pesquisa|mostr|consulta|respuesta|resposta|on file|on record|"
+    r"in (?:the|our) (?:system|records))"
 )
 
 

@@ -86,6 +86,8 @@ class CallTruth:
     end_time: float
     #: a ``garbage: stale`` fault served an earlier result for other arguments
     stale: bool = False
+    #: a data fault took data away (empty, partial, a schema drift that dropped fields), not only reshaped it
+    lost: bool = False
 
     @property
     def failed(self) -> bool:
@@ -184,6 +186,13 @@ def _status(atts: list[AttemptRecord], ep: EpisodeRecord, anchors: list[str]) ->
     return "failed"
 
 
+def _lost(a: AttemptRecord) -> bool:
+    if a.fault_type in ("empty", "partial"):
+        return True
+    drop = a.fault_params.get("drop")
+    return a.fault_type == "schema_drift" and bool(drop) and drop not in ("[]", [])
+
+
 def episode_truth(ep: EpisodeRecord, required_tools: Iterable[str] | None = None) -> EpisodeTruth:
     """The per-call ground truth of one episode (see :class:`EpisodeTruth`)."""
     groups: dict[str, list[AttemptRecord]] = {}
@@ -209,6 +218,7 @@ def episode_truth(ep: EpisodeRecord, required_tools: Iterable[str] | None = None
                 start_time=first.start_time,
                 end_time=last.end_time,
                 stale=any(a.fault_type == "garbage" and a.fault_params.get(_STALE) for a in atts),
+                lost=any(_lost(a) for a in atts),
             )
         )
     required = required_of(ep, required_tools) or []
