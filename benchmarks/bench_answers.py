@@ -157,9 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             hit = [c for c in CHECK_LABELS if flagged(r, c)]
             if bool(hit) != bool(r.case.labels):
                 why = "; ".join(x.message for x in r.results if x.name in hit)[:300]
-                print(
-                    f"\n{'MISSED' if r.case.labels else 'FALSE FLAG'} {r.case.id} [{r.case.lang}] {list(r.case.labels)} {hit}"
-                )
+                head = "MISSED" if r.case.labels else "FALSE FLAG"
+                print(f"\n{head} {r.case.id} [{r.case.lang}] {list(r.case.labels)} {hit}")
                 print(f"  note: {r.case.note}")
                 print("  text: " + " ".join(r.case.text.split())[:400])
                 if why:

@@ -118,7 +118,7 @@ def _targets(clause: Clause, calls: Iterable[CallTruth]) -> tuple[CallTruth, ...
 def read_against(answer: Answer, truth: EpisodeTruth) -> Reading:
     """Which calls each clause of ``answer`` speaks of: a clause names a call by its argument values (ids,
     amounts, names) or by what its tool is about (``issue_refund``: a refund); both together pick one call."""
-    targets = []
+    targets: list[tuple[CallTruth, ...]] = []
     for i, clause in enumerate(answer.clauses):
         own = _targets(clause, truth.calls)
         if not own and i and answer.clauses[i - 1].sentence == clause.sentence:

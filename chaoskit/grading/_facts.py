@@ -1,5 +1,7 @@
-"""Specific facts an answer asserts (numbers, amounts, ids, dates, times, e-mails, URLs, paths) held against what
-the agent was told: the task, its own arguments and the real data the tools returned."""
+"""Facts an answer asserts (numbers, amounts, ids, dates, times, e-mails, URLs, paths) held against what it was told.
+
+What the agent was told: the task, its own arguments and the real data the tools returned.
+"""
 
 from __future__ import annotations
 
@@ -120,17 +122,16 @@ class Backing:
                 return True
             return kind == "path" and v.rsplit("/", 1)[-1] in self.text and len(v.rsplit("/", 1)[-1]) >= 4
         if kind == "date":
-            got = _dates(value)
+            dates = _dates(value)
             # "10-12 September": the end of a range the agent had, or a day of a month it was told about
-            return any(
-                (m, day) in self.dates or (m in self.months and float(day) in self.numbers) for m, day in got
-            ) or (not got and value in self.text)
+            return any(self._date(m, day) for m, day in dates) or (not dates and value in self.text)
         if kind == "time":
-            got = _minutes(value)
-            return bool(got & (self.times | self.times_derived)) if got else value in self.text
-        values = {round(v, 6) for v in _values(_NUM.search(value).group(0))} if _NUM.search(value) else set()
-        if not values:
+            minutes = _minutes(value)
+            return bool(minutes & (self.times | self.times_derived)) if minutes else value in self.text
+        number = _NUM.search(value)
+        if number is None:
             return True
+        values = {round(v, 6) for v in _values(number.group(0))}
         known = {round(n, 6) for n in self.numbers}
         if values & known or values & self.derived:
             return True

@@ -1,5 +1,7 @@
-"""Values an answer states as fact that only a data fault gave the agent: a shifted or stale number, a stale
-field, a cut list's count or total, an emptied result's "there are none"."""
+"""Values an answer states as fact that only a data fault gave the agent.
+
+A shifted or stale number, a stale field, a cut list's count or total, an emptied result's "there are none".
+"""
 
 from __future__ import annotations
 
@@ -113,15 +115,15 @@ def faulted_values(
         if a.outcome != "ok" or a.fault_type not in ("garbage", "stale_state", "partial", "empty"):
             continue
         if a.fault_type == "garbage" and a.injected_value is not None and not a.fault_params.get(_STALE):
-            for v in sorted((_attempt_numbers(a.injected_value) - backed) & said_numbers):
-                yield a, f"{v:g}"
+            for n in sorted((_attempt_numbers(a.injected_value) - backed) & said_numbers):
+                yield a, f"{n:g}"
         elif a.fault_type == "stale_state":
-            for v in _stale_fields(a):
-                if re.search(rf"(?<![\w.]){re.escape(v)}(?![\w])", text) and v not in fold(known):
-                    yield a, v
+            for field in _stale_fields(a):
+                if re.search(rf"(?<![\w.]){re.escape(field)}(?![\w])", text) and field not in fold(known):
+                    yield a, field
         elif a.fault_type == "partial" and a.injected_value is not None:
-            for v in sorted((_cut_figures(a.injected_value) - backed) & said_numbers):
-                yield a, f"{v:g}"
+            for n in sorted((_cut_figures(a.injected_value) - backed) & said_numbers):
+                yield a, f"{n:g}"
         elif a.fault_type == "empty":
             yield from _absence(a, ep, about.get(a.span_id, []), generic)
 
