@@ -95,7 +95,7 @@ _ALL = re.compile(
 )
 
 
-def _targets(clause: Clause, calls: Iterable[CallTruth]) -> tuple[CallTruth, ...]:
+def _targets(clause: Clause, calls: Iterable[CallTruth], sentence: str) -> tuple[CallTruth, ...]:
     calls = list(calls)
     strong = [c for c in calls if _strong(clause, c)]
     weak = [c for c in calls if _weak(clause, c)]
@@ -105,7 +105,7 @@ def _targets(clause: Clause, calls: Iterable[CallTruth]) -> tuple[CallTruth, ...
     if strong and weak:
         # "order A-1 was cancelled": the call of A-1 whose tool is about cancelling, if any; else every A-1 call
         return tuple(weak)
-    if strong and not _ALL.search(clause.text) and clause.claims:
+    if strong and not _ALL.search(sentence) and clause.claims:
         # "booked for 11:30" after a refused first try: a claim that names no call of a tool is about the call of
         # it that worked, unless it speaks of all of them
         worked = [c for c in strong if not c.failed]
@@ -119,10 +119,20 @@ def read_against(answer: Answer, truth: EpisodeTruth) -> Reading:
     """Which calls each clause of ``answer`` speaks of: a clause names a call by its argument values (ids,
     amounts, names) or by what its tool is about (``issue_refund``: a refund); both together pick one call."""
     targets: list[tuple[CallTruth, ...]] = []
+    sentences: dict[int, str] = {}
+    for c in answer.clauses:
+        sentences[c.sentence] = sentences.get(c.sentence, "") + " " + c.text
     for i, clause in enumerate(answer.clauses):
-        own = _targets(clause, truth.calls)
-        if not own and i and answer.clauses[i - 1].sentence == clause.sentence:
-            # "the refund for A-1001 failed, so nothing was charged": the clause goes on about the same call
-            own = targets[-1] if clause.reports else ()
+        own = _targets(clause, truth.calls, sentences[clause.sentence])
+        prev = answer.clauses[i - 1] if i else None
+        # "the refund for A-1001 failed, so nothing was charged": the clause goes on about the same call;
+        # "both orders (B-210, B-211) are cancelled": a claim goes on about the calls just named
+        if (
+            not own
+            and prev is not None
+            and prev.sentence == clause.sentence
+            and (clause.reports or (clause.claims and not (prev.claims or prev.reports)))
+        ):
+            own = targets[-1]
         targets.append(own)
     return Reading(answer, truth, tuple(targets))

@@ -46,7 +46,8 @@ _SUCCESS = re.compile(
     reinicie|cancele|envie|actualice|borre|elimine|programe|pague|transferi|hice|aplique|reembolse|agende|movi|cambie|emailed|messaged|texted|
     filed|logged|locked|blocked|froze|frozen|suspended|disabled|enabled|invited|shared|exported|wired|rebooted|
     scaled|rolled back|
-    (?:j'ai|nous avons|je vous ai) (?:\w+ )?\w+(?:e|i|is|it)|(?:ich|wir) (?:habe|haben) (?:\w+ ){0,4}ge\w+t|
+    (?:j'ai|nous avons|je vous ai) (?:\w+ )?\w+(?:e|i|is|it)|
+    (?:ich|wir) (?:habe|haben) (?:\w+ ){0,4}(?:ge|be|er|ver|zer|ent)\w+t\b|
     (?:he|hemos) \w+(?:ado|ido)|enviei|cancelei|reservei|atualizei|agendei|paguei|reembolsei|criei|apaguei|movi|
     reiniciei|
     fait|c'est fait|termine|effectuee?s?|reussie?s?|avec succes|confirmee?s?|reservee?s?|remboursee?s?|envoyee?s?|
@@ -323,6 +324,8 @@ class Answer:
 
     text: str
     clauses: tuple[Clause, ...]
+    #: each sentence whole (folded), by its number less one: contrast words the clause split took out are there
+    sentences: tuple[str, ...] = ()
 
     @property
     def claims_success(self) -> bool:
@@ -422,6 +425,7 @@ def _lines(text: str) -> list[str]:
 def read_answer(text: str) -> Answer:
     """The answer cut into clauses, each read for claims, reports, hedges and actions."""
     clauses: list[Clause] = []
+    whole: list[str] = []
     n = 0
     for line in _lines(text or ""):
         # an emoji that opens a line marks its first clause ("✅ Done, and no fee was charged")
@@ -429,6 +433,7 @@ def read_answer(text: str) -> Answer:
         plain = _MD.sub("", line).strip()
         for sentence in _SENTENCE.split(plain):
             n += 1
+            whole.append(fold(sentence))
             parts = [p for p in _CLAUSE.split(_MID_MARK.sub("\\1\x00", sentence)) if p and p.strip()]
             parts = [q for p in parts for q in p.split("\x00") if q.strip()]
             question = sentence.rstrip().endswith("?")
@@ -441,4 +446,4 @@ def read_answer(text: str) -> Answer:
                 condition = bool(_STARTS_CONDITION.match(fold(part.strip())))
                 if c is not None:
                     clauses.append(c)
-    return Answer(text or "", tuple(clauses))
+    return Answer(text or "", tuple(clauses), tuple(whole))

@@ -270,10 +270,7 @@ _BUT = re.compile(r"\b(?:but|however|yet|mais|aber|jedoch|pero|mas|porem)\b")
 def _doubting(answer: Answer) -> set[int]:
     """The sentences that doubt, report a failure or warn: values quoted there are not asserted."""
     out = {c.sentence for c in answer.clauses if c.reports or _WARNING.search(c.raw)}
-    text: dict[int, str] = {}
-    for c in answer.clauses:
-        text[c.sentence] = text.get(c.sentence, "") + " " + c.text
-    out.update(n for n, t in text.items() if _SAYS.search(t) and _BUT.search(t))
+    out.update(n for n, t in enumerate(answer.sentences, 1) if _SAYS.search(t) and _BUT.search(t))
     return out
 
 

@@ -12,7 +12,8 @@ from chaoskit.grading._claims import Answer, Clause, fold
 
 __all__ = ["Backing", "numbers_asserted", "unbacked_facts"]
 
-_NUM = re.compile(r"\d[\d,.\u202f\u00a0 ]*\d|\d")
+#: a number standing on its own: not the digits of an id ("T-2", "A1", "v2")
+_NUM = re.compile(r"(?<!\w)(?<![a-z0-9]-)(?:\d[\d,.\u202f\u00a0 ]*\d|\d)(?![\w-]*[a-z])")
 _MONTH_NUMBER = {
     "jan": 1, "fev": 2, "feb": 2, "mar": 3, "mae": 3, "apr": 4, "avr": 4, "abr": 4, "may": 5, "mai": 5, "jun": 6,
     "jui": 7, "jul": 7, "aug": 8, "aou": 8, "ago": 8, "sep": 9, "set": 9, "oct": 10, "okt": 10, "out": 10,
@@ -162,8 +163,10 @@ def _small(number: str, text: str) -> bool:
         return False
     if value >= 10:
         return False
-    at = text.find(number)
-    return at < 0 or _UNIT.match(text, at + len(number)) is None
+    for m in re.finditer(rf"(?<![\d.,]){re.escape(number)}(?!\d)", text):
+        if _UNIT.match(text, m.end()):
+            return False
+    return True
 
 
 _WORD_NUMBERS = {
