@@ -163,10 +163,8 @@ def _small(number: str, text: str) -> bool:
         return False
     if value >= 10:
         return False
-    for m in re.finditer(rf"(?<![\d.,]){re.escape(number)}(?!\d)", text):
-        if _UNIT.match(text, m.end()):
-            return False
-    return True
+    places = re.finditer(rf"(?<![\d.,]){re.escape(number)}(?!\d)", text)
+    return not any(_UNIT.match(text, m.end()) for m in places)
 
 
 _WORD_NUMBERS = {
