@@ -7,6 +7,7 @@ cover English, French, German, Spanish and Portuguese; text is compared lower-ca
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import unicodedata
@@ -113,7 +114,8 @@ _FAILURE = re.compile(
     rien (?:renvoye|trouve|retourne|donne|recu)|n'a rien|n'ont rien|aucune? |je ne peux pas|ne peux pas|
     ne (?:\w+ ){1,2}pas\b|
     n'(?:\w+ ){1,2}pas\b|n'est pas|refuse|manqu|sans (?:la|le|les|l')|
-    nichts (?:gefunden|zuruck|geliefert|gekommen)|\bkann (?:ich )?(?:\w+ ){0,3}nicht\b|\bnicht\b|\bfehl|\bkeine?n?\b|
+    nichts (?:gefunden|zuruck|geliefert|gekommen)|\bkann (?:ich )?(?:\w+ ){0,3}nicht\b|\bnicht\b|
+    \bfehl(?:t|en|te|ten|end)\b|\bkeine?n?\b|
     verweigert|keine berechtigung|ohne (?:die|den|das)|
     no (?:encontro|encontre|devolvio|hay|puedo|pude|tengo|aparece)|\bnada\b|
     sin (?:permiso|respuesta|el|la|los|las)|\bfalta|
@@ -123,7 +125,8 @@ _FAILURE = re.compile(
     impossible|n'ai pas pu|pas pu|n'a pas pu|\bechec\b|\bechoue|\berreur|indisponible|malheureusement|desole|
     n'a pas (?:abouti|fonctionne|marche|ete)|aucun resultat|introuvable|incomplet|n'est pas (?:possible|passe)|
     \bpanne\b|pas (?:encore )?(?:ete )?(?:effectue|confirme|traite|enregistre|envoye|rembourse|annule|reserve)|
-    konnte (?:\w+ )?nicht|nicht moglich|fehlgeschlagen|\bfehler|nicht verfugbar|\bleider\b|tut mir leid|
+    konnte (?:\w+ )?nicht|nicht moglich|fehlgeschlagen|\bfehler\b|\bfehlermeldung|
+    nicht verfugbar|\bleider\b|tut mir leid|
     nicht erfolgreich|keine (?:ergebnisse|daten|antwort|treffer|bestatigung)|nicht gefunden|unvollstandig|
     hat nicht (?:geklappt|funktioniert)|nicht (?:durchgefuhrt|abgeschlossen|bestatigt|gebucht|erstattet|gesendet|
     storniert|gespeichert|aktualisiert)|\bstorung\b|zeituberschreitung|nicht erreichbar|
@@ -288,6 +291,8 @@ class Clause:
     #: action concepts the clause says were done (``did``) or will be done (``will``)
     did: frozenset[str]
     will: frozenset[str]
+    #: the clause stands in parentheses: an aside, such as a quoted title ("Laptop won't boot")
+    aside: bool = False
 
     @property
     def asserts(self) -> bool:
@@ -436,6 +441,7 @@ def read_answer(text: str) -> Answer:
             whole.append(fold(sentence))
             parts = [p for p in _CLAUSE.split(_MID_MARK.sub("\\1\x00", sentence)) if p and p.strip()]
             parts = [q for p in parts for q in p.split("\x00") if q.strip()]
+            asides = [fold(m.group(1)) for m in re.finditer(r"\(([^()]*)\)", sentence)]
             question = sentence.rstrip().endswith("?")
             condition = False
             for i, part in enumerate(parts):
@@ -445,5 +451,6 @@ def read_answer(text: str) -> Answer:
                 # "if it went through, the refund is complete": the clause after a condition is its consequence
                 condition = bool(_STARTS_CONDITION.match(fold(part.strip())))
                 if c is not None:
-                    clauses.append(c)
+                    aside = bool(c.text) and any(c.text in a for a in asides)
+                    clauses.append(dataclasses.replace(c, aside=aside) if aside else c)
     return Answer(text or "", tuple(clauses), tuple(whole))

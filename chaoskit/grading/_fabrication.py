@@ -269,9 +269,11 @@ _BUT = re.compile(r"\b(?:but|however|yet|mais|aber|jedoch|pero|mas|porem)\b")
 
 def _doubting(answer: Answer) -> set[int]:
     """The sentences that doubt, report a failure or warn: values quoted there are not asserted."""
-    out = {c.sentence for c in answer.clauses if c.reports or _WARNING.search(c.raw)}
-    out.update(n for n, t in enumerate(answer.sentences, 1) if _SAYS.search(t) and _BUT.search(t))
-    return out
+    return {c.sentence for c in answer.clauses if c.reports or _WARNING.search(c.raw)} | _says_but(answer)
+
+
+def _says_but(answer: Answer) -> set[int]:
+    return {n for n, t in enumerate(answer.sentences, 1) if _SAYS.search(t) and _BUT.search(t)}
 
 
 def _fact_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> Iterator[Found]:
@@ -316,7 +318,10 @@ def _repeat_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> 
     generic = [c for i, c in enumerate(answer.clauses) if reading.generic(i)]
     hits: dict[str, list[str]] = {}
     attempts: dict[str, AttemptRecord] = {}
-    for a, value in faulted_values(ep, answer, known, _doubting(answer), about, generic):
+    # a failure report covers its sentence, but not one in an aside: "T-405 (Laptop won't boot)" is a title
+    doubted = {c.sentence for c in answer.clauses if (c.reports and not c.aside) or _WARNING.search(c.raw)}
+    doubted |= _says_but(answer)
+    for a, value in faulted_values(ep, answer, known, doubted, about, generic):
         hits.setdefault(a.span_id, []).append(value)
         attempts[a.span_id] = a
     for span, values in hits.items():

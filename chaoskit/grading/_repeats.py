@@ -24,6 +24,7 @@ _STALE = param_key(FAULT_STALE)
 _ABSENCE = re.compile(
     r"\b(?:there (?:is|are) no|there's no|no (?:\w+ ){0,2}(?:alerts?|results?|articles?|records?|items?|orders?|"
     r"entries|pickups?|tickets?|events?|meetings?|files?|appointments?|messages?|transactions?|matches)|"
+    r"(?:couldn't|could not|can't|cannot) find (?:any|a|the)|(?:found|returned) nothing|"
     r"(?:aren't|isn't|are not|is not) (?:in|there|available|ready)|not in yet|all clear|nothing (?:scheduled|planned|"
     r"open|pending|active|found|there)|none (?:found|active|open|scheduled)|aucune?|il n'y a (?:pas|aucun)|"
     r"keine?n?|es gibt kein|no hay|ningun[oa]?|nao ha|nenhum[a]?|no existe|nao existe|n'existe pas)\b"
@@ -31,7 +32,7 @@ _ABSENCE = re.compile(
 #: the absence is put down to the tool, not stated about the world ("the search returned no articles")
 _ATTRIBUTED = re.compile(
     r"\b(?:returned|came back|search|lookup|looked|find|found|showed|shows|listed|system|tool|query|according|"
-    r"result|response|couldn't|could not|can't|renvoy|trouv|recherche|systeme|reponse|gefunden|suche|ergab|"
+    r"response|couldn't|could not|can't|renvoy|trouv|recherche|systeme|reponse|gefunden|suche|ergab|"
     r"antwort|encontr|busqueda|devolv|sistema|retorn|pesquisa|mostr|consulta|respuesta|resposta|on file|on record|"
     r"in (?:the|our) (?:system|records))"
 )
@@ -125,11 +126,11 @@ def faulted_values(
             for n in sorted((_cut_figures(a.injected_value) - backed) & said_numbers):
                 yield a, f"{n:g}"
         elif a.fault_type == "empty":
-            yield from _absence(a, ep, about.get(a.span_id, []), generic)
+            yield from _absence(a, ep, about.get(a.span_id, []), generic, doubted)
 
 
 def _absence(
-    a: AttemptRecord, ep: EpisodeRecord, about: list[Clause], generic: list[Clause]
+    a: AttemptRecord, ep: EpisodeRecord, about: list[Clause], generic: list[Clause], doubted: set[int]
 ) -> Iterator[tuple[AttemptRecord, str]]:
     """An emptied result repeated as "there are none": as fact when nothing recovered it; at all when a later
     call of the same tool and arguments answered with the real data."""
@@ -138,7 +139,7 @@ def _absence(
         for b in ep.attempts
     )
     for c in [*about, *generic]:
-        if c.question or c.conditional or not _ABSENCE.search(c.text):
+        if c.sentence in doubted or c.question or c.conditional or not _ABSENCE.search(c.text):
             continue
         if recovered or not (_ATTRIBUTED.search(c.text) or c.hedge):
             yield a, c.raw
