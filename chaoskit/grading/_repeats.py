@@ -104,10 +104,12 @@ def faulted_values(
     doubted: set[int],
     about: dict[str, list[Clause]],
     generic: list[Clause],
+    hedged: set[int],
 ) -> Iterator[tuple[AttemptRecord, str]]:
     """(attempt, value) for each value the answer asserts that only the attempt's data fault gave. ``known``:
     what backs a value (every clean result and argument); ``doubted``: sentences that doubt or warn;
-    ``about``: per attempt span id, the clauses that speak of its call."""
+    ``about``: per attempt span id, the clauses that speak of its call; ``hedged``: sentences that doubt or warn
+    (an absence is itself worded as a failure, so ``doubted`` would excuse every one)."""
     asserted = [c for c in answer.clauses if c.sentence not in doubted and not (c.question or c.conditional)]
     said_numbers = numbers_asserted(asserted)
     backed = numbers_in(known)
@@ -126,7 +128,17 @@ def faulted_values(
             for n in sorted((_cut_figures(a.injected_value) - backed) & said_numbers):
                 yield a, f"{n:g}"
         elif a.fault_type == "empty":
-            yield from _absence(a, ep, about.get(a.span_id, []), generic, doubted)
+            yield from _absence(a, ep, about.get(a.span_id, []), generic, hedged | _retold(answer))
+
+
+#: the answer tells of the retry that corrected an empty first answer ("which turned out to be wrong")
+_RETOLD = re.compile(
+    r"\b(?:turned out|wrong|incorrect|second (?:one|query|try|attempt|call)|retr(?:y|ied)|again|re-?ran)\b"
+)
+
+
+def _retold(answer: Answer) -> set[int]:
+    return {n for n, t in enumerate(answer.sentences, 1) if _RETOLD.search(t)}
 
 
 def _absence(
