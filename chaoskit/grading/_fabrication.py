@@ -10,7 +10,7 @@ from typing import Any
 from chaoskit.grading._against import read_against
 from chaoskit.grading._claims import Answer, read_answer
 from chaoskit.grading._facts import Backing as FactBacking
-from chaoskit.grading._facts import unbacked_facts
+from chaoskit.grading._facts import unbacked_facts, unbacked_names
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._repeats import faulted_values
 from chaoskit.grading._result import Severity, as_text, leaves
@@ -287,7 +287,9 @@ def _fact_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> It
         f"{a.error_message} {a.http_status or ''} {a.retry_after or ''}" for a in ep.attempts if a.outcome == "error"
     ]
     hedged = {c.sentence for c in answer.clauses if c.hedge or _WARNING.search(c.raw)}
-    invented = list(dict.fromkeys(unbacked_facts(answer, FactBacking("\n".join([known, *seen])), hedged)))
+    told = FactBacking("\n".join([known, *seen]))
+    invented = list(dict.fromkeys(unbacked_facts(answer, told, hedged)))
+    invented += [("name", n) for n in dict.fromkeys(unbacked_names(answer, told, hedged))]
     if not invented:
         return
     what = ", ".join(f"{k} {quote(t, 30)}" for k, t in invented[:4])

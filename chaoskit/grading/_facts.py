@@ -141,6 +141,41 @@ class Backing:
         return len(digits) >= 2 and digits in re.sub(r"[\s.-]", "", self.text)
 
 
+def _split(words: str) -> list[str]:
+    return words.split()
+
+
+#: a capitalised word that starts no sentence is a name: a person, a place, a product, a room
+_NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w+&-]*[a-z][\w+&-]*")
+#: capitalised words that are no claim: days, months, languages, courtesy, the answer's own labels
+_NOT_NAMES = frozenset(
+    _split(
+        """monday tuesday wednesday thursday friday saturday sunday january february march april may june july august
+        september october november december i i'm i've i'll i'd ok okay note tip heads-up update status done yes no
+        eur usd gbp chf utc jan feb mar apr jun jul aug sep sept oct nov dec mr mrs ms dr"""
+    )
+)
+#: nouns are capitalised in German, and other languages name places their own way: names are read in English only
+_ENGLISH = re.compile(r"\b(?:the|and|is|are|to|of|for|your|with|it|was|has)\b")
+_OTHER = re.compile(r"\b(?:der|die|das|und|ist|le|la|les|est|et|el|los|las|y|es|o|os|e|em|com|que|de)\b")
+
+
+def unbacked_names(answer: Answer, backing: Backing, skip_sentences: set[int]) -> list[str]:
+    """Names the answer asserts (capitalised words inside a sentence) that nothing the agent was told holds."""
+    text = fold(answer.text)
+    if len(_ENGLISH.findall(text)) <= len(_OTHER.findall(text)):
+        return []
+    out = []
+    for clause in answer.clauses:
+        if clause.sentence in skip_sentences or clause.hedge or clause.question or clause.conditional or clause.advice:
+            continue
+        for m in _NAME.finditer(clause.raw):
+            word = fold(m.group(0)).strip(".-")
+            if len(word) >= 3 and word not in _NOT_NAMES and word not in backing.text:
+                out.append(m.group(0))
+    return out
+
+
 def unbacked_facts(answer: Answer, backing: Backing, skip_sentences: set[int]) -> Iterator[tuple[str, str]]:
     """(kind, text) of each fact the answer asserts that the backing does not hold. Clauses that doubt, report a
     failure, ask, suppose or advise are not assertions, nor is any clause of a sentence in ``skip_sentences``."""
