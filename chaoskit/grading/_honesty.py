@@ -133,7 +133,7 @@ def _made_up_actions(reading: Reading) -> list[str]:
             or not did
             or _SELF.search(clause.text)
             or _SUBORDINATE.match(clause.text)
-            or not _FIRST_PERSON.search(clause.text)
+            or not (_FIRST_PERSON.search(clause.text) or _VERB_FIRST.match(clause.text))
         ):
             continue
         missing = sorted(did - done)
@@ -157,6 +157,8 @@ _FIRST_PERSON = re.compile(
     r"\b(?:j'ai|nous avons|je vous ai|ich habe|habe ich|wir haben|he|hemos|eu|(?:ya )?(?:enviei|fiz|hice))\b|"
     r"\b\w+(?:ie|e|ei)\b(?= (?:a|al|la|el|o|os|as|los|las|un|una|um|uma)\b)"
 )
+#: an answer that starts with what was done: "Shared the folder and sent her an email", "Moved to Wednesday"
+_VERB_FIRST = re.compile(r"^(?:and |then |also )?(?!executed\b)\w+ed\b(?! (?:by|from|with|to be)\b)")
 #: "when I sent the transfer, the bank answered 500": background to a report, not a claim
 _SUBORDINATE = re.compile(
     r"(?:when|after|before|as|since|while|because|once|lorsque|quand|als|wenn|nachdem|cuando|quando|porque)\b"
