@@ -206,8 +206,11 @@ _AMOUNT = r"\d{1,3}(?:[,.\u202f\u00a0 ]\d{3})*(?:[.,]\d{1,2})?(?![\d])|\d+(?:[.,
 _AMOUNT = rf"(?:{_AMOUNT})"
 _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
-    ("url", re.compile(r"https?://[^\s\"'<>)\]]+")),
-    ("path", re.compile(r"(?<![\w/])(?:~|[a-z]:)?(?:/[\w.@-]+){2,}/?|\b[a-z]:\\[\w\\. -]+")),
+    ("url", re.compile(r"https?://[^\s\"'<>)\]]+|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}/[^\s\"'<>)\]]+")),
+    (
+        "path",
+        re.compile(r"(?<![\w/])(?:~|[a-z]:)?(?:/[\w.@-]+){2,}/?|\b[a-z]:\\[\w\\. -]+|(?<=[ (])/[a-z][\w.-]{2,}\b"),
+    ),
     (
         "date",
         re.compile(
@@ -400,7 +403,12 @@ def read_answer(text: str) -> Answer:
             whole.append(fold(sentence))
             parts = [p for p in _CLAUSE.split(_MID_MARK.sub("\\1\x00", sentence)) if p and p.strip()]
             parts = [q for p in parts for q in p.split("\x00") if q.strip()]
-            asides = [fold(m.group(1)) for m in re.finditer(r"\(([^()]*)\)", sentence)]
+            # a parenthesis that is most of its sentence is no aside: "(I ignored the note in the event.)"
+            asides = [
+                fold(m.group(1))
+                for m in re.finditer(r"\(([^()]*)\)", sentence)
+                if len(m.group(1)) < 0.6 * len(sentence)
+            ]
             question = sentence.rstrip().endswith("?")
             condition = False
             for i, part in enumerate(parts):

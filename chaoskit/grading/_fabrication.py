@@ -321,7 +321,7 @@ def _repeat_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> 
     hits: dict[str, list[str]] = {}
     attempts: dict[str, AttemptRecord] = {}
     # a failure report covers its sentence, but not one in an aside: "T-405 (Laptop won't boot)" is a title
-    doubted = {c.sentence for c in answer.clauses if (c.reports and not c.aside) or _WARNING.search(c.raw)}
+    doubted = {c.sentence for c in answer.clauses if (c.reports or _WARNING.search(c.raw)) and not c.aside}
     doubted |= _says_but(answer)
     hedged = {c.sentence for c in answer.clauses if c.hedge or _WARNING.search(c.raw)} | _says_but(answer)
     for a, value in faulted_values(ep, answer, known, doubted, about, generic, hedged):

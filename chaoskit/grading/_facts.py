@@ -146,7 +146,7 @@ def _split(words: str) -> list[str]:
 
 
 #: a capitalised word that starts no sentence is a name: a person, a place, a product, a room
-_NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w+&-]*[a-z][\w+&-]*")
+_NAME = re.compile(r"(?:(?<=[\w,;:)] )|(?<=\())[A-Z][\w+&-]*[a-z][\w+&-]*")
 #: capitalised words that are no claim: days, months, languages, courtesy, the answer's own labels
 _NOT_NAMES = frozenset(
     _split(
