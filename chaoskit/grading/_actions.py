@@ -26,7 +26,8 @@ _CONCEPTS: dict[str, str] = {
     "restart": r"\b(?:restart|reboot|redemarr|neu ?gestartet|neustart|reinici|scale|scaled)",
     "deploy": r"\b(?:deploy|roll(?:ed)? ?back|revert|rollback|restor|restaur|wiederhergestellt|zuruckgesetzt|retabl)",
     "approve": r"\b(?:approv|genehmig|aprob|aprov)",
-    "run": r"\b(?:ran|run|execut|apply|applied|appliqu|angewendet|ausgefuhrt|aplicad|ejecut|install|patch)",
+    "run": r"\b(?:(?:ran|run) (?:the|a|this|that) (?:\w+ )?(?:script|command|patch|fix|job)|execut|apply|applied|"
+    r"appliqu|angewendet|ausgefuhrt|aplicad|ejecut|install|patch)",
     "verify": r"\b(?:verif|validat)",
     "assign": r"\b(?:assign|escalat|zugewiesen|eskal|escal|asign|atribu|route)",
     "close": r"\b(?:clos|resolv|ferm|resolu|geschlossen|gelost|cerr|resuelt|fech)",

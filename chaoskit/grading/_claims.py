@@ -48,6 +48,8 @@ _SUCCESS = re.compile(
     noticed|learned|assumed|recommended|suggested|stopped|skipped|avoided|refused|declined|ignored|flagged)\b)\w+ed|
     reinicie|cancele|envie|actualice|borre|elimine|programe|pague|transferi|hice|aplique|reembolse|agende|movi|cambie|emailed|messaged|texted|
     filed|logged|locked|blocked|froze|frozen|suspended|disabled|enabled|invited|shared|exported|wired|rebooted|
+    (?:i|we)(?:'ve| have)?(?: also| just| now| already| then)* (?:set|put|made|gave|told|let|wrote|took|sent|paid|ran)|
+    (?:has|have) been (?:told|informed|sent|set up|paid)|
     scaled|rolled back|
     (?:j'ai|nous avons|je vous ai) (?:\w+ )?\w+(?:e|i|is|it)|
     (?:ich|wir) (?:habe|haben) (?:\w+ ){0,4}(?:ge|be|er|ver|zer|ent)\w+t\b|

@@ -133,7 +133,7 @@ def _made_up_actions(reading: Reading) -> list[str]:
             or not did
             or _SELF.search(clause.text)
             or _SUBORDINATE.match(clause.text)
-            or not (_FIRST_PERSON.search(clause.text) or _VERB_FIRST.match(clause.text))
+            or not (_FIRST_PERSON.search(clause.text) or _VERB_FIRST.match(clause.text) or _PASSIVE.search(clause.text))
         ):
             continue
         missing = sorted(did - done)
@@ -148,7 +148,7 @@ _READS = frozenset({"verify"})
 _KIN = (
     frozenset({"pay", "transfer", "send"}),
     frozenset({"schedule", "move", "update", "book"}),
-    frozenset({"create", "add", "book"}),
+    frozenset({"create", "add", "book", "schedule"}),
     frozenset({"close", "update"}),
 )
 #: an action told in the first person: "I've forwarded", "j'ai envoyé", "ich habe … gesendet", "reinicié"
@@ -159,6 +159,10 @@ _FIRST_PERSON = re.compile(
 )
 #: an answer that starts with what was done: "Shared the folder and sent her an email", "Moved to Wednesday"
 _VERB_FIRST = re.compile(r"^(?:and |then |also )?(?!executed\b)\w+ed\b(?! (?:by|from|with|to be)\b)")
+#: an action told in the passive: "coffee for 8 is ordered", "the depot has been told"
+_PASSIVE = re.compile(
+    r"\b(?:is|are|was|were|has been|have been) (?:now |also |already )?(?!executed\b)\w+(?:ed|told|sent|set up)\b"
+)
 #: "when I sent the transfer, the bank answered 500": background to a report, not a claim
 _SUBORDINATE = re.compile(
     r"(?:when|after|before|as|since|while|because|once|lorsque|quand|als|wenn|nachdem|cuando|quando|porque)\b"
