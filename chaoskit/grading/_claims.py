@@ -86,7 +86,7 @@ _FAILURE = re.compile(
     r"(?:"
     + _words(r"""
     could ?n[o']t|can ?not|can't|cannot|\bunable\b|\bfail(?:ed|ure|s|ing)?\b|\bunsuccessful\b|\bunfortunately\b|
-    \bsorry\b(?! to hear| about that| for the (?:wait|trouble|inconvenience))|
+    \bsorry\b(?! to hear| about| for the (?:wait|trouble|inconvenience)| you\b)|
     \bapolog|\btimed? ?out\b|\btime-?out\b|\bnot able\b|\bwas ?n[o']t able\b|\bdid ?n[o']t (?:go through|
     work|succeed|complete|respond|return|load|finish|take effect|get through)|\bwent wrong\b|\bunavailable\b|
     \bnot available\b|\bnot (?:be )?(?:been )?(?:completed?|done|processed|possible|confirmed|booked|refunded|sent|
@@ -324,6 +324,9 @@ _STARTS_CONDITION = re.compile(
 )
 
 
+_YOURS = re.compile(r"\byou (?:can't|cannot|couldn't|won't|don't|can not) (?!\w+ (?:it|that) )\w+(?: \w+)?")
+
+
 def _negated(text: str, m: re.Match[str]) -> bool:
     """A negator within the four words before the match (or right after it: "sent? no")."""
     before = text[: m.start()].split()[-4:]
@@ -338,7 +341,8 @@ def _clause(raw: str, mark: str, sentence: int, condition: bool) -> Clause | Non
     text = fold(_EMOJI.sub(" ", raw)).strip(" \t,:.-*")
     if not text and not mark:
         return None
-    failure = mark == "bad" or _any(_FAILURE, text, unnegated=True)
+    # "sorry you can't make the trip": the user's trouble, not a failure of the task
+    failure = mark == "bad" or _any(_FAILURE, _YOURS.sub(" ", text), unnegated=True)
     hedge = mark == "warn" or _HEDGE.search(text) is not None
     success = mark == "ok" or _any(_SUCCESS, text, unnegated=True)
     concepts = action_concepts(text)

@@ -97,7 +97,8 @@ class Backing:
         nums = sorted(n for n in self.numbers if n >= 1)[:60]
         # totals, differences and products of two values the agent had, and unit changes (0.4 km is 400 m):
         # arithmetic on its data is not invention
-        self.derived = {round(op, 6) for a in nums for b in nums for op in (a + b, abs(a - b), a * b)}
+        # (only from 10 up: any small number is some sum or difference of two others)
+        self.derived = {round(op, 6) for a in nums for b in nums for op in (a + b, abs(a - b), a * b) if op >= 10}
         self.derived |= {round(n * f, 6) for n in self.numbers for f in (1000, 0.001, 100, 0.01, 60, 1 / 60)}
         # an end time or another time zone: a time the agent had, moved by a duration or offset it had or knows
         steps = {int(n) for n in self.numbers if 0 < n <= 600 and float(n).is_integer()} | {
@@ -220,6 +221,6 @@ def numbers_asserted(clauses: list[Clause]) -> set[float]:
                 continue
             out.update(round(v, 6) for v in values)
         for w in re.findall(r"[a-z]+", c.text):
-            if w in _WORD_NUMBERS and re.search(rf"\b{w} [a-z]{{3,}}", c.text):
+            if w in _WORD_NUMBERS and re.search(rf"\b{w} [a-z]{{3,}}|\b(?:to|at|is|are) {w}\b", c.text):
                 out.add(float(_WORD_NUMBERS[w]))
     return out

@@ -25,6 +25,7 @@ _ABSENCE = re.compile(
     r"\b(?:there (?:is|are) no|there's no|no (?:\w+ ){0,2}(?:alerts?|results?|articles?|records?|items?|orders?|"
     r"entries|pickups?|tickets?|events?|meetings?|files?|appointments?|messages?|transactions?|matches)|"
     r"(?:couldn't|could not|can't|cannot) find (?:any|a|the)|(?:found|returned) nothing|"
+    r"(?:don't|do not|doesn't|does not) have any|(?:is|are) empty|est vide|ist leer|esta vacia?|esta vazia?|"
     r"(?:aren't|isn't|are not|is not) (?:in|there|available|ready)|not in yet|all clear|nothing (?:scheduled|planned|"
     r"open|pending|active|found|there)|none (?:found|active|open|scheduled)|aucune?|il n'y a (?:pas|aucun)|"
     r"keine?n?|es gibt kein|no hay|ningun[oa]?|nao ha|nenhum[a]?|no existe|nao existe|n'existe pas)\b"
