@@ -21,7 +21,8 @@ _CONCEPTS: dict[str, str] = {
     "update": r"\b(?:updat|chang|modif|ander|geandert|aktualis|actualiz|atualiz|cambi|alter|mis a jour|edit|bump|"
     r"raised|switch)",
     "create": r"\b(?:creat|filed|logged|opened|cree|erstell|angelegt|cread|criad|set (?:it )?up)",
-    "schedule": r"\b(?:schedul|reschedul|planif|program|agend|invite|einlad|eingeladen|convid|invit|standing order)",
+    "schedule": r"\b(?:schedul|reschedul|planif|program|agend|standing order)",
+    "invite": r"\b(?:invit|einlad|eingeladen|convid)",
     "hold": r"\b(?:hold|freez|frozen|froze|block|lock|suspend|bloqu|sperr|gesperrt|congel|suspen|gele)",
     "restart": r"\b(?:restart|reboot|redemarr|neu ?gestartet|neustart|reinici|scale|scaled)",
     "deploy": r"\b(?:deploy|roll(?:ed)? ?back|revert|rollback|restor|restaur|wiederhergestellt|zuruckgesetzt|retabl)",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from chaoskit.grading._actions import CONCEPT_PATTERNS, action_concepts, tool_concepts
 
-__all__ = ["Answer", "Clause", "action_concepts", "fold", "read_answer", "tool_concepts"]
+__all__ = ["Answer", "Clause", "action_concepts", "claimed_in", "fold", "read_answer", "tool_concepts"]
 
 
 def fold(text: str) -> str:
@@ -363,6 +363,11 @@ def _clause(raw: str, mark: str, sentence: int, condition: bool) -> Clause | Non
         did=did,
         will=will,
     )
+
+
+def claimed_in(text: str) -> bool:
+    """A success word stands in ``text`` (folded), not negated."""
+    return _any(_SUCCESS, text, unnegated=True)
 
 
 def _negated_all(text: str) -> bool:
