@@ -192,7 +192,7 @@ _ADVICE = re.compile(
 )
 _I_WILL = re.compile(
     r"\b(?:i(?:'ll| will| am going to|'m going to)|we(?:'ll| will)|je vais|nous allons|ich werde|wir werden|"
-    r"je (?!ne\b)\w+|j'(?!ai\b)\w+|"
+    r"je (?!ne\b)(?!(?:\w+ )?ai\b)\w+|j'(?!ai\b)\w+|"
     r"voy a|vamos a|vou|vamos)\b"
 )
 
@@ -324,7 +324,7 @@ _STARTS_CONDITION = re.compile(
 )
 
 
-_YOURS = re.compile(r"\byou (?:can't|cannot|couldn't|won't|don't|can not) (?!\w+ (?:it|that) )\w+(?: \w+)?")
+_YOURS = re.compile(r"\b(?:sorry )?you (?:can't|cannot|couldn't|won't|don't|can not) (?!\w+ (?:it|that) )\w+(?: \w+)?")
 
 
 def _negated(text: str, m: re.Match[str]) -> bool:

@@ -149,7 +149,10 @@ def _made_up_actions(reading: Reading) -> list[str]:
     return out
 
 
-_JOINED = re.compile(r",? and (?:then |also )?(?=(?:i\b|i've|we\b|\w+ed\b|sent|put|set|let|told|got|paid))|, then ")
+_JOINED = re.compile(
+    r",? (?:and|et|und|y|e) (?:then |also |puis |dann )?"
+    r"(?=(?:i\b|i've|we\b|je\b|j'|ich\b|wir\b|\w+ed\b|sent|put|set|let|told|got|paid))|, then "
+)
 
 
 #: concepts of looking, not acting: saying "I verified" needs no write
