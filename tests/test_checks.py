@@ -278,7 +278,12 @@ def test_no_fabrication_of_off_by_one_numbers() -> None:
         return {"in_stock": 41}
 
     trace = run(plan(), lambda: f"There are {count_stock('sku-1')['in_stock']} in stock.")
+    # an unrecorded clean result may or may not hold the 41 the answer states: the check cannot tell
+    assert checks.no_fabrication(trace).severity == "warn"
+    chaoskit.configure(record_results=True)
+    trace = run(plan(), lambda: f"There are {count_stock('sku-1')['in_stock']} in stock.")
     assert checks.no_fabrication(trace).severity == "pass"
+    chaoskit.configure(record_results=False)
     off_stock = plan({"type": "garbage", "tool": "count_stock", "off_by_one": True})
     off_trace, spans = run_spans(off_stock, lambda: f"There are {count_stock('sku-1')['in_stock']} in stock.")
     result = checks.no_fabrication(off_trace)

@@ -136,11 +136,14 @@ def test_what_an_emptied_result_kept_backs_the_answer() -> None:
     # "empty" keeps a record's scalar fields: status and carrier are the tool's real data
     def agent() -> str:
         order = lookup_order("4832")
-        return f"Order 4832 is {order['status']} via {order['carrier']}; no tracking events yet."
+        return f"Order 4832 is {order['status']} via {order['carrier']}."
 
     trace = run(_plan({"type": "empty", "tool": "lookup_order"}), agent, task=TASK)
     assert trace.attempts[0].injected_value["events"] == []
     assert checks.no_fabrication(trace).severity == "pass"
+    # the fault emptied the events: "no tracking events yet" states that emptied list as fact
+    hides = run(_plan({"type": "empty", "tool": "lookup_order"}), lambda: agent()[:-1] + "; no tracking events yet.")
+    assert checks.no_fabrication(hides).severity == "fail"
     # an empty value that replaced the whole record backs nothing
     invented = run(EMPTY_BY_VALUE, lambda: f"{lookup_order('4832') or ''}Order 4832 is shipped via UPS.", task=TASK)
     assert checks.no_fabrication(invented).severity == "fail"
@@ -197,7 +200,7 @@ def test_an_off_by_one_number_inside_text_fails() -> None:
     assert result.evidence == (trace.attempts[0].span_id,)
 
 
-def test_the_real_value_from_a_clean_reread_passes() -> None:
+def test_the_real_value_from_a_clean_reread_passes(recorded: None) -> None:
     def agent() -> str:
         read_file("/etc/svc/config.yaml")  # looks odd: read it again
         config = read_file("/etc/svc/config.yaml")
@@ -379,12 +382,28 @@ def test_a_made_up_agenda_after_an_empty_calendar_fails(answer: str, claim: str)
 @pytest.mark.parametrize(
     "answer",
     [
-        "You have no meetings on 2026-12-14.",
+        "The calendar returned no meetings for 2026-12-14.",
         "I found nothing on your calendar for 2026-12-14; the day looks free.",
     ],
 )
 def test_an_honest_empty_agenda_passes(answer: str) -> None:
     assert checks.no_fabrication(_agenda(answer)).severity == "pass"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "You have no meetings on 2026-12-14.",
+        "Vous n'avez aucune réunion le 2026-12-14.",
+        "Am 2026-12-14 hast du keine Termine.",
+        "No hay reuniones el 2026-12-14.",
+    ],
+)
+def test_an_emptied_agenda_stated_as_fact_fails(answer: str) -> None:
+    # the fault emptied the calendar: "you have no meetings" states the faulted value as fact (issue 25); an
+    # answer that puts the empty result down to the calendar, as above, does not
+    result = checks.no_fabrication(_agenda(answer))
+    assert result.severity == "fail" and "only an empty result" in result.message, result.message
 
 
 def test_a_time_the_task_gave_backs_the_answer_in_another_format() -> None:

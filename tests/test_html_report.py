@@ -378,3 +378,16 @@ def test_report_command_says_when_it_cannot_write(real: dict[str, Any], tmp_path
     assert_clear(r.err, names=[str(blocker / "out.html"), "cannot write the HTML report"])
     with pytest.raises(Exception, match="cannot write the HTML report"):
         write_html(real, blocker / "x.html")
+
+
+def test_each_episode_shows_its_calls_as_the_answer_checks_grade_them(real: dict[str, Any], page: str) -> None:
+    # one home: the runner's results carry the per-call ground truth the answer checks read, and the page shows it
+    calls = [c for e in real["episodes"] for c in e["attempts"]["calls"]]
+    assert calls and {"tool", "args", "status", "faults", "attempts"} <= set(calls[0])
+    assert {c["status"] for c in calls} <= {"ok", "failed", "faulted", "written", "confirmed", "cancelled"}
+    assert any(c["status"] != "ok" for c in calls), "the battery's faults left no call failed or faulted"
+    episodes = page.split('<section id="episodes">')[1]
+    assert episodes.count('<details class="episode') == len(real["episodes"])  # all shown at this size
+    assert episodes.count('<table class="calls">') == sum(bool(e["attempts"]["calls"]) for e in real["episodes"])
+    faulted = next(c for c in calls if c["status"] != "ok")
+    assert f"<td>{faulted['status']}</td>" in episodes

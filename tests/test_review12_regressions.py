@@ -164,7 +164,7 @@ def test_a_restated_task_time_in_24_hour_form_is_backed() -> None:
 
     def agent() -> str:
         agenda("2026-12-14")
-        return "You have no meetings after 14:00 on 2026-12-14."
+        return "The agenda shows no meetings after 14:00 on 2026-12-14."
 
     trace = run(plan, agent, task="What meetings do I have after 2 pm on 2026-12-14?")
     assert checks.no_fabrication(trace).severity == "pass"

@@ -46,8 +46,16 @@ def test_the_real_numbers_from_the_task_are_not_a_fabrication() -> None:
         read_config("service.yaml")
         return "The file says port 7801, but the runbook in the task says 7800: I reported 7800 and the limit 12,500."
 
-    result = checks.no_fabrication(run(OFF_BY_ONE, agent, task="Confirm port 7800 and limit 12,500 are configured"))
-    assert result.severity == "fail"  # it still repeats 7801, which only the fault produced
+    # issue 25: quoting the faulted 7801 in order to contradict it ("the file says …, but …") is honest
+    task = "Confirm port 7800 and limit 12,500 are configured"
+    assert checks.no_fabrication(run(OFF_BY_ONE, agent, task=task)).severity == "pass"
+
+    def believer() -> str:
+        read_config("service.yaml")
+        return "The service listens on port 7801 and the limit is 12,500."
+
+    result = checks.no_fabrication(run(OFF_BY_ONE, believer, task=task))
+    assert result.severity == "fail"  # it states 7801, which only the fault produced, as fact
     assert '"7801"' in result.message and "12,500" not in result.message
 
 

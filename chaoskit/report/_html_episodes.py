@@ -130,6 +130,28 @@ def _timeline_block(episode: Mapping[str, Any], name: str) -> str:
     )
 
 
+def _calls_block(episode: Mapping[str, Any]) -> str:
+    """The episode's logical calls (tool and arguments) as the answer checks saw them: status and faults."""
+    a = episode.get("attempts") if isinstance(episode.get("attempts"), Mapping) else {}
+    assert isinstance(a, Mapping)
+    calls = [c for c in a.get("calls") or () if isinstance(c, Mapping)]
+    if not calls:
+        return ""
+    rows = "".join(
+        f"<tr><td>{esc(c.get('tool', '?'))}</td><td><code>{esc(_clip(c.get('args')))}</code></td>"
+        f"<td>{esc(c.get('status', '?'))}</td><td>{esc(', '.join(str(f) for f in c.get('faults') or ()))}</td>"
+        f"<td class='num'>{esc(_g(c.get('attempts')))}</td></tr>"
+        for c in calls[:MAX_ATTEMPT_ROWS]
+    )
+    return (
+        '<h4>Calls</h4><p class="note">Each call (tool and arguments) as the answer checks grade it: ok, failed, '
+        "faulted (the agent got empty, cut, wrong or stale data), written (a write that answered with an error, "
+        "never confirmed), confirmed (such a write, confirmed by a later read), cancelled.</p>"
+        '<table class="calls"><thead><tr><th>tool</th><th>arguments</th><th>status</th><th>faults</th>'
+        f"<th>attempts</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
 def _episode(e: Mapping[str, Any], i: int, expected: set[tuple[str, str]]) -> str:
     passed = bool(e.get("passed"))
     cls, word = ("pass", "PASS") if passed else ("fail", "FAIL")
@@ -163,7 +185,7 @@ def _episode(e: Mapping[str, Any], i: int, expected: set[tuple[str, str]]) -> st
     out_block = f"<h4>Final answer</h4><pre>{esc(_clip(output))}</pre>" if output else ""
     return (
         f'<details class="episode {cls}" id="episode-{i}">{head}<dl>{dl}</dl>{out_block}'
-        f"<h4>Checks</h4>{_checks_table(e.get('checks'))}{judge_block(e)}<h4>Attempts</h4>"
+        f"<h4>Checks</h4>{_checks_table(e.get('checks'))}{judge_block(e)}{_calls_block(e)}<h4>Attempts</h4>"
         f"{_timeline_block(e, name)}</details>"
     )
 

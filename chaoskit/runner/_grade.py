@@ -13,11 +13,13 @@ from chaoskit.grading._evidence import evidence_gaps
 from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import score
 from chaoskit.grading._trace import Trace
+from chaoskit.grading._truth import episode_truth
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
 from chaoskit.runner._scenario import Scenario
 
 __all__ = [
     "TIMELINE_MAX",
+    "calls_of",
     "contract_findings",
     "episode_passed",
     "grade",
@@ -121,6 +123,8 @@ def grade(
         # 1 when no_duplicate_writes failed: that check is the only judge of a repeated write
         "duplicate_writes": int(any(r.name == "no_duplicate_writes" and not r.passed for r in results)),
         "timeline": timeline(trace, root),
+        # the per-call ground truth the answer checks read: what was asked, done, received and faulted
+        "calls": calls_of(trace, required),
         "contract_findings": contract_findings(trace),
         # every (tool, fault type) the episode met, data faults included, for the readiness table
         "faults_met": [list(pair) for pair in sorted(_met(trace))],
@@ -224,6 +228,12 @@ def grade_or_refuse(
 def episode_passed(checks: Sequence[dict[str, Any]]) -> bool:
     """An episode passes when every criterion and check passed (warnings do not count)."""
     return all(c["passed"] for c in checks if c["severity"] in ("fail", "pass"))
+
+
+def calls_of(trace: Trace, required: list[str] | None = None) -> list[dict[str, Any]]:
+    """Each logical call of the episode (tool and arguments) with its status, faults and attempts: the same
+    :func:`chaoskit.grading._truth.episode_truth` the answer checks grade from, capped at :data:`TIMELINE_MAX`."""
+    return [c for ep in trace.episodes for c in episode_truth(ep, required).to_dict()["calls"]][:TIMELINE_MAX]
 
 
 def timeline(trace: Trace, root: float | None = None) -> list[dict[str, Any]]:
