@@ -18,6 +18,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 import chaoskit.telemetry as telemetry
 from chaoskit._errors import ChaoskitError
 from chaoskit.engine._episode import Episode
+from chaoskit.grading._evaluation import add_evaluation_events
 from chaoskit.grading._model import EpisodeRecord
 from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
@@ -170,7 +171,7 @@ class EpisodeRunner:
         trace_id: str | None,
         episode_id: str | None,
         read_error: str | None = None,
-        graded: Callable[[bool, float], Sequence[ReadableSpan]] | None = None,
+        graded: Callable[[bool, float, list[dict[str, Any]]], Sequence[ReadableSpan]] | None = None,
         lines: Sequence[str] | None = None,
     ) -> EpisodeResult:
         checks, score, summary = grade_or_refuse(ep.scenario, trace, criteria, read_error)
@@ -186,7 +187,7 @@ class EpisodeRunner:
             )
         passed = episode_passed(checks)
         if graded is not None:  # in-process: the root span takes the verdict and ends; the file gets it
-            spans = [*spans, *graded(passed, score)]
+            spans = [*spans, *graded(passed, score, checks)]
         self.traces.write_spans(spans)
         return EpisodeResult(
             **episode_facts(ep),
@@ -313,13 +314,16 @@ class EpisodeRunner:
                 trace_id=episode.trace_id,
                 episode_id=episode.id,
                 read_error=read_error,
-                graded=lambda passed, score: self._close(episode, passed, score),
+                graded=lambda passed, score, checks: self._close(episode, passed, score, checks),
             )
         finally:
             episode.close()  # a no-op once graded; ends the root span if grading failed
 
-    def _close(self, episode: Episode, passed: bool, score: float) -> list[ReadableSpan]:
-        """Put the verdict on an in-process episode's root span, end it, and take the ended span back."""
+    def _close(self, episode: Episode, passed: bool, score: float, checks: list[dict[str, Any]]) -> list[ReadableSpan]:
+        """Put the verdict, and one ``gen_ai.evaluation.result`` event per check, on an in-process episode's
+        root span, end it, and take the ended span back."""
+        if episode.span is not None:
+            add_evaluation_events(episode.span, checks)
         episode.close(**{EPISODE_VERDICT: VERDICT_PASS if passed else VERDICT_FAIL, EPISODE_SCORE: score})
         return self.collector.pop(episode.id)
 
