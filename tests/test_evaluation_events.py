@@ -214,3 +214,48 @@ def test_write_back_to_phoenix_that_lacks_the_span_is_not_a_clean_exit(run: tupl
     assert result.code == 2
     assert_clear(result.err, names=["could not write the grades back", "HTTP 404", root["span_id"]])
     assert "episode(s)" in result.out  # the grades themselves were printed
+
+
+COMMAND_AGENT = """
+import os
+import chaoskit
+from chaoskit import chaos
+
+@chaos(irreversible=True)
+def issue_refund(order_id: str) -> str:
+    return "refunded " + order_id
+
+with chaoskit.episode(os.environ.get("CHAOSKIT_SCENARIO", "cli")) as ep:
+    for _ in range(2):
+        try:
+            issue_refund("4832")
+            break
+        except Exception:
+            pass
+    ep.finish("Refund issued.")
+print("Refund issued.")
+"""
+
+
+def test_a_command_line_agents_grades_are_on_the_run_episode_span_its_root_span_is_under(tmp_path: Path) -> None:
+    """The agent's own root span ended in its process; the runner's ``run_episode`` span, its parent in the
+    same trace, stays open until the episode is graded and takes the events."""
+    import sys
+
+    (tmp_path / "agent.py").write_text(COMMAND_AGENT)
+    (tmp_path / "refund.yaml").write_text(
+        "name: refund\ntask: Refund order 4832\nfaults:\n  - {type: http, tool: issue_refund, on_call: 1, status: 500,"
+        " after_write: true}\n"
+    )
+    traces = tmp_path / "spans.jsonl"
+    result = run_battery([tmp_path / "refund.yaml"], agent=f"{sys.executable} {tmp_path / 'agent.py'}", traces=traces)
+    (ep,) = result.episodes
+    assert any(not c["passed"] for c in ep.checks)  # the retried write without a key: a failing check
+    spans = _spans(traces)
+    (run_span,) = [sp for sp in spans if sp["name"].startswith(sc.SPAN_RUN_EPISODE)]
+    (root,) = [sp for sp in spans if sp["name"].startswith("invoke_agent ")]
+    assert root["parentSpanId"] == run_span["spanId"] and root["traceId"] == run_span["traceId"]
+    events = [_attrs(e["attributes"]) for e in run_span.get("events") or () if e["name"] == sc.EVALUATION_EVENT]
+    assert [(e[sc.GEN_AI_EVALUATION_NAME], e[sc.GEN_AI_EVALUATION_SCORE_LABEL]) for e in events] == [
+        (c["name"], c["severity"]) for c in ep.checks
+    ]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -329,13 +330,49 @@ class EpisodeRunner:
 
     # -- command line ---------------------------------------------------------------------------------------
 
+    def _spawn_under(
+        self, span: otel_trace.Span, ep: EpisodePlan, agent: CommandAgent, plan: Plan, tmp: Path, traces_path: Path
+    ) -> tuple[str, str | None, str | None, str]:
+        """Run the agent's process with ``span`` current (its trace context passed on): outcome, output, error
+        and the trace id."""
+        plan_path = tmp / "plan.yaml"
+        timeout = ep.scenario.timeout or self.config.timeout
+        with otel_trace.use_span(span, end_on_exit=False):
+            carrier: dict[str, str] = {}
+            TraceContextTextMapPropagator().inject(carrier)
+            env = dict(os.environ)
+            env.pop("CHAOSKIT_DISABLE", None)
+            env.update(
+                {
+                    "CHAOSKIT_PLAN": str(plan_path),
+                    "CHAOSKIT_TRACES_FILE": str(traces_path),
+                    "CHAOSKIT_SCENARIO": ep.scenario.name,
+                    "CHAOSKIT_EPISODE_SEED": str(ep.seed),
+                    "PYTHONPATH": os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p),
+                }
+            )
+            if "traceparent" in carrier:
+                env["TRACEPARENT"] = carrier["traceparent"]
+            # a scenario's out-of-process tools (mcp:) get their proxy; the agent finds it in its env
+            with tool_proxies(ep.scenario, plan, tmp, traces_path) as proxy_env:
+                env.update(proxy_env)
+                outcome, output, error = spawn(agent.command(ep.perturbation.text), env, timeout)
+            span.set_attribute(RUN_OUTCOME, outcome)
+            return outcome, output, error, f"{span.get_span_context().trace_id:032x}"
+
+    def _close_run(self, span: otel_trace.Span, key: str, checks: list[dict[str, Any]]) -> list[ReadableSpan]:
+        """Put one ``gen_ai.evaluation.result`` event per check on a command-line episode's ``run_episode`` span
+        (the parent of the agent process's own root span, which ended in that process), end it, and take it back."""
+        add_evaluation_events(span, checks)
+        span.end()
+        return self.collector.pop(key)
+
     def run_command(self, ep: EpisodePlan, agent: CommandAgent) -> EpisodeResult:
         """Run one episode of a command-line agent in a child process, and grade the spans it wrote."""
         started = time.perf_counter()
         plan = self.plan_for(ep)
         key = f"run-{ep.index}-{os.getpid()}-{id(ep)}"
         tracer = telemetry.get_tracer()
-        timeout = ep.scenario.timeout or self.config.timeout
         with tempfile.TemporaryDirectory(prefix="chaoskit-ep-") as tmp:
             plan_path = Path(tmp) / "plan.yaml"
             plan_path.write_text(yaml.safe_dump(plan.to_dict(), sort_keys=False), encoding="utf-8")
@@ -343,52 +380,41 @@ class EpisodeRunner:
             attrs = {
                 f"{RUN_PREFIX}{k}": v for k, v in self._attrs(ep).items() if isinstance(v, bool | int | float | str)
             }
-            with tracer.start_as_current_span(
+            # ended after grading (or on the way out of an error): it takes the grades, as an in-process root span
+            span = tracer.start_span(
                 f"{SPAN_RUN_EPISODE} {ep.scenario.name}", attributes={**attrs, RUN_KEY: key, SCENARIO: ep.scenario.name}
-            ) as span:
-                carrier: dict[str, str] = {}
-                TraceContextTextMapPropagator().inject(carrier)
-                env = dict(os.environ)
-                env.pop("CHAOSKIT_DISABLE", None)
-                env.update(
-                    {
-                        "CHAOSKIT_PLAN": str(plan_path),
-                        "CHAOSKIT_TRACES_FILE": str(traces_path),
-                        "CHAOSKIT_SCENARIO": ep.scenario.name,
-                        "CHAOSKIT_EPISODE_SEED": str(ep.seed),
-                        "PYTHONPATH": os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p),
-                    }
-                )
-                if "traceparent" in carrier:
-                    env["TRACEPARENT"] = carrier["traceparent"]
-                # a scenario's out-of-process tools (mcp:) get their proxy; the agent finds it in its env
-                with tool_proxies(ep.scenario, plan, Path(tmp), traces_path) as proxy_env:
-                    env.update(proxy_env)
-                    outcome, output, error = spawn(agent.command(ep.perturbation.text), env, timeout)
-                span.set_attribute(RUN_OUTCOME, outcome)
-                trace_id = f"{span.get_span_context().trace_id:032x}"
+            )
+            try:
+                outcome, output, error, trace_id = self._spawn_under(span, ep, agent, plan, Path(tmp), traces_path)
+            except BaseException:
+                span.end()
+                raise
             lines = traces_path.read_text(encoding="utf-8").splitlines() if traces_path.exists() else []
-        own = self.collector.pop(key)
-        self.traces.write_lines(lines)
-        criteria = task_criteria(ep.scenario, output=output, outcome=outcome, error=error, oracle=None)
-        trace, read_error = self._command_trace(lines, ep, output, outcome, error, criteria)
-        episode_id = trace.episodes[0].id if trace is not None and trace.episodes else None
-        return self._finish(
-            ep,
-            agent,
-            spans=own,
-            trace=trace,
-            criteria=criteria,
-            oracle=None,
-            output=output,
-            outcome=outcome,
-            error=error,
-            started=started,
-            trace_id=trace_id,
-            episode_id=episode_id,
-            read_error=read_error,
-            lines=lines,
-        )
+        try:
+            self.traces.write_lines(lines)
+            criteria = task_criteria(ep.scenario, output=output, outcome=outcome, error=error, oracle=None)
+            trace, read_error = self._command_trace(lines, ep, output, outcome, error, criteria)
+            episode_id = trace.episodes[0].id if trace is not None and trace.episodes else None
+            return self._finish(
+                ep,
+                agent,
+                spans=[],
+                trace=trace,
+                criteria=criteria,
+                oracle=None,
+                output=output,
+                outcome=outcome,
+                error=error,
+                started=started,
+                trace_id=trace_id,
+                episode_id=episode_id,
+                read_error=read_error,
+                graded=lambda _passed, _score, checks: self._close_run(span, key, checks),
+                lines=lines,
+            )
+        finally:
+            if span.is_recording():  # grading failed: the span still ends, without grades
+                span.end()
 
     def _command_trace(
         self,
