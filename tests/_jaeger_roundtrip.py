@@ -94,7 +94,7 @@ def _ui_view(traces: list[dict[str, Any]]) -> dict[str, Any]:
                 "operation": sp["operationName"],
                 "evaluations": _evaluations(sp),
                 "attempts": [_attempt(c, sp) for c in spans.values() if "chaoskit.attempt" in _tags(c)],
-                "attempt_ids": [c["spanID"] for c in spans.values() if "chaoskit.attempt" in _tags(c)],
+                "span_ids": sorted(spans),
                 "attempts_elsewhere": [
                     c["operationName"] for c in spans.values() if "chaoskit.attempt" in _tags(c) and c not in children
                 ],
