@@ -361,8 +361,7 @@ class EpisodeRunner:
             return outcome, output, error, f"{span.get_span_context().trace_id:032x}"
 
     def _close_run(self, span: otel_trace.Span, key: str, checks: list[dict[str, Any]]) -> list[ReadableSpan]:
-        """Put one ``gen_ai.evaluation.result`` event per check on a command-line episode's ``run_episode`` span
-        (the parent of the agent process's own root span, which ended in that process), end it, and take it back."""
+        """Put the grades on a command-line episode's ``run_episode`` span (its root span's parent), end it."""
         add_evaluation_events(span, checks)
         span.end()
         return self.collector.pop(key)
@@ -372,25 +371,18 @@ class EpisodeRunner:
         started = time.perf_counter()
         plan = self.plan_for(ep)
         key = f"run-{ep.index}-{os.getpid()}-{id(ep)}"
-        tracer = telemetry.get_tracer()
-        with tempfile.TemporaryDirectory(prefix="chaoskit-ep-") as tmp:
-            plan_path = Path(tmp) / "plan.yaml"
-            plan_path.write_text(yaml.safe_dump(plan.to_dict(), sort_keys=False), encoding="utf-8")
-            traces_path = Path(tmp) / "spans.jsonl"
-            attrs = {
-                f"{RUN_PREFIX}{k}": v for k, v in self._attrs(ep).items() if isinstance(v, bool | int | float | str)
-            }
-            # ended after grading (or on the way out of an error): it takes the grades, as an in-process root span
-            span = tracer.start_span(
-                f"{SPAN_RUN_EPISODE} {ep.scenario.name}", attributes={**attrs, RUN_KEY: key, SCENARIO: ep.scenario.name}
-            )
-            try:
-                outcome, output, error, trace_id = self._spawn_under(span, ep, agent, plan, Path(tmp), traces_path)
-            except BaseException:
-                span.end()
-                raise
-            lines = traces_path.read_text(encoding="utf-8").splitlines() if traces_path.exists() else []
+        attrs = {f"{RUN_PREFIX}{k}": v for k, v in self._attrs(ep).items() if isinstance(v, bool | int | float | str)}
+        # ended once graded, taking the grades as an in-process root span does (or, if anything fails, without)
+        span = telemetry.get_tracer().start_span(
+            f"{SPAN_RUN_EPISODE} {ep.scenario.name}", attributes={**attrs, RUN_KEY: key, SCENARIO: ep.scenario.name}
+        )
         try:
+            with tempfile.TemporaryDirectory(prefix="chaoskit-ep-") as tmp:
+                plan_path = Path(tmp) / "plan.yaml"
+                plan_path.write_text(yaml.safe_dump(plan.to_dict(), sort_keys=False), encoding="utf-8")
+                traces_path = Path(tmp) / "spans.jsonl"
+                outcome, output, error, trace_id = self._spawn_under(span, ep, agent, plan, Path(tmp), traces_path)
+                lines = traces_path.read_text(encoding="utf-8").splitlines() if traces_path.exists() else []
             self.traces.write_lines(lines)
             criteria = task_criteria(ep.scenario, output=output, outcome=outcome, error=error, oracle=None)
             trace, read_error = self._command_trace(lines, ep, output, outcome, error, criteria)
@@ -413,7 +405,7 @@ class EpisodeRunner:
                 lines=lines,
             )
         finally:
-            if span.is_recording():  # grading failed: the span still ends, without grades
+            if span.is_recording():
                 span.end()
 
     def _command_trace(
