@@ -127,6 +127,14 @@ def _fault_spans(url: str, project: str) -> list[dict[str, Any]]:
     return out
 
 
+def _annotations(url: str, project: str) -> list[dict[str, Any]]:
+    """The span annotations chaoskit wrote back, as Phoenix lists them (its evaluation columns show them)."""
+    query = f"{url}/v1/projects/{project}/span_annotations?identifier=chaoskit&limit=1000"
+    with urllib.request.urlopen(query, timeout=10) as resp:
+        data: list[dict[str, Any]] = json.loads(resp.read())["data"]
+    return data
+
+
 def _check_cli(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """``chaoskit check ARGS --json`` (with ``env`` added to the environment): its exit status, its stderr and,
     per episode id, the checks, score and attempts."""
@@ -155,6 +163,8 @@ def _protocol(px: Phoenix, proto: str, project: str, workdir: Path, by_name: dic
         "faults_seen": _fault_spans(px.url, project),
         "cli_phoenix": _check_cli("--from-phoenix", px.url, "--project", project, "--limit", "1000"),
         "cli_file": _check_cli(str(workdir / project / "local.jsonl")),
+        "write_back": _check_cli("--from-phoenix", px.url, "--project", project, "--limit", "1000", "--write-back"),
+        "annotations": _annotations(px.url, project),
         "episodes": [
             {
                 "scenario": e["scenario"],
