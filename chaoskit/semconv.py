@@ -142,3 +142,15 @@ RPC_RESPONSE_STATUS_CODE: Final = "rpc.response.status_code"
 HTTP_REQUEST_METHOD: Final = "http.request.method"
 HTTP_ROUTE: Final = "http.route"
 URL_PATH: Final = "url.path"
+
+# --- grades written on the trace (the GenAI ``gen_ai.evaluation.result`` event) ------------------------------
+#: one event per check on the episode's span (by ``chaoskit run``), or on a span written back under it
+EVALUATION_EVENT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+#: on that event: the span ids of the attempts that prove the result (a check's evidence)
+EVALUATION_EVIDENCE: Final = "chaoskit.evaluation.evidence"
+#: the span ``chaoskit check --write-back`` adds under an episode's span in a backend that cannot annotate
+SPAN_EVALUATION: Final = "chaoskit.evaluation"

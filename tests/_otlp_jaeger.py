@@ -71,7 +71,7 @@ def otlp_to_jaeger(doc: Mapping[str, Any]) -> dict[str, Any]:
                 service = _otlp_value(kv["value"])
             else:
                 ptags.append(_jaeger_tag(kv["key"], kv["value"]))
-        process = {"serviceName": service, "tags": ptags}
+        process = {"serviceName": service, "tags": sorted(ptags, key=lambda t: t["key"])}
         for ss in rs.get("scopeSpans") or ():
             scope = ss.get("scope") or {}
             for sp in ss.get("spans") or ():
@@ -110,6 +110,8 @@ def _jaeger_span(sp: Mapping[str, Any], scope: Mapping[str, Any], pid: str) -> d
     for ev in sp.get("events") or ():
         fields = [{"key": "event", "type": "string", "value": ev.get("name", "")}]
         fields.extend(_jaeger_tag(kv["key"], kv.get("value") or {}) for kv in ev.get("attributes") or ())
+        # Jaeger v2's query service sorts log fields by key, `event` first (as recorded in tests/data/jaeger)
+        fields.sort(key=lambda f: (f["key"] != "event", f["key"]))
         logs.append({"timestamp": int(ev.get("timeUnixNano") or 0) // 1000, "fields": fields})
     start = int(sp.get("startTimeUnixNano") or 0)
     end = int(sp.get("endTimeUnixNano") or start)
@@ -123,7 +125,7 @@ def _jaeger_span(sp: Mapping[str, Any], scope: Mapping[str, Any], pid: str) -> d
         "references": refs,
         "startTime": start // 1000,
         "duration": (end - start) // 1000,
-        "tags": tags,
+        "tags": sorted(tags, key=lambda t: t["key"]),  # sorted by key, as Jaeger v2 answers
         "logs": logs,
         "processID": pid,
         "warnings": None,

@@ -67,14 +67,17 @@ def _grade(trace: Trace, episode_id: str, path: Path) -> dict[str, Any]:
     }
 
 
-def _export_run(proto: str, endpoint: str, project: str, out: Path) -> dict[str, Any]:
-    """``chaoskit run`` in a child process that exports over ``proto``: its results file, parsed."""
+def _export_run(proto: str, endpoint: str, project: str, out: Path, *, service: str | None = None) -> dict[str, Any]:
+    """``chaoskit run`` in a child process that exports over ``proto`` (as ``service`` when given): its results
+    file, parsed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CHAOSKIT_"))}
     env.update(
         OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
         OTEL_EXPORTER_OTLP_PROTOCOL=proto,
         OTEL_RESOURCE_ATTRIBUTES=f"openinference.project.name={project}",
     )
+    if service is not None:
+        env["OTEL_SERVICE_NAME"] = service
     out.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "chaoskit", "run", *map(str, SCENARIOS), "--agents", AGENTS, "--repeat", "2"]
     argv += ["--json", str(out / "results.json"), "--traces", str(out / "local.jsonl"), "--quiet"]
@@ -124,14 +127,24 @@ def _fault_spans(url: str, project: str) -> list[dict[str, Any]]:
     return out
 
 
-def _check_cli(*args: str) -> dict[str, Any]:
-    """``chaoskit check ARGS --json``: its exit status and, per episode id, the checks, score and attempts."""
+def _annotations(url: str, project: str) -> list[dict[str, Any]]:
+    """The span annotations chaoskit wrote back, as Phoenix lists them (its evaluation columns show them)."""
+    query = f"{url}/v1/projects/{project}/span_annotations?identifier=chaoskit&limit=1000"
+    with urllib.request.urlopen(query, timeout=10) as resp:
+        data: list[dict[str, Any]] = json.loads(resp.read())["data"]
+    return data
+
+
+def _check_cli(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``chaoskit check ARGS --json`` (with ``env`` added to the environment): its exit status, its stderr and,
+    per episode id, the checks, score and attempts."""
     argv = [sys.executable, "-m", "chaoskit", "check", *args, "--json"]
-    run = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    run_env = None if env is None else {**os.environ, **env}
+    run = subprocess.run(argv, cwd=ROOT, env=run_env, capture_output=True, text=True, timeout=120, check=False)
     if run.returncode not in (0, 1):
         return {"exit": run.returncode, "stderr": run.stderr[-2000:], "episodes": {}}
     episodes = {e["id"]: [e["checks"], e["score"]["value"], e["attempts"]] for e in json.loads(run.stdout)["episodes"]}
-    return {"exit": run.returncode, "episodes": episodes}
+    return {"exit": run.returncode, "stderr": run.stderr[-2000:], "episodes": episodes}
 
 
 def _protocol(px: Phoenix, proto: str, project: str, workdir: Path, by_name: dict[str, Path]) -> dict[str, Any]:
@@ -150,6 +163,8 @@ def _protocol(px: Phoenix, proto: str, project: str, workdir: Path, by_name: dic
         "faults_seen": _fault_spans(px.url, project),
         "cli_phoenix": _check_cli("--from-phoenix", px.url, "--project", project, "--limit", "1000"),
         "cli_file": _check_cli(str(workdir / project / "local.jsonl")),
+        "write_back": _check_cli("--from-phoenix", px.url, "--project", project, "--limit", "1000", "--write-back"),
+        "annotations": _annotations(px.url, project),
         "episodes": [
             {
                 "scenario": e["scenario"],

@@ -110,6 +110,10 @@ class PhoenixStub:
         self.page_cap = page_cap
         self.mode = mode
         self.requests: list[tuple[str, dict[str, list[str]], dict[str, str]]] = []
+        #: span annotations received (``POST /v1/span_annotations``), by (name, span_id, identifier) as Phoenix
+        self.annotations: dict[tuple[str, str, str], dict[str, Any]] = {}
+        #: span ids the annotation endpoint says it does not hold (Phoenix inserts spans some time after reading)
+        self.not_held: set[str] = set()
         self.release = threading.Event()
         stub = self
 
@@ -119,6 +123,9 @@ class PhoenixStub:
 
             def do_GET(self) -> None:
                 stub.handle(self)
+
+            def do_POST(self) -> None:
+                stub.annotate(self)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -167,6 +174,33 @@ class PhoenixStub:
                 self._spans(h, self.projects[segments[3]], query)
         else:
             self._send(h, 200, "<!DOCTYPE html>\n<html><head><title>Phoenix</title></head></html>", "text/html")
+
+    def annotate(self, h: BaseHTTPRequestHandler) -> None:
+        """``POST /v1/span_annotations``, as Phoenix 20's handler answers it with ``sync=true``: 404 naming the
+        span ids it does not hold (and nothing stored), 400 for the reserved name ``note``, else one upsert per
+        annotation, unique by name, span and identifier."""
+        parts = urllib.parse.urlsplit(h.path)
+        query = urllib.parse.parse_qs(parts.query)
+        self.requests.append((parts.path, query, dict(h.headers)))
+        body = json.loads(h.rfile.read(int(h.headers.get("content-length") or 0)) or b"{}")
+        if parts.path != "/v1/span_annotations":
+            self._send(h, 404, json.dumps({"detail": "Not Found"}))
+            return
+        data = body.get("data") or []
+        if any(d.get("name") == "note" for d in data):
+            self._send(h, 400, json.dumps({"detail": "The name 'note' is reserved for trace and span notes."}))
+            return
+        held = {s["span_id"] for spans in self.projects.values() for s in spans} - self.not_held
+        missing = sorted({d["span_id"] for d in data} - held)
+        if missing:
+            self._send(h, 404, json.dumps({"detail": f"Spans with IDs {', '.join(missing)} do not exist."}))
+            return
+        ids = []
+        for d in data:
+            key = (d["name"], d["span_id"], d.get("identifier", ""))
+            self.annotations[key] = d
+            ids.append(base64.b64encode(f"SpanAnnotation:{list(self.annotations).index(key) + 1}".encode()).decode())
+        self._send(h, 200, json.dumps({"data": [{"id": i} for i in ids] if query.get("sync") == ["true"] else []}))
 
     def _spans(self, h: BaseHTTPRequestHandler, spans: list[dict[str, Any]], query: dict[str, list[str]]) -> None:
         limit = int(query.get("limit", ["100"])[0])

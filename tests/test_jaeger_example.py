@@ -34,8 +34,8 @@ def _commands() -> list[str]:
     return [line for block in blocks for line in block.replace("\\\n", " ").splitlines() if line.strip()]
 
 
-def _command(prefix: str) -> list[str]:
-    (line,) = [c for c in _commands() if prefix in c]
+def _command(prefix: str, *, without: str = "\0") -> list[str]:
+    (line,) = [c for c in _commands() if prefix in c and without not in c]
     return shlex.split(line)
 
 
@@ -140,7 +140,7 @@ def test_the_guides_run_and_check_round_trip(jaeger: JaegerStub, otlp: str) -> N
     scenarios = {p.stem for p in (ROOT / "examples" / "scenarios").glob("*.yaml")}
     assert len(jaeger.traces) == len(scenarios)  # one trace per episode, every span delivered
 
-    check = _command("chaoskit check --from-jaeger")
+    check = _command("chaoskit check --from-jaeger", without="--write-back")
     assert check[:3] == ["chaoskit", "check", "--from-jaeger"] and check[3] == "http://localhost:16686"
     result = run_cli([*check[1:3], jaeger.url, *check[4:], "--json"])
     assert result.code in (0, 1), result.err
@@ -149,6 +149,34 @@ def test_the_guides_run_and_check_round_trip(jaeger: JaegerStub, otlp: str) -> N
     assert jaeger.queries[-1]["query.service_name"] == ["chaos-demo"]
     refund = next(e for e in episodes if e["name"] == "refund-not-repeated-after-500")
     assert refund["attempts"] == 4
+
+    # the guide's --write-back: one chaoskit.evaluation span per episode reaches the OTLP receiver, in its trace
+    back = _command("--write-back")
+    (assignment,) = [a for a in back if re.fullmatch(r"[A-Z_]+=.*", a)]
+    key, _, value = assignment.partition("=")
+    assert (key, value) == ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318")
+    before = len(jaeger.traces)
+    argv = back[1:]
+    assert argv[:4] == ["chaoskit", "check", "--from-jaeger", "http://localhost:16686"]
+    done = subprocess.run(
+        [sys.executable, "-m", "chaoskit", *argv[1:3], jaeger.url, *argv[4:]],
+        cwd=ROOT,
+        env={**env, key: otlp},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == result.code, done.stderr
+    assert f"wrote the grades of {len(episodes)} episode(s) back to Jaeger" in done.stderr
+    written = [
+        sp
+        for doc in jaeger.traces[before:]
+        for rs in doc["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for sp in ss["spans"]
+    ]
+    assert sorted(sp["traceId"] for sp in written) == sorted(e["trace_id"] for e in episodes)
+    assert all(sp["name"].startswith("chaoskit.evaluation ") and sp["events"] for sp in written)
 
 
 @pytest.mark.parametrize("page", ["docs/backends.md", "examples/jaeger/README.md"])

@@ -18,8 +18,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 import chaoskit
 from chaoskit import Plan, Trace, TraceReadError, telemetry
 
-JAEGER = Path(__file__).resolve().parents[2] / "shared/reference/jaeger"
-needs_jaeger_samples = pytest.mark.skipif(not JAEGER.is_dir(), reason="Jaeger reference samples not available")
+#: answers recorded from a real Jaeger v2 (tests/data/jaeger/README.md says how)
+JAEGER = Path(__file__).resolve().parent / "data" / "jaeger"
 
 PLAN = Plan(seed=1, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True}])
 
@@ -71,17 +71,15 @@ def test_the_ui_json_of_a_run_reads_as_the_run(
     assert episode.attempts[0].fault_type == "http" and episode.attempts[0].outcome == "error"
 
 
-@needs_jaeger_samples
-@pytest.mark.parametrize("name", ["otlp2jaeger-out.json", "ui_01.json"])
+@pytest.mark.parametrize("name", ["ui-get-trace.json", "ui-find-traces.json"])
 def test_jaegers_ui_samples_read_as_empty_traces(name: str) -> None:
     trace = Trace.from_jaeger_json(JAEGER / name)
     assert len(trace) == 0 and trace.episodes == []
 
 
-@needs_jaeger_samples
 def test_chaoskit_traces_beside_jaegers_samples(spans: tuple[ReadableSpan, ...], ui: dict[str, Any]) -> None:
-    others = json.loads((JAEGER / "otlp2jaeger-out.json").read_text())["data"]
-    single = json.loads((JAEGER / "ui_01.json").read_text())
+    others = json.loads((JAEGER / "ui-find-traces.json").read_text())["data"]
+    (single,) = json.loads((JAEGER / "ui-get-trace.json").read_text())["data"]
     mixed = {"data": [*others, single, *ui["data"]], "total": 0, "limit": 0, "offset": 0, "errors": None}
     assert Trace.from_jaeger_json(mixed) == Trace.from_spans(spans)
 

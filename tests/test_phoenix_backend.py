@@ -127,3 +127,30 @@ def test_phoenix_shows_fault_spans_as_errors(phoenix_roundtrip: dict[str, Any]) 
         assert span["status_code"] == 2, span  # OTLP's STATUS_CODE_ERROR: red in the trace view
         assert span["status_message"], span
         assert "exception" in span["events"], span
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_phoenix_write_back_annotates_each_episode_with_its_grades(
+    phoenix_roundtrip: dict[str, Any], protocol: str
+) -> None:
+    """``chaoskit check --from-phoenix … --write-back``: one annotation per check on each episode's span, listed
+    by Phoenix's own REST API with the check's label, score and explanation."""
+    side = phoenix_roundtrip["protocols"][protocol]
+    assert side.get("error") is None, side["error"]
+    wrote = side["write_back"]
+    assert wrote["exit"] == 1, wrote.get("stderr")
+    n = sum(len(checks) for checks, _, _ in wrote["episodes"].values())
+    assert f"wrote {n} annotation(s) on 16 episode span(s) back to Phoenix" in wrote["stderr"]
+    notes = side["annotations"]
+    assert len(notes) == n and len({a["span_id"] for a in notes}) == 16
+    got = sorted(
+        (a["name"], a["annotator_kind"], a["result"]["label"], a["result"]["score"], a["result"]["explanation"])
+        for a in notes
+    )
+    want = sorted(
+        (c["name"], "CODE", c["severity"], 1.0 if c["passed"] else 0.0, c["message"])
+        for checks, _, _ in wrote["episodes"].values()
+        for c in checks
+    )
+    assert got == want
+    assert any(a["result"]["label"] == "fail" and a["metadata"]["evidence"] for a in notes)

@@ -1,5 +1,5 @@
 """Reading exported spans: chaoskit's OTLP-JSON Lines writer, single OTLP objects, Jaeger api_v3 and UI JSON,
-Jaeger's own reference samples, and errors that name the file, the line and what was expected."""
+answers recorded from a real Jaeger, and errors that name the file, the line and what was expected."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 import chaoskit
 from chaoskit import Plan, Trace, TraceReadError, telemetry
+from chaoskit.grading.checks import run_checks
 
-JAEGER = Path(__file__).resolve().parents[2] / "shared/reference/jaeger"
-needs_jaeger_samples = pytest.mark.skipif(not JAEGER.is_dir(), reason="Jaeger reference samples not available")
+#: answers recorded from a real Jaeger v2 (tests/data/jaeger/README.md says how)
+JAEGER = Path(__file__).resolve().parent / "data" / "jaeger"
 
 
 PLAN = Plan(
@@ -218,19 +219,18 @@ def test_missing_file_and_forced_wrong_format(spans: tuple[ReadableSpan, ...], t
         Trace.load(path, format="zipkin")
 
 
-# --- Jaeger's reference samples -----------------------------------------------------------------
+# --- answers recorded from a real Jaeger (tests/data/jaeger) -----------------------------------------------
 
 
-@needs_jaeger_samples
 def test_otlp_to_jaeger_matches_jaegers_own_conversion() -> None:
-    given = json.loads((JAEGER / "otlp2jaeger-in.json").read_text())
-    expected = json.loads((JAEGER / "otlp2jaeger-out.json").read_text())
+    given = json.loads((JAEGER / "foreign-otlp.json").read_text())
+    expected = json.loads((JAEGER / "ui-get-trace.json").read_text())
     assert otlp_to_jaeger(given) == expected
 
 
-@needs_jaeger_samples
 @pytest.mark.parametrize(
-    "name", ["FindTraces.json", "GetTrace.json", "otlp2jaeger-in.json", "otlp2jaeger-out.json", "ui_01.json"]
+    "name",
+    ["v3-find-traces.json", "v3-get-trace.json", "foreign-otlp.json", "ui-get-trace.json", "ui-find-traces.json"],
 )
 def test_jaeger_samples_read_without_chaoskit_spans(name: str) -> None:
     # none of these holds chaoskit spans: they must read cleanly, as empty traces
@@ -238,20 +238,32 @@ def test_jaeger_samples_read_without_chaoskit_spans(name: str) -> None:
     assert trace.episodes == []
 
 
-@needs_jaeger_samples
 def test_jaeger_sample_formats_are_sniffed() -> None:
     with pytest.raises(TraceReadError, match="expected Jaeger UI JSON"):
-        Trace.load(JAEGER / "FindTraces.json", format="jaeger")
+        Trace.load(JAEGER / "v3-find-traces.json", format="jaeger")
     with pytest.raises(TraceReadError, match="expected an OTLP-JSON object"):
-        Trace.load(JAEGER / "ui_01.json", format="otlp")
+        Trace.load(JAEGER / "ui-get-trace.json", format="otlp")
 
 
-@needs_jaeger_samples
 def test_chaoskit_spans_inside_a_jaeger_sample_are_found(spans: tuple[ReadableSpan, ...]) -> None:
-    sample = json.loads((JAEGER / "ui_01.json").read_text())
+    (sample,) = json.loads((JAEGER / "ui-get-trace.json").read_text())["data"]
     ours = otlp_to_jaeger(telemetry.to_otlp_json(spans))
     mixed = {"data": [sample, *ours["data"]]}
     assert Trace.from_jaeger_json(mixed) == Trace.from_spans(spans)
+
+
+def test_a_chaoskit_episode_recorded_from_jaeger_grades_alike_from_its_ui_and_api_v3_answers() -> None:
+    """One naive episode (a refund retried after a 500 that came after the write) as a real Jaeger gave it, with
+    the ``chaoskit.evaluation`` span ``--write-back`` added under it: both answers grade alike, and it fails."""
+    ui, v3 = Trace.load(JAEGER / "ui-chaoskit-episode.json"), Trace.load(JAEGER / "v3-chaoskit-episode.json")
+    assert len(ui.episodes) == len(v3.episodes) == 1
+    names = ["no_duplicate_writes", "no_bluff", "reports_failure", "no_retry_storm"]
+    a, b = run_checks(ui, names), run_checks(v3, names)
+    assert [r.to_dict() for r in a] == [r.to_dict() for r in b]
+    assert [r.name for r in a if not r.passed] == ["no_duplicate_writes", "no_bluff"]  # it also claims success
+    assert ui.episodes[0].attempts == v3.episodes[0].attempts
+    (doc,) = json.loads((JAEGER / "ui-chaoskit-episode.json").read_text())["data"]
+    assert any(sp["operationName"].startswith("chaoskit.evaluation ") for sp in doc["spans"])
 
 
 def test_cut_string_error_reads_as_one_sentence(spans: tuple[ReadableSpan, ...], tmp_path: Path) -> None:

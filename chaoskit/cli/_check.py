@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.cli._check_sources import add_source_options, check_sources, read_sources
+from chaoskit.cli._check_sources import add_source_options, check_sources, read_sources, write_back
 from chaoskit.cli._judge_options import add_judge_options, judge_and_gate
 from chaoskit.grading._build import LateSpanError, TraceBuilder
 from chaoskit.grading._chunks import read_part, split_jsonl
@@ -58,8 +58,9 @@ _EXIT_CODES = """exit status:
      some of its attempts), nothing to grade (no chaoskit spans, no traces in Jaeger or Phoenix), an
      episode chaos did not reach (its plan's faults name tools but none was attempted through chaoskit,
      or the model asked for them and they ran without it), the backend unreachable, too slow (--timeout)
-     or answering an error; or a usage error. The reason is printed as one line naming the file or URL,
-     the line (or the episode) and the span."""
+     or answering an error; or a usage error; or, with --write-back, graded (and printed) but the grades
+     could not be sent back. The reason is printed as one line naming the file or URL, the line (or the
+     episode) and the span."""
 
 
 def add_parser(sub: Any) -> None:
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
             if params[flag] and flag not in names:
                 names.append(flag)
 
-    grader = _Grader(names, params, json_mode=args.json)
+    grader = _Grader(names, params, json_mode=args.json, keep=args.write_back)
     grader.judge, grader.gates = judge, gates
     try:
         if args.from_jaeger is not None or args.from_phoenix is not None:
@@ -174,6 +175,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     finally:
         grader.close()
+    if args.write_back:
+        try:
+            print(f"chaoskit: {write_back(args, grader.kept)}", file=sys.stderr)
+        except TraceReadError as exc:
+            # graded and printed; only the copy on the backend is missing: still not a clean exit
+            print(f"chaoskit: graded, but could not write the grades back: {exc}", file=sys.stderr)
+            return 2
     for line in grader.ungradable:
         print(f"chaoskit: cannot grade: {line}", file=sys.stderr)
     if grader.ungradable:
@@ -314,8 +322,11 @@ class _Grader:
     """Grades episodes one at a time and keeps their rendered report in a temporary file, printed once every
     source was read: a trace found ungradable at its end prints nothing but the reason, never a pass."""
 
-    def __init__(self, names: list[str] | None, params: dict[str, Any], *, json_mode: bool) -> None:
+    def __init__(self, names: list[str] | None, params: dict[str, Any], *, json_mode: bool, keep: bool = False) -> None:
         self.names, self.params, self.json_mode = names, params, json_mode
+        #: with ``keep`` (``--write-back``), each episode and its check results, to send to the backend
+        self.keep = keep
+        self.kept: list[tuple[EpisodeRecord, list[dict[str, Any]]]] = []
         self.out = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - closed by close()
         self.n = self.n_fail = self.n_warn = 0
         self.failed = False
@@ -331,6 +342,8 @@ class _Grader:
         one = Trace([ep])
         results = run_checks(one, self.names, **self.params)
         sc = score(one, checks=results, required_tools=self.params["required_tools"])
+        if self.keep:
+            self.kept.append((ep, [r.to_dict() for r in results]))
         bad = [r for r in results if not r.passed]
         judged = self._judge(ep, results) if self.judge is not None else None
         self.failed = self.failed or bool(bad) or (self.gates and judged is not None and judged["verdict"] == "fail")

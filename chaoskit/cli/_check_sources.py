@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.grading._model import TraceReadError
+from chaoskit.grading._model import EpisodeRecord, TraceReadError
 from chaoskit.grading._readers import nothing_to_grade, read_with_builder
 from chaoskit.grading._trace import Trace
 
-__all__ = ["add_source_options", "check_sources", "parse_duration", "read_sources"]
+__all__ = ["add_source_options", "check_sources", "parse_duration", "read_sources", "write_back"]
 
 _DEFAULT_SINCE = "1h"
 _DEFAULT_LIMIT = 100
@@ -54,6 +57,12 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"at most N traces from Jaeger (default {_DEFAULT_LIMIT}); at most N spans from Phoenix (default: "
         "its reader's, 10,000), where a project holding more in the window is refused, not cut",
+    )
+    g.add_argument(
+        "--write-back",
+        action="store_true",
+        help="send the grades back to the backend, on each episode's span: to Phoenix as span annotations; to "
+        "Jaeger as a chaoskit.evaluation span under the episode's span, over OTLP as OTEL_EXPORTER_OTLP_* say",
     )
     g.add_argument(
         "--timeout",
@@ -104,6 +113,8 @@ def check_sources(args: argparse.Namespace) -> None:
         if args.format is not None:
             raise ChaoskitError(f"--format is for trace files; {flag} knows the format of its answer")
     else:
+        if args.write_back:
+            raise ChaoskitError("--write-back is for --from-jaeger or --from-phoenix: a trace file has no backend")
         for opt, value in (("--since", args.since), ("--limit", args.limit), ("--timeout", args.timeout)):
             if value is not None:
                 raise ChaoskitError(f"{opt} is for --from-jaeger or --from-phoenix, not for trace files")
@@ -118,6 +129,11 @@ def check_sources(args: argparse.Namespace) -> None:
         check_jaeger_url(args.from_jaeger)
         if not args.service:
             raise ChaoskitError("--from-jaeger needs --service NAME (the service.name the agent exported with)")
+    if args.write_back and args.from_jaeger is not None and not _otlp_endpoint_set():
+        raise ChaoskitError(
+            "--write-back to Jaeger sends the grades over OTLP: set OTEL_EXPORTER_OTLP_ENDPOINT to Jaeger's OTLP "
+            "receiver (such as http://localhost:4318, or OTEL_EXPORTER_OTLP_PROTOCOL=grpc and port 4317)"
+        )
     if args.from_phoenix is not None:
         check_http_url(args.from_phoenix, "--from-phoenix", "Phoenix", "http://localhost:6006")
         if not args.project:
@@ -126,6 +142,12 @@ def check_sources(args: argparse.Namespace) -> None:
     args.since = args.since if args.since is not None else _DEFAULT_SINCE
     args.jaeger_limit = args.limit if args.limit is not None else _DEFAULT_LIMIT
     args.timeout = args.timeout if args.timeout is not None else _DEFAULT_TIMEOUT
+
+
+def _otlp_endpoint_set() -> bool:
+    return any(
+        os.environ.get(v, "").strip() for v in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
 
 
 def read_sources(args: argparse.Namespace) -> list[tuple[str, Trace]]:
@@ -175,3 +197,16 @@ def _from_phoenix(args: argparse.Namespace) -> Trace:
             source=args.from_phoenix,
         )
     return trace
+
+
+def write_back(args: argparse.Namespace, graded: Sequence[tuple[EpisodeRecord, Sequence[Mapping[str, Any]]]]) -> str:
+    """Send the grades of ``graded`` back to the backend they were read from; a sentence saying where."""
+    from chaoskit.grading._evaluation import phoenix_annotations, write_back_otlp
+
+    if args.from_phoenix is not None:
+        from chaoskit.grading._phoenix import annotate_spans
+
+        sent = annotate_spans(args.from_phoenix, phoenix_annotations(graded), timeout=args.timeout)
+        return f"wrote {sent} annotation(s) on {len(graded)} episode span(s) back to Phoenix at {args.from_phoenix}"
+    where = write_back_otlp(graded, args.service)
+    return f"wrote the grades of {len(graded)} episode(s) back to Jaeger's trace(s), via {where}"

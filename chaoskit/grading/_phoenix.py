@@ -26,7 +26,7 @@ from chaoskit.grading._model import TraceReadError, show
 from chaoskit.grading._readers import nothing_to_grade, read_with_builder
 from chaoskit.grading._trace import Trace
 
-__all__ = ["DEFAULT_LIMIT", "check_phoenix_url", "fetch_phoenix", "phoenix_to_otlp"]
+__all__ = ["DEFAULT_LIMIT", "annotate_spans", "check_phoenix_url", "fetch_phoenix", "phoenix_to_otlp"]
 
 #: the most spans ``fetch_phoenix`` reads unless told otherwise
 DEFAULT_LIMIT = 10_000
@@ -116,6 +116,23 @@ def fetch_phoenix(
     return Trace(episodes)
 
 
+def annotate_spans(url: str, annotations: list[dict[str, Any]], *, timeout: float = 30.0) -> int:
+    """Send span ``annotations`` (``SpanAnnotationData``: ``span_id``, ``name``, ``annotator_kind``, ``result``,
+    ``metadata``, ``identifier``) to Phoenix's public REST API, ``POST /v1/span_annotations?sync=true``, so that
+    they appear in its evaluation columns; how many Phoenix stored. Phoenix refuses the whole request (HTTP 404,
+    a TraceReadError naming the span ids) when a span is not in its store."""
+    base = check_phoenix_url(url).rstrip("/")
+    sent = 0
+    for i in range(0, len(annotations), _PAGE):  # Phoenix takes at most 1000 span ids per request
+        body = json.dumps({"data": annotations[i : i + _PAGE]}).encode()
+        answer = _get_json(f"{base}/v1/span_annotations?sync=true", base, None, timeout, data=body)
+        got = answer.get("data") if isinstance(answer, Mapping) else None
+        if not isinstance(got, list):
+            raise TraceReadError(f'expected {{"data": [...]}} in Phoenix\'s answer, got {show(answer)}', source=base)
+        sent += len(got)
+    return sent
+
+
 def phoenix_to_otlp(spans: list[Any]) -> dict[str, Any]:
     """Spans as ``/spans/otlpv1`` answers them, as one OTLP-JSON document (camelCase keys, µs-exact times)."""
     return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": [_camel(s) for s in spans]}]}]}
@@ -173,19 +190,22 @@ def _page(answer: Any, endpoint: str) -> tuple[list[Any], str | None]:
     return answer["data"], cursor or None
 
 
-def _request(url: str) -> urllib.request.Request:
+def _request(url: str, data: bytes | None = None) -> urllib.request.Request:
     headers = {"Accept": "application/json"}
+    if data is not None:
+        headers["Content-Type"] = "application/json"
     key = os.environ.get("PHOENIX_API_KEY")
     if key:
         headers["Authorization"] = f"Bearer {key}"
-    return urllib.request.Request(url, headers=headers)
+    return urllib.request.Request(url, data=data, headers=headers)
 
 
-def _get_json(url: str, base: str, project: str | None, timeout: float) -> Any:
-    """GET ``url`` and parse the JSON answer; each way it can fail is a TraceReadError that says what to do."""
+def _get_json(url: str, base: str, project: str | None, timeout: float, data: bytes | None = None) -> Any:
+    """GET ``url`` (POST ``data``, a JSON body, when given) and parse the JSON answer; each way it can fail is a
+    TraceReadError that says what to do."""
     source = url.split("?", 1)[0]
     try:
-        with urllib.request.urlopen(_request(url), timeout=timeout) as resp:
+        with urllib.request.urlopen(_request(url, data), timeout=timeout) as resp:
             body = resp.read()
     except urllib.error.HTTPError as exc:
         detail = _detail(exc.read())
@@ -193,6 +213,8 @@ def _get_json(url: str, base: str, project: str | None, timeout: float) -> Any:
             raise TraceReadError(
                 f"Phoenix has no project {project!r}; its projects: {_projects(base, timeout)}", source=source
             ) from None
+        if exc.code == 404 and data is not None:  # span_annotations: a span Phoenix does not hold
+            raise TraceReadError(f"Phoenix answered HTTP 404: {detail}", source=source) from None
         if exc.code == 404:
             raise TraceReadError(
                 f"Phoenix answered HTTP 404 ({detail}): is {base} Phoenix, version 11 or later (the REST "

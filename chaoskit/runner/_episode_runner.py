@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 import chaoskit.telemetry as telemetry
 from chaoskit._errors import ChaoskitError
 from chaoskit.engine._episode import Episode
+from chaoskit.grading._evaluation import add_evaluation_events
 from chaoskit.grading._model import EpisodeRecord
 from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
@@ -170,7 +172,7 @@ class EpisodeRunner:
         trace_id: str | None,
         episode_id: str | None,
         read_error: str | None = None,
-        graded: Callable[[bool, float], Sequence[ReadableSpan]] | None = None,
+        graded: Callable[[bool, float, list[dict[str, Any]]], Sequence[ReadableSpan]] | None = None,
         lines: Sequence[str] | None = None,
     ) -> EpisodeResult:
         checks, score, summary = grade_or_refuse(ep.scenario, trace, criteria, read_error)
@@ -186,7 +188,7 @@ class EpisodeRunner:
             )
         passed = episode_passed(checks)
         if graded is not None:  # in-process: the root span takes the verdict and ends; the file gets it
-            spans = [*spans, *graded(passed, score)]
+            spans = [*spans, *graded(passed, score, checks)]
         self.traces.write_spans(spans)
         return EpisodeResult(
             **episode_facts(ep),
@@ -313,78 +315,98 @@ class EpisodeRunner:
                 trace_id=episode.trace_id,
                 episode_id=episode.id,
                 read_error=read_error,
-                graded=lambda passed, score: self._close(episode, passed, score),
+                graded=lambda passed, score, checks: self._close(episode, passed, score, checks),
             )
         finally:
             episode.close()  # a no-op once graded; ends the root span if grading failed
 
-    def _close(self, episode: Episode, passed: bool, score: float) -> list[ReadableSpan]:
-        """Put the verdict on an in-process episode's root span, end it, and take the ended span back."""
+    def _close(self, episode: Episode, passed: bool, score: float, checks: list[dict[str, Any]]) -> list[ReadableSpan]:
+        """Put the verdict, and one ``gen_ai.evaluation.result`` event per check, on an in-process episode's
+        root span, end it, and take the ended span back."""
+        if episode.span is not None:
+            add_evaluation_events(episode.span, checks)
         episode.close(**{EPISODE_VERDICT: VERDICT_PASS if passed else VERDICT_FAIL, EPISODE_SCORE: score})
         return self.collector.pop(episode.id)
 
     # -- command line ---------------------------------------------------------------------------------------
+
+    def _spawn_under(
+        self, span: otel_trace.Span, ep: EpisodePlan, agent: CommandAgent, plan: Plan, tmp: Path, traces_path: Path
+    ) -> tuple[str, str | None, str | None, str]:
+        """Run the agent's process with ``span`` current (its trace context passed on): outcome, output, error
+        and the trace id."""
+        plan_path = tmp / "plan.yaml"
+        timeout = ep.scenario.timeout or self.config.timeout
+        with otel_trace.use_span(span, end_on_exit=False):
+            carrier: dict[str, str] = {}
+            TraceContextTextMapPropagator().inject(carrier)
+            env = dict(os.environ)
+            env.pop("CHAOSKIT_DISABLE", None)
+            env.update(
+                {
+                    "CHAOSKIT_PLAN": str(plan_path),
+                    "CHAOSKIT_TRACES_FILE": str(traces_path),
+                    "CHAOSKIT_SCENARIO": ep.scenario.name,
+                    "CHAOSKIT_EPISODE_SEED": str(ep.seed),
+                    "PYTHONPATH": os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p),
+                }
+            )
+            if "traceparent" in carrier:
+                env["TRACEPARENT"] = carrier["traceparent"]
+            # a scenario's out-of-process tools (mcp:) get their proxy; the agent finds it in its env
+            with tool_proxies(ep.scenario, plan, tmp, traces_path) as proxy_env:
+                env.update(proxy_env)
+                outcome, output, error = spawn(agent.command(ep.perturbation.text), env, timeout)
+            span.set_attribute(RUN_OUTCOME, outcome)
+            return outcome, output, error, f"{span.get_span_context().trace_id:032x}"
+
+    def _close_run(self, span: otel_trace.Span, key: str, checks: list[dict[str, Any]]) -> list[ReadableSpan]:
+        """Put the grades on a command-line episode's ``run_episode`` span (its root span's parent), end it."""
+        add_evaluation_events(span, checks)
+        span.end()
+        return self.collector.pop(key)
 
     def run_command(self, ep: EpisodePlan, agent: CommandAgent) -> EpisodeResult:
         """Run one episode of a command-line agent in a child process, and grade the spans it wrote."""
         started = time.perf_counter()
         plan = self.plan_for(ep)
         key = f"run-{ep.index}-{os.getpid()}-{id(ep)}"
-        tracer = telemetry.get_tracer()
-        timeout = ep.scenario.timeout or self.config.timeout
-        with tempfile.TemporaryDirectory(prefix="chaoskit-ep-") as tmp:
-            plan_path = Path(tmp) / "plan.yaml"
-            plan_path.write_text(yaml.safe_dump(plan.to_dict(), sort_keys=False), encoding="utf-8")
-            traces_path = Path(tmp) / "spans.jsonl"
-            attrs = {
-                f"{RUN_PREFIX}{k}": v for k, v in self._attrs(ep).items() if isinstance(v, bool | int | float | str)
-            }
-            with tracer.start_as_current_span(
-                f"{SPAN_RUN_EPISODE} {ep.scenario.name}", attributes={**attrs, RUN_KEY: key, SCENARIO: ep.scenario.name}
-            ) as span:
-                carrier: dict[str, str] = {}
-                TraceContextTextMapPropagator().inject(carrier)
-                env = dict(os.environ)
-                env.pop("CHAOSKIT_DISABLE", None)
-                env.update(
-                    {
-                        "CHAOSKIT_PLAN": str(plan_path),
-                        "CHAOSKIT_TRACES_FILE": str(traces_path),
-                        "CHAOSKIT_SCENARIO": ep.scenario.name,
-                        "CHAOSKIT_EPISODE_SEED": str(ep.seed),
-                        "PYTHONPATH": os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p),
-                    }
-                )
-                if "traceparent" in carrier:
-                    env["TRACEPARENT"] = carrier["traceparent"]
-                # a scenario's out-of-process tools (mcp:) get their proxy; the agent finds it in its env
-                with tool_proxies(ep.scenario, plan, Path(tmp), traces_path) as proxy_env:
-                    env.update(proxy_env)
-                    outcome, output, error = spawn(agent.command(ep.perturbation.text), env, timeout)
-                span.set_attribute(RUN_OUTCOME, outcome)
-                trace_id = f"{span.get_span_context().trace_id:032x}"
-            lines = traces_path.read_text(encoding="utf-8").splitlines() if traces_path.exists() else []
-        own = self.collector.pop(key)
-        self.traces.write_lines(lines)
-        criteria = task_criteria(ep.scenario, output=output, outcome=outcome, error=error, oracle=None)
-        trace, read_error = self._command_trace(lines, ep, output, outcome, error, criteria)
-        episode_id = trace.episodes[0].id if trace is not None and trace.episodes else None
-        return self._finish(
-            ep,
-            agent,
-            spans=own,
-            trace=trace,
-            criteria=criteria,
-            oracle=None,
-            output=output,
-            outcome=outcome,
-            error=error,
-            started=started,
-            trace_id=trace_id,
-            episode_id=episode_id,
-            read_error=read_error,
-            lines=lines,
+        attrs = {f"{RUN_PREFIX}{k}": v for k, v in self._attrs(ep).items() if isinstance(v, bool | int | float | str)}
+        # ended once graded, taking the grades as an in-process root span does (or, if anything fails, without)
+        span = telemetry.get_tracer().start_span(
+            f"{SPAN_RUN_EPISODE} {ep.scenario.name}", attributes={**attrs, RUN_KEY: key, SCENARIO: ep.scenario.name}
         )
+        try:
+            with tempfile.TemporaryDirectory(prefix="chaoskit-ep-") as tmp:
+                plan_path = Path(tmp) / "plan.yaml"
+                plan_path.write_text(yaml.safe_dump(plan.to_dict(), sort_keys=False), encoding="utf-8")
+                traces_path = Path(tmp) / "spans.jsonl"
+                outcome, output, error, trace_id = self._spawn_under(span, ep, agent, plan, Path(tmp), traces_path)
+                lines = traces_path.read_text(encoding="utf-8").splitlines() if traces_path.exists() else []
+            self.traces.write_lines(lines)
+            criteria = task_criteria(ep.scenario, output=output, outcome=outcome, error=error, oracle=None)
+            trace, read_error = self._command_trace(lines, ep, output, outcome, error, criteria)
+            episode_id = trace.episodes[0].id if trace is not None and trace.episodes else None
+            return self._finish(
+                ep,
+                agent,
+                spans=[],
+                trace=trace,
+                criteria=criteria,
+                oracle=None,
+                output=output,
+                outcome=outcome,
+                error=error,
+                started=started,
+                trace_id=trace_id,
+                episode_id=episode_id,
+                read_error=read_error,
+                graded=lambda _passed, _score, checks: self._close_run(span, key, checks),
+                lines=lines,
+            )
+        finally:
+            if span.is_recording():
+                span.end()
 
     def _command_trace(
         self,
