@@ -7,6 +7,14 @@ time. scikit-learn (the ``metrics`` extra) is imported only when a similarity-ba
 docs/metrics.md gives each formula and its blind spots.
 """
 
+from chaoskit.metrics._aggregate import (
+    AGGREGATED,
+    Aggregate,
+    MetricComparison,
+    aggregate,
+    compare_metrics,
+    compare_values,
+)
 from chaoskit.metrics._compute import (
     CLAIM_PATTERNS,
     CYCLE_MIN_GAP,
@@ -26,6 +34,15 @@ from chaoskit.metrics._compute import (
 )
 from chaoskit.metrics._cost import EpisodeCost, Price, Prices, episode_cost, load_prices
 from chaoskit.metrics._similarity import cosine_matrix
+from chaoskit.metrics._stats import (
+    MeanSummary,
+    WelchTest,
+    cohens_d,
+    mean_summary,
+    t_critical,
+    t_two_sided_p,
+    welch_t_test,
+)
 from chaoskit.metrics._steps import StepRecord, ToolCall, read_steps, steps_from_spans
 from chaoskit.metrics._taxonomy import MODES, Mode, Thresholds, failed_checks, failure_modes, persistent_tools
 from chaoskit.metrics._trajectory import Trajectory, trajectories, trajectories_from_spans
@@ -37,6 +54,19 @@ ric = recursive_instability_coefficient
 daf = delegation_amplification_factor
 
 __all__ = [
+    "AGGREGATED",
+    "Aggregate",
+    "MeanSummary",
+    "MetricComparison",
+    "WelchTest",
+    "aggregate",
+    "cohens_d",
+    "compare_metrics",
+    "compare_values",
+    "mean_summary",
+    "t_critical",
+    "t_two_sided_p",
+    "welch_t_test",
     "CLAIM_PATTERNS",
     "CYCLE_MIN_GAP",
     "CYCLE_SIMILARITY",
