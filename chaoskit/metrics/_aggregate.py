@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any

@@ -112,12 +112,23 @@ class MeanSummary:
             return f"- n={self.n}"
         if self.sd is None or self.low is None or self.high is None:
             return f"{self.mean:.{digits}f} n={self.n}"
-        return f"{self.mean:.{digits}f} ± {self.sd:.{digits}f} [{self.low:.{digits}f}-{self.high:.{digits}f}] n={self.n}"
+        return (
+            f"{self.mean:.{digits}f} ± {self.sd:.{digits}f} [{self.low:.{digits}f}-{self.high:.{digits}f}] n={self.n}"
+        )
 
     def to_dict(self) -> dict[str, float | int | None]:
         """A JSON-ready dict (rounded to 6 places)."""
-        r = lambda v: None if v is None else round(v, 6)  # noqa: E731
-        return {"n": self.n, "mean": r(self.mean), "sd": r(self.sd), "low": r(self.low), "high": r(self.high)}
+        return {
+            "n": self.n,
+            "mean": _round(self.mean),
+            "sd": _round(self.sd),
+            "low": _round(self.low),
+            "high": _round(self.high),
+        }
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 6)
 
 
 def mean_summary(values: Iterable[float | None], confidence: float = 0.95, *, what: str = "values") -> MeanSummary:

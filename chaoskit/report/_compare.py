@@ -4,7 +4,8 @@ Episodes are pooled per (scenario, agent) over every grid point and repetition o
 regression rules, each row compares the episode scores and the trajectory metrics (``--metrics`` runs) with
 means, SDs, t intervals, Welch's t-test and Cohen's d (chaoskit.metrics); those inform and never gate.
 A scenario's rows are paired by agent: the same agent in both files, or, when a scenario has exactly one agent
-left over on each side, those two (an A/B run of two agent versions). What counts as a regression is in :func:`compare_results`.
+left over on each side, those two (an A/B run of two agent versions). What counts as a regression is in
+:func:`compare_results`.
 """
 
 from __future__ import annotations

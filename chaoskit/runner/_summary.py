@@ -126,8 +126,7 @@ def summarize(
         }
     surface, breaks = _surface(cells, k, theta)
     summary = Summary(k, theta, cells, overall, scenarios, surface, breaks, breakdowns(episodes), matrix(episodes))
-    summary.surface_stats = surface_stats(surface, k)
-    summary.surface_by_agent = _surface_by_agent(cells, k, theta)
+    summary.surface_stats, summary.surface_by_agent = surface_stats(surface, k), _surface_by_agent(cells, k, theta)
     apply_contracts(summary, episodes)
     summary.metrics = metrics_summary(episodes, k=k)
     v = verdict(episodes, summary, config, baseline)
