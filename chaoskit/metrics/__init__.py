@@ -37,6 +37,7 @@ from chaoskit.metrics._compute import (
     trajectory_metrics,
 )
 from chaoskit.metrics._cost import EpisodeCost, Price, Prices, episode_cost, load_prices
+from chaoskit.metrics._reader import TASK_KEYS, read_trajectories
 from chaoskit.metrics._similarity import cosine_matrix
 from chaoskit.metrics._stats import (
     MeanSummary,
@@ -67,6 +68,7 @@ __all__ = [
     "DELEGATION_TEXT",
     "DELEGATION_TOOLS",
     "MODES",
+    "TASK_KEYS",
     "Aggregate",
     "EpisodeCost",
     "Hallucinations",
@@ -100,6 +102,7 @@ __all__ = [
     "mean_summary",
     "persistent_tools",
     "read_steps",
+    "read_trajectories",
     "recursive_instability_coefficient",
     "ric",
     "silent_verification_rate",
