@@ -111,3 +111,18 @@ def test_a_single_hand_off_and_back_is_no_collapse() -> None:
         transfer_to_billing_agent("refund RF-2291")
 
     assert "coordination_collapse" not in _modes(_run(script), TASK_FAILED)  # one return only
+
+
+def test_reward_shaping_collapse_needs_the_reward_signal() -> None:
+    traj = _run(lambda ep: ep.step("I marked the ticket solved."))
+    # the reward rose (a shaped "ticket closed" reward) while the task failed
+    assert "reward_shaping_collapse" in failure_modes([TASK_FAILED], trajectory_metrics(traj), traj, rewards=[0.1, 0.9])
+    assert "reward_shaping_collapse" not in failure_modes([TASK_FAILED], trajectory_metrics(traj), traj)  # no signal
+    assert "reward_shaping_collapse" not in _modes_with(traj, [0.9, 0.2])  # it fell
+    assert "reward_shaping_collapse" not in failure_modes([BLUFF], None, traj, rewards=[0.1, 0.9])  # task not failed
+    with pytest.raises(ValueError, match=r"rewards\[1\]: must be a finite number"):
+        failure_modes([TASK_FAILED], None, traj, rewards=[0.1, float("nan")])
+
+
+def _modes_with(traj: Trajectory, rewards: list[float]) -> list[str]:
+    return failure_modes([TASK_FAILED], trajectory_metrics(traj), traj, rewards=rewards)
