@@ -121,3 +121,10 @@ def test_the_cli_writes_the_statistics(tmp_path: Path) -> None:
     assert "Means per agent" in r.out
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["agents"][0]["metrics"]["ric"]["cohens_d"] > 0
+
+
+def test_help_documents_the_statistics() -> None:
+    r = run_cli(["compare", "--help"])
+    assert r.code == 0
+    for part in ("mean ± SD [95% t interval]", "Welch's t-test", "Cohen's d", "no regression rule"):
+        assert part in r.out, part
