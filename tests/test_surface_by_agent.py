@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from chaoskit.report._html import render_html
 from chaoskit.report._text import render_text
 from chaoskit.runner._battery import run_battery
 
@@ -46,3 +47,6 @@ def test_each_agent_gets_the_surface_it_has_alone(in_root: None) -> None:
     assert both.summary.to_dict()["surface_by_agent"]["naive"]["stats"]["volume"]["value"] == naive_v
     text = render_text(both, verbose=True)  # the surface is in the -v body
     assert f"  careful: volume {careful_v:.2f}" in text and f"  naive: volume {naive_v:.2f}" in text
+    html = render_html(both.to_dict())
+    assert "Per agent (each agent&#x27;s own surface)" in html or "Per agent (each agent's own surface)" in html
+    assert f"<li>naive: volume {naive_v:.3g}" in html
