@@ -105,3 +105,45 @@ def test_read_steps_refuses_a_trajectory_json_instead_of_returning_no_steps(tmp_
     with pytest.raises(TraceReadError, match=r"not OTLP-JSON.*read_trajectories"):
         read_steps(path)  # was [] before
     assert read_steps({"resourceSpans": []}) == []  # an empty OTLP document still has no steps
+
+
+def test_the_benchmarks_own_trace_schema() -> None:
+    # the trace schema of the ToolReliBench README: parameters, tool_outputs beside the calls, reflection,
+    # token_usage, the model at the top
+    doc = {
+        "task_id": "long_000_run000",
+        "model": "claude-3-5-sonnet",
+        "architecture": "reflexion",
+        "task_description": "Conduct a financial analysis of the S&P 500 this week",
+        "steps": [
+            {
+                "step_number": 1,
+                "reasoning": "Starting the analysis.",
+                "tool_calls": [{"name": "search", "parameters": {"query": "S&P 500"}}],
+                "tool_outputs": ["S&P 500: 4783.35"],
+                "memory_state": {"step": 1, "facts_collected": 2},
+                "reflection": None,
+                "token_usage": {"prompt": 350, "completion": 120, "total": 470},
+            },
+            {
+                "step_number": 2,
+                "reasoning": "The index closed at 4783.35.",
+                "tool_calls": [],
+                "tool_outputs": [],
+                "reflection": "I verified the figure against a second source.",
+                "token_usage": {"prompt": 400, "completion": 90, "total": 490},
+            },
+        ],
+        "success": True,
+    }
+    (traj,) = read_trajectories(doc)
+    first, second = traj.steps
+    assert first.tool_calls[0].arguments == {"query": "S&P 500"}
+    assert second.tool_results == ("S&P 500: 4783.35",)
+    assert second.text == "The index closed at 4783.35.\nI verified the figure against a second source."
+    assert (first.model, first.input_tokens, first.output_tokens) == ("claude-3-5-sonnet", 350, 120)
+    # the reflection's claim is backed by the search the step before made
+    assert trajectory_metrics(traj).svr == 0.0
+    bad = {**doc, "steps": [{**doc["steps"][0], "tool_outputs": "S&P 500: 4783.35"}]}
+    with pytest.raises(TraceReadError, match=r"steps\[0\]\.tool_outputs: must be a list"):
+        read_trajectories(bad)

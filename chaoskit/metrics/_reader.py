@@ -35,6 +35,10 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _call(raw: Any, where: str, src: str) -> tuple[ToolCall, str | None]:
     if not isinstance(raw, Mapping):
         raise TraceReadError(
@@ -65,6 +69,7 @@ def _trajectory(raw: Any, where: str, src: str) -> Trajectory:
     steps_raw = raw.get("steps", raw.get("trajectory"))
     if not isinstance(steps_raw, list):
         raise TraceReadError(f"{where}steps: must be a list of steps, got {json.dumps(steps_raw)[:60]}", source=src)
+    model = raw.get("model") if isinstance(raw.get("model"), str) else None
     steps: list[StepRecord] = []
     read: list[str] = []  # the outputs of one step's calls are what the next step reads
     for i, step in enumerate(steps_raw):
@@ -89,6 +94,16 @@ def _trajectory(raw: Any, where: str, src: str) -> Trajectory:
         okey, out = _first(step, _OUT_KEYS)
         if okey is not None and ckey != "tool_call":
             outputs.append(_as_text(out))
+        listed = step.get("tool_outputs")  # the benchmark's own shape: outputs beside the calls, in order
+        if listed is not None:
+            if not isinstance(listed, list):
+                raise TraceReadError(f"{at}.tool_outputs: must be a list, got {json.dumps(listed)[:60]}", source=src)
+            outputs += [_as_text(o) for o in listed]
+        reflection = step.get("reflection")
+        if isinstance(reflection, str) and reflection.strip():
+            text = f"{text or ''}\n{reflection}".strip()  # a Reflexion step's critique is reasoning too
+        usage = step.get("token_usage")
+        usage = usage if isinstance(usage, Mapping) else {}
         # synthetic times: one second per step, so that the steps keep their order
         steps.append(
             StepRecord(
@@ -97,6 +112,9 @@ def _trajectory(raw: Any, where: str, src: str) -> Trajectory:
                 None,
                 float(i),
                 i + 0.5,
+                model=model,
+                input_tokens=_count(usage.get("prompt", usage.get("input_tokens"))),
+                output_tokens=_count(usage.get("completion", usage.get("output_tokens"))),
                 text=text or "",
                 tool_calls=tuple(calls),
                 tool_results=tuple(read),
