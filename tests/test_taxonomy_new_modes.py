@@ -126,3 +126,17 @@ def test_reward_shaping_collapse_needs_the_reward_signal() -> None:
 
 def _modes_with(traj: Trajectory, rewards: list[float]) -> list[str]:
     return failure_modes([TASK_FAILED], trajectory_metrics(traj), traj, rewards=rewards)
+
+
+def test_the_benchmark_codes_cover_f01_to_f15_once() -> None:
+    from chaoskit.metrics import BENCHMARK_CODES, MODES, UNMAPPED_CODES
+
+    codes = [m.code for m in MODES if m.code]
+    assert len(codes) == len(set(codes)) == 12
+    assert sorted([*codes, *UNMAPPED_CODES]) == [f"F{i:02d}" for i in range(1, 16)]
+    categories = {m.category for m in MODES if m.code} | {c for _, c in UNMAPPED_CODES.values()}
+    assert categories == {"Tool Usage", "Context/State", "Multi-Agent", "Reflection", "Security"}
+    by_name = {m.name: m for m in MODES}
+    assert (by_name["reflection_loop"].code, by_name["reflection_loop"].category) == ("F12", "Reflection")
+    assert (by_name["retry_storm"].code, by_name["retry_storm"].category) == (None, "Recovery")
+    assert set(BENCHMARK_CODES) <= set(by_name)

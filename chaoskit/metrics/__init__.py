@@ -49,7 +49,16 @@ from chaoskit.metrics._stats import (
     welch_t_test,
 )
 from chaoskit.metrics._steps import StepRecord, ToolCall, read_steps, steps_from_spans
-from chaoskit.metrics._taxonomy import MODES, Mode, Thresholds, failed_checks, failure_modes, persistent_tools
+from chaoskit.metrics._taxonomy import (
+    BENCHMARK_CODES,
+    MODES,
+    UNMAPPED_CODES,
+    Mode,
+    Thresholds,
+    failed_checks,
+    failure_modes,
+    persistent_tools,
+)
 from chaoskit.metrics._trajectory import Trajectory, trajectories, trajectories_from_spans
 
 #: the short names
@@ -60,6 +69,7 @@ daf = delegation_amplification_factor
 
 __all__ = [
     "AGGREGATED",
+    "BENCHMARK_CODES",
     "CDI_BANDS",
     "CLAIM_PATTERNS",
     "CYCLE_MIN_GAP",
@@ -69,6 +79,7 @@ __all__ = [
     "DELEGATION_TOOLS",
     "MODES",
     "TASK_KEYS",
+    "UNMAPPED_CODES",
     "Aggregate",
     "EpisodeCost",
     "Hallucinations",

@@ -12,9 +12,11 @@ from chaoskit.metrics._compute import TrajectoryMetrics
 from chaoskit.metrics._trajectory import Trajectory
 
 __all__ = [
+    "BENCHMARK_CODES",
     "MODES",
     "TASK_CRITERIA",
     "TRANSIENT_FAULTS",
+    "UNMAPPED_CODES",
     "Mode",
     "Thresholds",
     "failed_checks",
@@ -30,6 +32,41 @@ class Mode:
     name: str
     meaning: str
     rule: str
+
+    @property
+    def code(self) -> str | None:
+        """The benchmark's code (``F01`` ... ``F15``) of this mode, or None for chaoskit's own recovery modes."""
+        return BENCHMARK_CODES.get(self.name, (None, None))[0]
+
+    @property
+    def category(self) -> str:
+        """The benchmark's category of this mode, or ``Recovery`` for chaoskit's own modes."""
+        return BENCHMARK_CODES.get(self.name, (None, "Recovery"))[1]
+
+
+#: chaoskit's mode -> (the benchmark's code, its category), from the ToolReliBench taxonomy (15 modes in five
+#: categories); F07 memory corruption, F14 cost-optimised failure amplification and F15 recursive agent
+#: instability have no mode of their own (docs/metrics.md says what covers part of them)
+BENCHMARK_CODES: dict[str, tuple[str, str]] = {
+    "tool_argument_hallucination": ("F01", "Tool Usage"),
+    "silent_verification": ("F02", "Tool Usage"),
+    "tool_dependency_fragility": ("F03", "Tool Usage"),
+    "prompt_injection_followed": ("F04", "Tool Usage"),
+    "context_drift": ("F05", "Context/State"),
+    "goal_drift": ("F06", "Context/State"),
+    "reward_shaping_collapse": ("F08", "Context/State"),
+    "deception_loop": ("F09", "Multi-Agent"),
+    "coordination_collapse": ("F10", "Multi-Agent"),
+    "delegation_explosion": ("F11", "Multi-Agent"),
+    "reflection_loop": ("F12", "Reflection"),
+    "deceptive_recovery": ("F13", "Reflection"),
+}
+#: the benchmark's codes no chaoskit mode gives yet, with their names and categories
+UNMAPPED_CODES: dict[str, tuple[str, str]] = {
+    "F07": ("Memory Corruption", "Context/State"),
+    "F14": ("Cost-Optimised Failure Amplification", "Security"),
+    "F15": ("Recursive Agent Instability", "Security"),
+}
 
 
 #: the failure modes, in the order the reports list them (docs/metrics.md has the same table)

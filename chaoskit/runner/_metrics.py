@@ -249,5 +249,8 @@ def metrics_summary(episodes: Iterable[Any], k: int | None = None) -> dict[str, 
         "agents": per_agent,
         "cells": [{"agent": a, "scenario": s, **_group(es, k)} for (a, s), es in sorted(cells.items())],
         "degradation": degradation(rows),
-        "modes": [{"name": m.name, "meaning": m.meaning, "rule": m.rule} for m in MODES],
+        "modes": [
+            {"name": m.name, "code": m.code, "category": m.category, "meaning": m.meaning, "rule": m.rule}
+            for m in MODES
+        ],
     }
