@@ -3,6 +3,7 @@ as a battery of that agent alone, where the pooled surface mixes the two."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from chaoskit.report._html import render_html
 from chaoskit.report._text import render_text
 from chaoskit.runner._battery import run_battery
+from chaoskit.runner._summary import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 BATTERY = ROOT / "examples" / "scenarios"
@@ -50,3 +52,14 @@ def test_each_agent_gets_the_surface_it_has_alone(in_root: None) -> None:
     html = render_html(both.to_dict())
     assert "Per agent (each agent&#x27;s own surface)" in html or "Per agent (each agent's own surface)" in html
     assert f"<li>naive: volume {naive_v:.3g}" in html
+
+
+def test_two_agents_with_the_same_table_name_keep_their_own_surfaces(in_root: None) -> None:
+    both = run_battery([BATTERY], agents=[CAREFUL, NAIVE], **GRID)
+    # the same runs, as if two versions of the agent were both called "careful" (v1.agents:careful, v2...)
+    renamed = {CAREFUL: "v1.agents:careful", NAIVE: "v2.agents:careful"}
+    episodes = [dataclasses.replace(e, agent=renamed[e.agent]) for e in both.episodes]
+    summary, _ = summarize(episodes, both.config)
+    assert summary.surface_by_agent is not None
+    assert set(summary.surface_by_agent) == {"v1.agents:careful", "v2.agents:careful"}
+    assert summary.surface_by_agent["v2.agents:careful"]["surface"] == both.summary.surface_by_agent["naive"]["surface"]

@@ -173,10 +173,13 @@ def _surface_by_agent(cells: Sequence[Cell], k: int, theta: float) -> dict[str, 
     agents = sorted({c.agent for c in cells})
     if len(agents) < 2:
         return None
+    labels = {a: agent_label(a) for a in agents}
+    if len(set(labels.values())) < len(agents):  # two agents both named "careful" in the tables: keep them apart
+        labels = {a: a for a in agents}
     out: dict[str, Any] = {}
     for agent in agents:
         surface, breaks = _surface([c for c in cells if c.agent == agent], k, theta)
-        out[agent_label(agent)] = {"surface": surface, "breaks": breaks, "stats": surface_stats(surface, k)}
+        out[labels[agent]] = {"surface": surface, "breaks": breaks, "stats": surface_stats(surface, k)}
     return out
 
 
