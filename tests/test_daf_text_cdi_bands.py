@@ -31,7 +31,9 @@ def _traj(*steps: tuple[str, tuple[ToolCall, ...]]) -> Trajectory:
         ("I'll hand this to a sub-agent and wait for its answer.", 1),
         ("Delegating the hotel search to a worker agent.", 1),
         ("Let me spawn two sub-agents: one for flights, one for hotels.", 2),
-        ("I will have a specialist agent check the visa rules.", 1),
+        ("I'll let a specialist agent check the visa rules.", 1),
+        ("Handing these two files to a sub-agent.", 1),
+        ("Launching three separate worker agents, one per city.", 3),
         ("Passing the refund part to another agent.", 1),
         ("I'll ask a helper agent to compare the fares, then hand the booking off to a sub-agent.", 2),
     ],
@@ -50,6 +52,10 @@ def test_delegation_in_text_counts(text: str, subtasks: int) -> None:
         "I searched the flights and booked the cheapest one.",
         "Instead of delegating it to a sub-agent, I looked it up directly.",
         "The agent returned two fares.",
+        "I have two sub-tasks left: compare fares, then book.",
+        "Starting sub-task 2: compare the fares.",
+        "I'll ask the sub-agent for its result.",
+        "I have a helper agent available if needed.",
     ],
 )
 def test_no_delegation_in_text(text: str) -> None:

@@ -250,14 +250,15 @@ def _delegating(name: str, tools: Collection[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in tools)
 
 
-_AGENT = r"(?:sub-?agents?|sub-?tasks?|helper\s+agents?|worker\s+agents?|specialist\s+agents?|another\s+agent)"
+_AGENT = r"(?:sub-?agents?|helper\s+agents?|worker\s+agents?|specialist\s+agents?|another\s+agent)\b"
+_NEW = r"(?:(?:a|an|one|two|three|four|five|another|new|separate|dedicated)\s+){0,2}"
 #: a step's text that hands work to another agent: "I'll hand this to a sub-agent", "delegating the search to a
-#: worker agent", "spawning two sub-agents", "let a sub-agent handle it" (DAF from reasoning text)
+#: worker agent", "spawning two sub-agents", "let a sub-agent handle it" (DAF from reasoning text). "Sub-task"
+#: alone is not one (agents number their own sub-tasks), nor is asking *the* sub-agent (one already counted)
 DELEGATION_TEXT = re.compile(
-    r"\b(?:hand(?:s|ing|ed)?(?:\s+\w+){0,3}?\s+(?:off\s+)?to|delegat(?:e|es|ing|ed)(?:\s+\w+){0,3}?\s+to|"
-    r"pass(?:es|ing|ed)?(?:\s+\w+){0,3}?\s+to|assign(?:s|ing|ed)?(?:\s+\w+){0,3}?\s+to|"
-    r"spawn(?:s|ing|ed)?|start(?:s|ing|ed)?|launch(?:es|ing|ed)?|let|have|ask(?:s|ing|ed)?)\s+"
-    r"(?:(?:a|an|the|one|two|three|four|five|another|new|separate|dedicated)\s+){0,2}" + _AGENT + r"\b",
+    r"\b(?:(?:hand(?:s|ing|ed)?|delegat(?:e|es|ing|ed)|pass(?:es|ing|ed)?|assign(?:s|ing|ed)?)(?:\s+\w+){0,3}?"
+    r"\s+(?:off\s+)?to\s+(?:the\s+)?" + _NEW + _AGENT + "|"
+    r"(?:spawn(?:s|ing|ed)?|start(?:s|ing|ed)?|launch(?:es|ing|ed)?|let|ask(?:s|ing|ed)?)\s+" + _NEW + _AGENT + ")",
     re.I,
 )
 _NOT_DELEGATING = re.compile(
@@ -275,7 +276,11 @@ def _text_delegations(text: str) -> int:
         before = _CLAUSE.split(text[: m.start()])[-1]
         if _NEGATION.search(before) or _NOT_DELEGATING.search(before):
             continue
-        count = next((v for w, v in _COUNT.items() if re.search(rf"\b{w}\b", m.group(0), re.I)), 1)
+        # "two sub-agents", not "hand these two files to a sub-agent": the number right before the agents
+        many = re.search(
+            r"\b(two|three|four|five)\s+(?:(?:new|separate|dedicated)\s+)?" + _AGENT + "$", m.group(0), re.I
+        )
+        count = _COUNT[many.group(1).lower()] if many else 1
         n += count
     return n
 
