@@ -147,3 +147,23 @@ def test_the_benchmarks_own_trace_schema() -> None:
     bad = {**doc, "steps": [{**doc["steps"][0], "tool_outputs": "S&P 500: 4783.35"}]}
     with pytest.raises(TraceReadError, match=r"steps\[0\]\.tool_outputs: must be a list"):
         read_trajectories(bad)
+
+
+def test_the_example_compares_two_trajectory_files() -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    files = [str(root / "examples" / "trajectories" / f) for f in ("react.json", "reflexion.json")]
+    r = subprocess.run(
+        [sys.executable, str(root / "examples" / "compare_trajectories.py"), *files],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    cdi_line = next(ln for ln in r.stdout.splitlines() if ln.startswith("cdi"))
+    assert "n=3" in cdi_line and "+2.68, 4.0, 0.055" in cdi_line
+    daf_line = next(ln for ln in r.stdout.splitlines() if ln.startswith("daf"))
+    assert "0.67 ± 0.58" in daf_line  # two of the three Reflexion runs hand the booking to a sub-agent
