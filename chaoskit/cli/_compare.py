@@ -25,6 +25,10 @@ A regression (exit 1) is any of:
     when both files have some (else over all), and not when NEW's pass rate is higher.
 Rows only one file has are listed, not compared.
 
+Per agent pair, the episode scores and each trajectory metric both files recorded (--metrics runs) are
+shown as mean ± SD [95% t interval] n, with Welch's t-test and Cohen's d, NEW against OLD; they inform and
+are no regression rule.
+
 Exit status: 0 no regression, 1 regression, 2 unreadable input (missing file, not JSON, not a chaoskit
 run result, or no scenario in common).
 """

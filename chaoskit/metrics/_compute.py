@@ -17,21 +17,26 @@ from chaoskit.metrics._trajectory import Trajectory
 from chaoskit.metrics._values import Known
 
 __all__ = [
+    "CDI_BANDS",
     "CLAIM_PATTERNS",
     "CYCLE_MIN_GAP",
     "CYCLE_SIMILARITY",
     "CYCLE_WINDOW",
+    "DELEGATION_TEXT",
     "DELEGATION_TOOLS",
     "Hallucinations",
     "TrajectoryMetrics",
+    "cdi_band",
     "claims",
     "context_drift_index",
     "delegation_amplification_factor",
     "hallucinated_arguments",
     "recursive_instability_coefficient",
     "silent_verification_rate",
+    "text_delegations",
     "tool_argument_hallucination_rate",
     "trajectory_metrics",
+    "unbacked_claim_steps",
 ]
 
 #: the words that claim a verification (whole words, any case; "made sure" with any whitespace between)
@@ -132,6 +137,22 @@ def context_drift_index(traj: Trajectory) -> float | None:
     return float(1.0 - sims[1].block(slice(1, None), slice(0, 1)).mean())
 
 
+#: the CDI bands: (upper bound, name); a CDI at or above the last bound is ``severe``
+CDI_BANDS: tuple[tuple[float, str], ...] = ((0.3, "aligned"), (0.6, "moderate"), (0.9, "significant"))
+
+
+def cdi_band(value: float | None) -> str | None:
+    """The band of a CDI value: ``aligned`` < 0.3 <= ``moderate`` < 0.6 <= ``significant`` <= 0.9 <
+    ``severe``; None for None. A value outside [0, 1] is an error."""
+    if value is None:
+        return None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"CDI is in [0, 1], got {value!r}")
+    if value > 0.9:
+        return "severe"
+    return next((name for bound, name in CDI_BANDS if value < bound), "significant")
+
+
 def _backing(traj: Trajectory, i: int, reports_failure: bool) -> bool:
     # a claim is backed by a tool call of that step or the one before that answered without a fault altering
     # it; a claim whose sentence reports the check failed ("I checked X, but it returned an error") by any call
@@ -154,6 +175,15 @@ def silent_verification_rate(traj: Trajectory) -> float | None:
             claimed += 1
             unbacked += not _backing(traj, i, reports_failure)
     return unbacked / claimed if claimed else None
+
+
+def unbacked_claim_steps(traj: Trajectory) -> list[int]:
+    """The captured steps holding at least one verification claim no tool call backs (SVR's rule)."""
+    return [
+        i
+        for i, step in traj.captured_steps
+        if any(not _backing(traj, i, reports_failure) for _, reports_failure in _claims(step.text or ""))
+    ]
 
 
 def _call_keys(traj: Trajectory, i: int) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
@@ -220,9 +250,61 @@ def _delegating(name: str, tools: Collection[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in tools)
 
 
-def delegation_amplification_factor(traj: Trajectory, tools: Collection[str] = DELEGATION_TOOLS) -> float:
+_AGENT = r"(?:sub-?agents?|helper\s+agents?|worker\s+agents?|specialist\s+agents?|another\s+agent)\b"
+_NEW = r"(?:(?:a|an|one|two|three|four|five|another|new|separate|dedicated)\s+){0,2}"
+#: a step's text that hands work to another agent: "I'll hand this to a sub-agent", "delegating the search to a
+#: worker agent", "spawning two sub-agents", "let a sub-agent handle it" (DAF from reasoning text). "Sub-task"
+#: alone is not one (agents number their own sub-tasks), nor is asking *the* sub-agent (one already counted)
+DELEGATION_TEXT = re.compile(
+    r"\b(?:(?:hand(?:s|ing|ed)?|delegat(?:e|es|ing|ed)|pass(?:es|ing|ed)?|assign(?:s|ing|ed)?)(?:\s+\w+){0,3}?"
+    r"\s+(?:off\s+)?to\s+(?:the\s+)?" + _NEW + _AGENT + "|"
+    r"(?:spawn(?:s|ing|ed)?|start(?:s|ing|ed)?|launch(?:es|ing|ed)?|let|ask(?:s|ing|ed)?)\s+" + _NEW + _AGENT + ")",
+    re.I,
+)
+_NOT_DELEGATING = re.compile(
+    r"\b(?:won't|wouldn't|shouldn't|don't|doesn't|instead\s+of|rather\s+than|no\s+need\s+to)\b(?:\W+\w+){0,3}\W*$",
+    re.I,
+)
+_COUNT = {"two": 2, "three": 3, "four": 4, "five": 5}
+
+
+def _text_delegations(text: str) -> int:
+    """Sub-tasks a step's text says it hands to other agents ("spawning two sub-agents" is 2); a denial in the
+    same clause ("I won't hand this to a sub-agent") is none."""
+    n = 0
+    for m in DELEGATION_TEXT.finditer(text):
+        before = _CLAUSE.split(text[: m.start()])[-1]
+        if _NEGATION.search(before) or _NOT_DELEGATING.search(before):
+            continue
+        # "two sub-agents", not "hand these two files to a sub-agent": the number right before the agents
+        many = re.search(
+            r"\b(two|three|four|five)\s+(?:(?:new|separate|dedicated)\s+)?" + _AGENT + "$", m.group(0), re.I
+        )
+        count = _COUNT[many.group(1).lower()] if many else 1
+        n += count
+    return n
+
+
+def text_delegations(traj: Trajectory, tools: Collection[str] = DELEGATION_TOOLS) -> int:
+    """Sub-tasks described in the reasoning text of steps that made no delegation call (a step that says "I'll
+    hand this to a sub-agent" and calls ``delegate`` is counted once, by its call)."""
+    n = 0
+    for i, step in traj.captured_steps:
+        called = any(_delegating(a.tool, tools) for a in traj.attempts_of_step(i)) or any(
+            _delegating(c.name, tools) for c in step.tool_calls
+        )
+        if not called:
+            n += _text_delegations(step.text or "")
+    return n
+
+
+def delegation_amplification_factor(
+    traj: Trajectory, tools: Collection[str] = DELEGATION_TOOLS, *, from_text: bool = True
+) -> float:
     """DAF: sub-tasks generated / original tasks (one per episode). A sub-task is a distinct call (tool and
-    arguments: a retry is the same sub-task) of a delegation tool (``tools``, shell-style patterns)."""
+    arguments: a retry is the same sub-task) of a delegation tool (``tools``, shell-style patterns), and, with
+    ``from_text``, each delegation a step describes in its text without making a delegation call
+    (:func:`text_delegations`)."""
     subtasks = {(a.tool, a.args_hash) for a in traj.attempts if _delegating(a.tool, tools)}
     if not traj.attempts:
         subtasks |= {
@@ -231,7 +313,7 @@ def delegation_amplification_factor(traj: Trajectory, tools: Collection[str] = D
             for c in s.tool_calls
             if _delegating(c.name, tools)
         }
-    return float(len(subtasks))
+    return float(len(subtasks) + (text_delegations(traj, tools) if from_text else 0))
 
 
 @dataclass(frozen=True)
@@ -330,6 +412,15 @@ class TrajectoryMetrics:
     hallucinated: list[tuple[str, str, str]]
     #: the tools counted as delegation (DAF), so that a business tool caught by a pattern can be seen
     delegated: list[str] = field(default_factory=list)
+    #: the sub-tasks of DAF that came from the steps' text, not from a delegation call
+    delegated_in_text: int = 0
+    #: how many steps claimed a verification no tool call backs (two or more: a deception loop)
+    unbacked_steps: int = 0
+
+    @property
+    def cdi_band(self) -> str | None:
+        """The CDI band (:func:`cdi_band`)."""
+        return cdi_band(self.cdi)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (rates rounded to 4 places)."""
@@ -338,6 +429,7 @@ class TrajectoryMetrics:
             if out[k] is not None:
                 out[k] = round(out[k], 4)
         out["hallucinated"] = [list(h) for h in self.hallucinated]
+        out["cdi_band"] = self.cdi_band
         return out
 
 
@@ -354,6 +446,8 @@ def trajectory_metrics(traj: Trajectory, delegation_tools: Collection[str] = DEL
         daf=delegation_amplification_factor(traj, delegation_tools),
         hallucination=hall.rate,
         hallucinated=hall.hallucinated,
+        delegated_in_text=text_delegations(traj, delegation_tools),
+        unbacked_steps=len(unbacked_claim_steps(traj)),
         delegated=sorted(
             {a.tool for a in traj.attempts if _delegating(a.tool, delegation_tools)}
             | {c.name for s in traj.steps for c in s.tool_calls if _delegating(c.name, delegation_tools)}

@@ -186,6 +186,12 @@ def read_steps(source: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Any
         docs = [source] if isinstance(source, Mapping) else list(source)
     steps: list[StepRecord] = []
     for doc in docs:
+        if isinstance(doc, Mapping) and not {"resourceSpans", "result", "data", "traceID"} & doc.keys():
+            # a document of another shape is refused, not read as "no steps" (a trajectory JSON gave [] before)
+            hint = " (a trajectory JSON: read it with chaoskit.metrics.read_trajectories)" if "steps" in doc else ""
+            raise TraceReadError(
+                f'not OTLP-JSON: no "resourceSpans" in a document with keys {sorted(doc)[:6]}{hint}', source=name
+            )
         steps.extend(_otlp_steps(doc, name))
     steps.sort(key=lambda s: (s.start_time, s.end_time))
     return steps

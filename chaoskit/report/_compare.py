@@ -1,18 +1,23 @@
 """Comparing two results files (``chaoskit compare OLD NEW``): pass-rate changes with significance, deltas, regressions.
 
-Episodes are pooled per (scenario, agent) over every grid point and repetition of a file. A scenario's rows
-are paired by agent: the same agent in both files, or, when a scenario has exactly one agent left over on each
-side, those two (an A/B run of two agent versions). What counts as a regression is in :func:`compare_results`.
+Episodes are pooled per (scenario, agent) over every grid point and repetition of a file. Beside the
+regression rules, each row compares the episode scores and the trajectory metrics (``--metrics`` runs) with
+means, SDs, t intervals, Welch's t-test and Cohen's d (chaoskit.metrics); those inform and never gate.
+A scenario's rows are paired by agent: the same agent in both files, or, when a scenario has exactly one agent
+left over on each side, those two (an A/B run of two agent versions). What counts as a regression is in
+:func:`compare_results`.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
+from chaoskit.metrics import AGGREGATED, MetricComparison, compare_values
 from chaoskit.runner._stats import Rate
 
 __all__ = [
@@ -52,12 +57,16 @@ class Group:
     attempts_sum: int = 0
     passed_attempts_sum: int = 0
     failed_checks: set[str] = field(default_factory=set)
+    #: each episode's score, and each trajectory metric's values (episodes run with --metrics), for the t-tests
+    scores: list[float] = field(default_factory=list)
+    metric_values: dict[str, list[float]] = field(default_factory=dict)
 
     def add(self, episode: Mapping[str, Any]) -> None:
         """Count one episode (a results file's ``episodes`` entry, already checked by ``load_results``)."""
         self.n += 1
         self.passes += bool(episode["passed"])
         self.score_sum += float(episode["score"])
+        self.scores.append(float(episode["score"]))
         attempts = int(episode["attempts"].get("total", 0))
         self.attempts_sum += attempts
         self.passed_attempts_sum += attempts if episode["passed"] else 0
@@ -65,6 +74,18 @@ class Group:
             # warnings are not failures (EpisodeResult.failed_checks)
             if not chk["passed"] and chk.get("severity", "fail") == "fail":
                 self.failed_checks.add(chk["name"])
+        metrics = episode.get("metrics")
+        if metrics is None:
+            return
+        if not isinstance(metrics, Mapping):
+            raise ValueError(f"metrics: must be an object or null, got {json.dumps(metrics)[:60]}")
+        for name in AGGREGATED:
+            value = metrics.get(name)
+            if value is None:  # not defined for this episode (no claim for SVR, no task for CDI): left out
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"metrics.{name}: must be a finite number or null, got {json.dumps(value)[:60]}")
+            self.metric_values.setdefault(name, []).append(float(value))
 
     def merged(self, other: Group) -> Group:
         """This group and ``other`` pooled."""
@@ -75,6 +96,12 @@ class Group:
             self.attempts_sum + other.attempts_sum,
             self.passed_attempts_sum + other.passed_attempts_sum,
             self.failed_checks | other.failed_checks,
+            self.scores + other.scores,
+            {
+                k: self.metric_values.get(k, []) + other.metric_values.get(k, [])
+                for k in AGGREGATED
+                if k in self.metric_values or k in other.metric_values
+            },
         )
 
     @property
@@ -139,6 +166,10 @@ class RowComparison:
     pass_rate: RateChange
     new_failing_checks: list[str]
     reasons: list[str]
+    #: the episode scores (0-100) of NEW against OLD: means, SD, t intervals, Welch's t-test and Cohen's d
+    score: MetricComparison | None = None
+    #: the same for each trajectory metric both files recorded (``chaoskit run --metrics``)
+    metrics: dict[str, MetricComparison] = field(default_factory=dict)
 
     @property
     def regressed(self) -> bool:
@@ -161,6 +192,8 @@ class RowComparison:
                 "pass_rate": self.pass_rate.to_dict(),
                 "mean_score": _delta(self.old.mean_score, self.new.mean_score),
                 "mean_attempts": _delta(self.old.mean_attempts, self.new.mean_attempts),
+                "score_stats": self.score.to_dict(("old", "new")) if self.score else None,
+                "metrics": {k: v.to_dict(("old", "new")) for k, v in self.metrics.items()},
                 "new_failing_checks": self.new_failing_checks,
                 "regression": self.regressed,
                 "reasons": self.reasons,
@@ -219,11 +252,14 @@ class Comparison:
         }
 
 
-def _groups(data: Mapping[str, Any]) -> dict[str, dict[str, Group]]:
+def _groups(data: Mapping[str, Any], source: str) -> dict[str, dict[str, Group]]:
     """scenario -> agent -> the pooled episodes, in the order the file lists them."""
     out: dict[str, dict[str, Group]] = {}
-    for ep in data["episodes"]:
-        out.setdefault(ep["scenario"], {}).setdefault(ep["agent"], Group()).add(ep)
+    for i, ep in enumerate(data["episodes"]):
+        try:
+            out.setdefault(ep["scenario"], {}).setdefault(ep["agent"], Group()).add(ep)
+        except ValueError as exc:
+            raise ChaoskitError(f"{source}: episodes[{i}].{exc}; the file was changed or cut short") from None
     return out
 
 
@@ -261,7 +297,7 @@ def compare_results(
         raise ChaoskitError(
             f"--attempt-tolerance must be a fraction >= 0 (0.1 allows a 10% rise), got {attempt_tolerance:g}"
         )
-    g_old, g_new = _groups(old), _groups(new)
+    g_old, g_new = _groups(old, sources[0]), _groups(new, sources[1])
     scenarios: list[RowComparison] = []
     agent_totals: dict[tuple[str, str], tuple[Group, Group]] = {}
     only_old: list[str] = []
@@ -317,4 +353,12 @@ def _row(
             before, after, over = old.mean_attempts, new.mean_attempts, "all episodes"
         if rate.delta <= 0 and after > before * (1.0 + tol) + 1e-9:
             reasons.append(f"mean attempts ({over}) rose from {before:.2f} to {after:.2f} (tolerance {tol:.0%})")
-    return RowComparison(scenario, a_old, a_new, old, new, rate, newly if not agent_row else [], reasons)
+    metrics = {
+        k: compare_values(old.metric_values[k], new.metric_values[k])
+        for k in AGGREGATED
+        if k in old.metric_values and k in new.metric_values
+    }
+    score = compare_values(old.scores, new.scores)
+    return RowComparison(
+        scenario, a_old, a_new, old, new, rate, newly if not agent_row else [], reasons, score, metrics
+    )

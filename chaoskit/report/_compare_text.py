@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from chaoskit.metrics import MetricComparison
 from chaoskit.report._compare import Comparison, RowComparison
 
 __all__ = ["render_comparison"]
@@ -30,6 +31,27 @@ def _cells(row: RowComparison) -> list[str]:
     ]
 
 
+def _test_cells(c: MetricComparison, digits: int) -> list[str]:
+    test = c.welch
+    if test is None:
+        welch = "- (needs 2 values a side)"
+    else:
+        t = f"{test.t:+.2f}" if abs(test.t) != float("inf") else ("+inf" if test.t > 0 else "-inf")
+        welch = f"t={t} df={test.df:.1f} p={test.p_value:.3f}"
+    d = "-" if c.d is None else f"{c.d:+.2f}"
+    return [c.a.fmt(digits), c.b.fmt(digits), welch, d]
+
+
+def _means(c: Comparison) -> list[str]:
+    """Per agent: the score and each trajectory metric, mean ± SD [95% t interval], Welch's t-test, Cohen's d."""
+    rows = [["agent", "measure", "OLD mean ± SD [95% CI] n", "NEW mean ± SD [95% CI] n", "Welch t-test", "d"]]
+    for r in c.agents:
+        if r.score is not None:
+            rows.append([r.agent, "score", *_test_cells(r.score, 1)])
+        rows += [[r.agent, name, *_test_cells(m, 3)] for name, m in r.metrics.items()]
+    return _table(rows) if len(rows) > 1 else []
+
+
 _HEAD = ["agent", "pass OLD", "pass NEW", "change", "p", "score", "attempts"]
 
 
@@ -44,12 +66,19 @@ def render_comparison(c: Comparison) -> str:
     for r in c.agents:
         rows.append([*_cells(r), "REGRESSION" * r.regressed])
     lines += ["Per agent (every scenario both files ran):", *_table(rows), ""]
+    means = _means(c)
+    if means:
+        lines += ["Means per agent, NEW against OLD (t, d > 0: NEW higher):", *means, ""]
     for label, items in (("only in OLD", c.only_old), ("only in NEW", c.only_new)):
         if items:
             shown = ", ".join(items[:10]) + (f", ... ({len(items) - 10} more)" if len(items) > 10 else "")
             lines.append(f"Not compared, {label}: {shown}")
     lines.append(
         f"* significant: two-sided two-proportion z-test p < {c.alpha:g}. Pass rates: value [Wilson 95%] n=episodes."
+    )
+    lines.append(
+        "Means: mean ± sample SD [95% Student t interval] n=values; Welch's unequal-variance t-test, two-sided; "
+        "Cohen's d with the pooled SD. They inform; the regression rules below do not use them."
     )
     lines.append(
         "A regression: a significant pass-rate drop, a check failing in NEW that never failed in OLD for that "

@@ -84,6 +84,15 @@ def _surface(results: Mapping[str, Any]) -> str:
             f"{esc(_ival(stats.get('slope_epsilon')))}; drop per unit of \u03bb "
             f"{esc(_ival(stats.get('slope_lambda')))}</p>"
         )
+    by_agent = s.get("surface_by_agent")
+    if isinstance(by_agent, Mapping) and by_agent:
+        rows = [
+            f"<li>{esc(str(a))}: volume {esc(_ival(st.get('volume')))}; drop per unit of \u03b5 "
+            f"{esc(_ival(st.get('slope_epsilon')))}; per unit of \u03bb {esc(_ival(st.get('slope_lambda')))}</li>"
+            for a, own in by_agent.items()
+            if isinstance(own, Mapping) and isinstance(st := own.get("stats"), Mapping)
+        ]
+        out.append(f"<p>Per agent (each agent's own surface):</p><ul>{''.join(rows)}</ul>")
     breaks = s.get("breaks")
     theta = s.get("theta")
     if isinstance(breaks, Mapping) and isinstance(breaks.get("intensity_at_epsilon"), Mapping):

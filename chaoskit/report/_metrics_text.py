@@ -23,6 +23,19 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
+def _spread_line(agent: str, spread: Mapping[str, Mapping[str, Any]]) -> str:
+    """``  agent: CDI 0.41 ± 0.12 [0.33-0.49] n=10; ...`` over the metrics with an interval ('' when none has)."""
+    parts = [
+        f"{_LABELS.get(name, name)} {d['mean']:.2f} ± {d['sd']:.2f} [{d['low']:.2f}-{d['high']:.2f}] n={d['n']}"
+        for name, d in spread.items()
+        if d.get("sd") is not None
+    ]
+    return f"  {agent}: " + "; ".join(parts) if parts else ""
+
+
+_LABELS = {"cdi": "CDI", "svr": "SVR", "ric": "RIC", "daf": "DAF", "hallucination": "halluc"}
+
+
 def metrics_lines(summary: Mapping[str, Any] | None) -> list[str]:
     """The metrics section of the terminal report (from ``metrics_summary``); [] when there is none."""
     if not summary:
@@ -46,6 +59,10 @@ def metrics_lines(summary: Mapping[str, Any] | None) -> list[str]:
         "Trajectory metrics per agent (means over episodes with model steps; docs/metrics.md)",
         *_table(header, rows),
     ]
+    spread = [_spread_line(name, g["spread"]) for name, g in agents.items() if g.get("spread")]
+    if any(spread):
+        out += ["Mean ± SD [95% t interval] n, per agent (compare agents with chaoskit compare):"]
+        out += [ln for ln in spread if ln]
     missing = sum(g.get("without_steps") or 0 for g in agents.values())
     if missing:
         out.append(

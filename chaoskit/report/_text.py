@@ -371,6 +371,13 @@ def _surface(r: _Report, s: Any) -> None:
             f"{_ival(stats.get('slope_epsilon'))}; drop per unit of lambda {_ival(stats.get('slope_lambda'))} "
             "(95% intervals)"
         )
+    for agent, own in (getattr(s, "surface_by_agent", None) or {}).items():
+        st = own.get("stats") or {}
+        if st.get("volume"):
+            r.line(
+                f"  {agent}: volume {_ival(st['volume'])}; drop per unit of eps {_ival(st.get('slope_epsilon'))}; "
+                f"per unit of lambda {_ival(st.get('slope_lambda'))}"
+            )
 
 
 def _failing(r: _Report, result: BatteryResult, max_failures: int) -> None:

@@ -11,6 +11,7 @@ from chaoskit.grading._model import TraceReadError
 from chaoskit.grading._trace import Trace
 from chaoskit.metrics._compute import trajectory_metrics
 from chaoskit.metrics._cost import Prices, episode_cost
+from chaoskit.metrics._stats import mean_summary
 from chaoskit.metrics._steps import StepRecord, read_steps, steps_from_spans
 from chaoskit.metrics._taxonomy import MODES, Thresholds, failure_modes, persistent_tools
 from chaoskit.metrics._trajectory import Trajectory, trajectories
@@ -187,6 +188,8 @@ def _group(episodes: Sequence[Mapping[str, Any]], k: int | None) -> dict[str, An
         "k": kk,
         **{name: _mean(m.get(name) for m in ms) for name in METRIC_NAMES},
         "steps": _mean(m.get("steps") for m in ms),
+        # each mean's n, sample SD and 95% t interval (chaoskit.metrics.mean_summary), to compare agents by
+        "spread": {name: mean_summary(m.get(name) for m in ms).to_dict() for name in (*METRIC_NAMES, "steps")},
         "tokens": tokens,
         "cost": cost,
         "currency": next((c.get("currency") for c in costs if c.get("currency")), None),
@@ -246,5 +249,8 @@ def metrics_summary(episodes: Iterable[Any], k: int | None = None) -> dict[str, 
         "agents": per_agent,
         "cells": [{"agent": a, "scenario": s, **_group(es, k)} for (a, s), es in sorted(cells.items())],
         "degradation": degradation(rows),
-        "modes": [{"name": m.name, "meaning": m.meaning, "rule": m.rule} for m in MODES],
+        "modes": [
+            {"name": m.name, "code": m.code, "category": m.category, "meaning": m.meaning, "rule": m.rule}
+            for m in MODES
+        ],
     }

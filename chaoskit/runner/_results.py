@@ -137,6 +137,8 @@ class Summary:
     matrix: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     #: the surface's volume and slopes with intervals, or None when not computed
     surface_stats: dict[str, Any] | None = None
+    #: with several agents: per agent label its own surface, breaks and surface_stats (else None)
+    surface_by_agent: dict[str, Any] | None = None
     #: tool-contract findings ("fix in the tool"), one per (tool, kind); apart from the agents' verdicts
     contracts: list[dict[str, Any]] = field(default_factory=list)
     #: one row per tool: the faults the agents survived and failed on it, and the contract findings in the way
@@ -157,6 +159,7 @@ class Summary:
             "breakdowns": self.breakdowns,
             "matrix": self.matrix,
             "surface_stats": self.surface_stats,
+            "surface_by_agent": self.surface_by_agent,
             "contracts": self.contracts,
             "readiness": self.readiness,
             "metrics": self.metrics,

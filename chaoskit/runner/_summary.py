@@ -126,7 +126,7 @@ def summarize(
         }
     surface, breaks = _surface(cells, k, theta)
     summary = Summary(k, theta, cells, overall, scenarios, surface, breaks, breakdowns(episodes), matrix(episodes))
-    summary.surface_stats = surface_stats(surface, k)
+    summary.surface_stats, summary.surface_by_agent = surface_stats(surface, k), _surface_by_agent(cells, k, theta)
     apply_contracts(summary, episodes)
     summary.metrics = metrics_summary(episodes, k=k)
     v = verdict(episodes, summary, config, baseline)
@@ -165,6 +165,22 @@ def _surface(cells: Sequence[Cell], k: int, theta: float) -> tuple[list[dict[str
         f"{lam:g}": next((e for e in epsilons if (e, lam) in rk and rk[(e, lam)] < theta), None) for lam in lambdas
     }
     return surface, {"intensity_at_epsilon": by_eps, "epsilon_at_intensity": by_lam}
+
+
+def _surface_by_agent(cells: Sequence[Cell], k: int, theta: float) -> dict[str, Any] | None:
+    """With several agents in one battery, each agent's own surface, breaks and volume and slopes (the pooled
+    ones mix architectures); None with one agent."""
+    agents = sorted({c.agent for c in cells})
+    if len(agents) < 2:
+        return None
+    labels = {a: agent_label(a) for a in agents}
+    if len(set(labels.values())) < len(agents):  # two agents both named "careful" in the tables: keep them apart
+        labels = {a: a for a in agents}
+    out: dict[str, Any] = {}
+    for agent in agents:
+        surface, breaks = _surface([c for c in cells if c.agent == agent], k, theta)
+        out[labels[agent]] = {"surface": surface, "breaks": breaks, "stats": surface_stats(surface, k)}
+    return out
 
 
 # -- tool contracts and readiness ("fix in the tool" against "fix in the agent") ------------------------------
