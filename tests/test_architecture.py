@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_testing_asserts", "_testing_capture", "_testing_report"),
     ("report", "suggest"),
     ("runner",),
+    ("replay",),
     ("judge",),
     ("metrics",),
     ("grading",),

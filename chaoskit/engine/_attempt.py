@@ -280,7 +280,10 @@ class Attempt:
                 raise pre.exc
             if pre.call:
                 self.executed = True
-                result = self.transform(fn(*args, **kwargs))
+                answers = self.episode.answers if self.episode is not None else None
+                recorded = None if answers is None else answers.lookup(self.spec, self.args, self.hash)
+                # a replayed call: the recording answers instead of the tool; the fault still applies on top
+                result = self.transform(fn(*args, **kwargs) if recorded is None else recorded.result())
             else:
                 result = pre.value
         except BaseException as exc:
@@ -299,7 +302,9 @@ class Attempt:
                 raise pre.exc
             if pre.call:
                 self.executed = True
-                result = self.transform(await fn(*args, **kwargs))
+                answers = self.episode.answers if self.episode is not None else None
+                recorded = None if answers is None else answers.lookup(self.spec, self.args, self.hash)
+                result = self.transform(await fn(*args, **kwargs) if recorded is None else recorded.result())
             else:
                 result = pre.value
         except BaseException as exc:
@@ -376,7 +381,8 @@ def call_sync(
     cfg = _config.CONFIG
     tracing = cfg.trace
     decided = decide(spec, bound, None, tracing, call_id)
-    if decided[4] is not None:
+    if decided[4] is not None or (decided[1] is not None and decided[1].answers is not None):
+        # a fault, or a replayed episode (the Attempt asks the recording instead of running the tool)
         return Attempt(spec, bound, call_id, attach=True, _decided=decided).run_sync(fn, args, kwargs)
     if tracing:
         return plain_sync(spec, decided, fn, args, kwargs, call_id)
@@ -411,7 +417,7 @@ async def call_async(
     tracing off and no fault, no Attempt is built, as in :func:`call_sync`)."""
     tracing = _config.CONFIG.trace
     decided = decide(spec, bound, None, tracing, call_id)
-    if decided[4] is not None:
+    if decided[4] is not None or (decided[1] is not None and decided[1].answers is not None):
         return await Attempt(spec, bound, call_id, attach=True, _decided=decided).run_async(fn, args, kwargs)
     if tracing:
         return await plain_async(spec, decided, fn, args, kwargs, call_id)
