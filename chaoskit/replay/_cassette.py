@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import re
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import chaoskit.engine._attrs as _attrs
-from chaoskit._errors import ChaoskitError, ConfigError, ToolHTTPError
+from chaoskit._errors import ChaoskitError, ConfigError, ToolHTTPError, ToolTimeout
 from chaoskit.engine._spec import ToolSpec
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
 from chaoskit.grading._readers import load
@@ -22,6 +23,8 @@ __all__ = ["ON_MISS", "Answer", "Cassette", "RecordedError", "Replay", "ReplayMi
 #: what an unmatched call does: stop the run with a clear error, or call the real tool
 ON_MISS = ("error", "passthrough")
 #: the marks chaoskit's caps leave in a value cut to fit a span attribute (``…[+N chars]``, ``…[+N items]``)
+#: chaoskit's own error classes a recorded error may name (the built-in ones are found in ``builtins``)
+_KNOWN: dict[str, type[Exception]] = {"ToolTimeout": ToolTimeout}
 _CUT = re.compile(r"…\[\+\d+ (chars|items|keys)\]")
 
 
@@ -30,7 +33,9 @@ class ReplayMiss(ChaoskitError):
 
 
 class RecordedError(ChaoskitError):
-    """The error a tool raised when the episode was recorded, raised again on replay (``error_type``: its class)."""
+    """The error a tool raised when the episode was recorded, raised again on replay when its class is not a built-in
+    one (which is raised as itself) nor an HTTP error (raised as :class:`~chaoskit.ToolHTTPError`); ``error_type``
+    names the recorded class."""
 
     def __init__(self, error_type: str, message: str) -> None:
         self.error_type = error_type
@@ -58,6 +63,15 @@ class Answer:
             message = self.error_message or self.error_type
             if self.status is not None:
                 raise ToolHTTPError(self.status, message, retry_after=self.retry_after)
+            known = _KNOWN.get(self.error_type) or getattr(builtins, self.error_type, None)
+            if isinstance(known, type) and issubclass(known, Exception):
+                # the same class as recorded, so the agent's own except clauses see the same error
+                try:
+                    exc = known(message)
+                except Exception:
+                    exc = None
+                if exc is not None:
+                    raise exc
             raise RecordedError(self.error_type, message)
         text = self.text or ""
         if _CUT.search(text):
@@ -124,9 +138,10 @@ _CACHE: dict[tuple[str, int, int, str | None], Cassette] = {}
 
 
 def cassette_path(path: str | os.PathLike[str], name: str | None) -> Path:
-    """The file of episode ``name`` in ``path``: ``path/<name>.jsonl`` when ``path`` is a directory."""
+    """The file of episode ``name`` in ``path``: ``path/<name>.jsonl`` when ``path`` is a directory or a name with no
+    suffix (a directory to be made); a file path (``x.jsonl``) as it is."""
     p = Path(path)
-    if p.is_dir() or str(path).endswith(("/", os.sep)):
+    if p.is_dir() or not p.suffix or str(path).endswith(("/", os.sep)):
         return p / f"{_file_name(name)}.jsonl"
     return p
 
