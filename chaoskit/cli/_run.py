@@ -135,6 +135,22 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--shard", type=_shard, default=None, metavar="I/N", help="run only shard I of N")
     p.add_argument("--traces", metavar="FILE", help="all spans as OTLP-JSON Lines")
     p.add_argument(
+        "--record",
+        metavar="DIR",
+        help="record each scenario's episode, tool results included (redacted, capped), to DIR/<scenario>.jsonl",
+    )
+    p.add_argument(
+        "--replay",
+        metavar="DIR",
+        help="answer every tool call from the recordings in DIR (the plan's faults on top; docs/replay.md)",
+    )
+    p.add_argument(
+        "--on-miss",
+        choices=("error", "passthrough"),
+        default="error",
+        help="a call the recording cannot answer: stop the episode (error, default) or call the real tool",
+    )
+    p.add_argument(
         "--metrics",
         action="store_true",
         help="compute the trajectory metrics, failure modes and cost of every episode from its model steps "
@@ -224,6 +240,9 @@ def run(args: argparse.Namespace) -> int:
         metrics=metrics,
         prices=prices,
         judge=battery_judge(judge, gates) if judge is not None else None,
+        record=args.record,
+        replay=args.replay,
+        on_miss=args.on_miss,
     )
     if judge is not None:
         _judge_verdict(result, judge, gates)
