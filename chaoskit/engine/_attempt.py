@@ -339,6 +339,31 @@ class Attempt:
         )
 
 
+def _answered(answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` answered from a recording (``Episode.answers``), for an unfaulted call on the plain path (a faulted
+    one asks the recording in :meth:`Attempt.run_sync`): the real tool runs only when the recording says so."""
+    args = bound if not callable(bound) else None
+
+    def body(*a: Any, **kw: Any) -> Any:
+        recorded = answers.lookup(spec, args, None)
+        return fn(*a, **kw) if recorded is None else recorded.result()
+
+    return body
+
+
+def _answered_async(
+    answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Awaitable[Any]]
+) -> Callable[..., Awaitable[Any]]:
+    """:func:`_answered` for a coroutine function."""
+    args = bound if not callable(bound) else None
+
+    async def body(*a: Any, **kw: Any) -> Any:
+        recorded = answers.lookup(spec, args, None)
+        return await fn(*a, **kw) if recorded is None else recorded.result()
+
+    return body
+
+
 # which fault made this exception, for the integrations that turn it into a tool message (injected_fault)
 _mark = _effects.mark
 
@@ -381,9 +406,11 @@ def call_sync(
     cfg = _config.CONFIG
     tracing = cfg.trace
     decided = decide(spec, bound, None, tracing, call_id)
-    if decided[4] is not None or (decided[1] is not None and decided[1].answers is not None):
-        # a fault, or a replayed episode (the Attempt asks the recording instead of running the tool)
+    if decided[4] is not None:
         return Attempt(spec, bound, call_id, attach=True, _decided=decided).run_sync(fn, args, kwargs)
+    episode = decided[1]
+    if episode is not None and episode.answers is not None:
+        fn = _answered(episode.answers, spec, decided[2], fn)
     if tracing:
         return plain_sync(spec, decided, fn, args, kwargs, call_id)
     start = _now()
@@ -417,8 +444,11 @@ async def call_async(
     tracing off and no fault, no Attempt is built, as in :func:`call_sync`)."""
     tracing = _config.CONFIG.trace
     decided = decide(spec, bound, None, tracing, call_id)
-    if decided[4] is not None or (decided[1] is not None and decided[1].answers is not None):
+    if decided[4] is not None:
         return await Attempt(spec, bound, call_id, attach=True, _decided=decided).run_async(fn, args, kwargs)
+    episode = decided[1]
+    if episode is not None and episode.answers is not None:
+        fn = _answered_async(episode.answers, spec, decided[2], fn)
     if tracing:
         return await plain_async(spec, decided, fn, args, kwargs, call_id)
     start = _now()
