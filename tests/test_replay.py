@@ -299,3 +299,35 @@ def test_recording_leaves_results_off_again_and_bad_arguments_are_named(tmp_path
         chaoskit.episode("bad", replay=tmp_path / "ok", ignore={"lookup": "ts"})
     with pytest.raises(chaoskit.ConfigError, match="record="):
         chaoskit.episode("bad", record=42)  # type: ignore[arg-type]
+
+
+def test_async_tools_replay_with_faults_on_top(tmp_path: Path) -> None:
+    import asyncio
+
+    runs: list[str] = []
+
+    @chaos(irreversible=True)
+    async def pay(order_id: str) -> dict[str, str]:
+        runs.append(order_id)
+        return {"paid": order_id}
+
+    async def agent() -> list[Any]:
+        out: list[Any] = []
+        for _ in range(2):
+            try:
+                out.append(await pay("7"))
+            except chaoskit.ToolHTTPError as exc:
+                out.append(exc.status)
+        return out
+
+    async def record() -> list[Any]:
+        async with chaoskit.episode("pay", record=tmp_path):
+            return await agent()
+
+    async def replay() -> list[Any]:
+        plan = {"faults": [{"tool": "pay", "on_call": 1, "type": "http", "status": 500, "after_write": True}]}
+        async with chaoskit.episode("pay", plan=plan, replay=tmp_path):
+            return await agent()
+
+    assert asyncio.run(record()) == [{"paid": "7"}, {"paid": "7"}] and runs == ["7", "7"]
+    assert asyncio.run(replay()) == [500, {"paid": "7"}] and runs == ["7", "7"]
