@@ -79,7 +79,9 @@ def main() -> None:
     print(f"{args.n} calls, best of {args.repeat} runs (µs per call)")
     print(f"  live      {per['live']:7.2f}")
     print(f"  replay    {per['replay']:7.2f}   x{per['replay'] / per['live']:.2f} of live")
-    print(f"  lookup    {per['lookup']:7.3f}   x{per['lookup'] / per['dict.get']:.1f} of dict.get ({per['dict.get']:.3f})")
+    print(
+        f"  lookup    {per['lookup']:7.3f}   x{per['lookup'] / per['dict.get']:.1f} of dict.get ({per['dict.get']:.3f})"
+    )
 
 
 if __name__ == "__main__":

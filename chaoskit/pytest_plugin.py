@@ -190,7 +190,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 def _uses_episode(item: pytest.Item) -> bool:
     names = set(getattr(item, "fixturenames", ()))
-    return bool(names & _EPISODE_FIXTURES) or "chaos_replay" in names or item.get_closest_marker("chaos_plan") is not None
+    return (
+        bool(names & _EPISODE_FIXTURES) or "chaos_replay" in names or item.get_closest_marker("chaos_plan") is not None
+    )
 
 
 def _fault_cases(item: pytest.Item) -> list[FaultCase]:

@@ -148,7 +148,7 @@ def _agent(fetch: Any, ts: float = 0.0) -> list[Any]:
 
 
 def test_occurrence_a_retry_meets_the_next_recorded_answer(tmp_path: Path) -> None:
-    fetch, runs = _flaky_world()
+    fetch, _ = _flaky_world()
     with chaoskit.episode("flaky", record=tmp_path):
         live = _agent(fetch)
     assert live == ["error: peer reset", {"url": "a.json", "n": 2}, "text, not JSON"]

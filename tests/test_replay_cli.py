@@ -42,9 +42,7 @@ def test_recorded_battery_replays_under_faults_the_same_in_threads_and_processes
     # the faults of the plan came back on top of the recording: the naive agent repeats the refund after a 500
     refund = [e for e in runs["thread"].episodes if e.scenario == "refund-not-repeated-after-500"]
     assert refund and all(not e.passed for e in refund)
-    assert all(
-        any(c["name"] == "no_duplicate_writes" and c["severity"] == "fail" for c in e.checks) for e in refund
-    )
+    assert all(any(c["name"] == "no_duplicate_writes" and c["severity"] == "fail" for c in e.checks) for e in refund)
 
 
 @pytest.mark.parametrize(

@@ -133,6 +133,26 @@ def add_parser(sub: Any) -> None:
         "--timeout", type=float, default=60.0, help="seconds before a command-line agent is killed (default 60)"
     )
     p.add_argument("--shard", type=_shard, default=None, metavar="I/N", help="run only shard I of N")
+    _add_trace_options(p)
+    p.add_argument(
+        "--metrics",
+        action="store_true",
+        help="compute the trajectory metrics, failure modes and cost of every episode from its model steps "
+        "(pip install 'chaoskit[metrics]'; docs/metrics.md)",
+    )
+    p.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="price table (YAML: models: {name: {input: .., output: ..}} per per_tokens tokens) for the cost "
+        "columns; implies --metrics. chaoskit ships no prices: supply your provider's",
+    )
+    add_gate_options(p)
+    add_judge_options(p)
+    p.set_defaults(func=run)
+
+
+def _add_trace_options(p: argparse.ArgumentParser) -> None:
+    # where the spans go, and the cassettes: record once, replay with faults (docs/replay.md)
     p.add_argument("--traces", metavar="FILE", help="all spans as OTLP-JSON Lines")
     p.add_argument(
         "--record",
@@ -150,21 +170,6 @@ def add_parser(sub: Any) -> None:
         default="error",
         help="a call the recording cannot answer: stop the episode (error, default) or call the real tool",
     )
-    p.add_argument(
-        "--metrics",
-        action="store_true",
-        help="compute the trajectory metrics, failure modes and cost of every episode from its model steps "
-        "(pip install 'chaoskit[metrics]'; docs/metrics.md)",
-    )
-    p.add_argument(
-        "--prices",
-        metavar="FILE",
-        help="price table (YAML: models: {name: {input: .., output: ..}} per per_tokens tokens) for the cost "
-        "columns; implies --metrics. chaoskit ships no prices: supply your provider's",
-    )
-    add_gate_options(p)
-    add_judge_options(p)
-    p.set_defaults(func=run)
 
 
 def _warn(message: str) -> None:

@@ -163,7 +163,9 @@ def _one_episode(file: str, name: str | None) -> EpisodeRecord:
             "was cut short or is not chaoskit's; a partial recording is never replayed"
         )
     if len(episodes) != len(whole):
-        raise ReplayMiss(f"{file}: {len(episodes) - len(whole)} episode(s) without their root span: the file is cut short")
+        raise ReplayMiss(
+            f"{file}: {len(episodes) - len(whole)} episode(s) without their root span: the file is cut short"
+        )
     if name is not None and len(whole) > 1:
         named = [e for e in whole if e.name == name]
         whole = named or whole
@@ -177,7 +179,9 @@ class Replay:
     """One run's view of a cassette: which recorded answer each call gets (the n-th call of a tool with the same
     arguments gets the n-th recorded answer; past the last, the last again), and what it does on a miss."""
 
-    def __init__(self, cassette: Cassette, *, on_miss: str = "error", ignore: Mapping[str, Iterable[str]] | None = None):
+    def __init__(
+        self, cassette: Cassette, *, on_miss: str = "error", ignore: Mapping[str, Iterable[str]] | None = None
+    ):
         if on_miss not in ON_MISS:
             raise ConfigError(f"on_miss={on_miss!r}: expected one of {', '.join(ON_MISS)}")
         self.cassette = cassette

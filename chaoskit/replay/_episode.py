@@ -25,8 +25,13 @@ __all__ = ["CassetteEpisode", "episode"]
 _LOCK = threading.Lock()
 #: cassette files being written now (two episodes writing one file would mix their spans)
 _WRITING: set[str] = set()
-#: recording episodes open now, and whether results were recorded before the first one started
-_RECORDING = [0, False]
+
+
+class _Recording:
+    """Recording episodes open now, and whether results were recorded before the first one started."""
+
+    open = 0
+    before = False
 
 
 class _EpisodeFile(SpanFileWriter):
@@ -71,7 +76,9 @@ class CassetteEpisode(Episode):
     ) -> None:
         super().__init__(name, plan, capture_content=capture_content, **attributes)
         if not _config.CONFIG.trace and (record is not None or replay is not None):
-            raise ConfigError("episode(record=/replay=): needs tracing on (configure(trace=True)): the cassette is the trace")
+            raise ConfigError(
+                "episode(record=/replay=): needs tracing on (configure(trace=True)): the cassette is the trace"
+            )
         self.record_path: Path | None = None if record is None else cassette_path(_fspath(record, "record"), name)
         self._writer: _EpisodeFile | None = None
         if replay is not None:
@@ -86,9 +93,9 @@ class CassetteEpisode(Episode):
                 if key in _WRITING:
                     raise ConfigError(f"episode(record=...): {path} is being recorded by another episode now")
                 _WRITING.add(key)
-                if _RECORDING[0] == 0:
-                    _RECORDING[1] = _config.CONFIG.record_results
-                _RECORDING[0] += 1
+                if _Recording.open == 0:
+                    _Recording.before = _config.CONFIG.record_results
+                _Recording.open += 1
                 # a cassette is the tool results too; set back when the last recording episode ends
                 _config.CONFIG.record_results = True
             try:
@@ -123,9 +130,9 @@ class CassetteEpisode(Episode):
     def _stop_recording(key: str) -> None:
         with _LOCK:
             _WRITING.discard(key)
-            _RECORDING[0] -= 1
-            if _RECORDING[0] == 0:
-                _config.CONFIG.record_results = _RECORDING[1]
+            _Recording.open -= 1
+            if _Recording.open == 0:
+                _config.CONFIG.record_results = _Recording.before
 
 
 def _fspath(value: Any, what: str) -> str:
