@@ -3,6 +3,7 @@ executor; the arguments that do not go together are refused."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -62,3 +63,22 @@ def test_record_and_replay_options_that_do_not_go_together(extra: list[str], mes
             record=tmp_path,
             replay=tmp_path if "--replay" in extra else None,
         )
+
+
+def test_chaoskit_replay_reports_whether_the_verdicts_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", SCENARIOS[0], "--agent", AGENT, "--record", str(tmp_path), "-q"]) in (0, 1)
+    cassette = str(tmp_path / "refund-not-repeated-after-500.jsonl")
+    capsys.readouterr()
+    # the same agent under the recorded (fault-free) plan: nothing changes
+    assert main(["replay", cassette, "--agent", AGENT]) == 0
+    assert "verdicts unchanged" in capsys.readouterr().out
+    # under the scenario's 500 after_write, the naive agent now repeats the refund: a changed verdict, exit 1
+    assert main(["replay", cassette, "--agent", AGENT, "--scenario", SCENARIOS[0], "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["changed"]["no_duplicate_writes"] == ["pass", "fail"]
+    assert out["recorded"]["no_duplicate_writes"] == "pass"
+    # a file that is not there: exit 2 with the reason
+    assert main(["replay", str(tmp_path / "none.jsonl"), "--agent", AGENT]) == 2
+    assert "none.jsonl: no recording there" in capsys.readouterr().err
