@@ -241,7 +241,11 @@ class EpisodeRunner:
         else:
             episode.finish(output)
         env = made[1] if made is not None else None
-        oracle = run_oracle(self.oracles.get(ep.scenario.name), env, initial) if env is not None else None
+        # a replayed episode never touched the backend (the recording answered): its state says nothing
+        replayed = self.config.replay is not None
+        oracle = (
+            run_oracle(self.oracles.get(ep.scenario.name), env, initial) if env is not None and not replayed else None
+        )
         text = None if episode.output is None else str(episode.output)
         criteria = task_criteria(
             ep.scenario, output=text, outcome=episode.outcome or "completed", error=None, oracle=oracle
