@@ -84,3 +84,14 @@ def test_chaoskit_replay_reports_whether_the_verdicts_changed(
     # a file that is not there: exit 2 with the reason
     assert main(["replay", str(tmp_path / "none.jsonl"), "--agent", AGENT]) == 2
     assert "none.jsonl: no recording there" in capsys.readouterr().err
+
+
+def test_the_offline_battery_example(tmp_path: Path) -> None:
+    from examples.replay.offline_battery import record_and_replay
+
+    careful = record_and_replay(tmp_path / "careful")
+    assert len(careful.episodes) == 9 and all(e.passed for e in careful.episodes)
+    naive = record_and_replay(tmp_path / "naive", agent=AGENT)
+    refund = [e for e in naive.episodes if e.scenario == "refund-not-repeated-after-500"]
+    assert len(refund) == 3
+    assert all(any(c["name"] == "no_duplicate_writes" and c["severity"] == "fail" for c in e.checks) for e in refund)
