@@ -331,3 +331,18 @@ def test_async_tools_replay_with_faults_on_top(tmp_path: Path) -> None:
 
     assert asyncio.run(record()) == [{"paid": "7"}, {"paid": "7"}] and runs == ["7", "7"]
     assert asyncio.run(replay()) == [500, {"paid": "7"}] and runs == ["7", "7"]
+
+
+def test_a_trace_already_read_replays_like_a_file(tmp_path: Path) -> None:
+    # what fetch_phoenix / Trace.from_jaeger return: a Trace; here read from captured spans
+    chaoskit.configure(record_results=True)
+    try:
+        shop = Shop()
+        recorded, trace = shop.run("from-trace")
+    finally:
+        chaoskit.configure(record_results=False)
+    replayed = Shop()
+    answer, _ = replayed.run("from-trace", replay=trace)
+    assert replayed.runs == [] and _parsed(answer) == _parsed(recorded)
+    with pytest.raises(ReplayMiss, match="<trace>: no complete episode"):
+        chaoskit.replay.Cassette.from_trace(chaoskit.Trace([]))

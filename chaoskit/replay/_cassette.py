@@ -17,6 +17,7 @@ from chaoskit._errors import ChaoskitError, ConfigError, ToolHTTPError, ToolTime
 from chaoskit.engine._spec import ToolSpec
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
 from chaoskit.grading._readers import load
+from chaoskit.grading._trace import Trace
 
 __all__ = ["ON_MISS", "Answer", "Cassette", "RecordedError", "Replay", "ReplayMiss", "cassette_path"]
 
@@ -132,6 +133,15 @@ class Cassette:
             _CACHE[key] = cassette
         return cassette
 
+    @classmethod
+    def from_trace(
+        cls, trace: Trace | Iterable[EpisodeRecord], name: str | None = None, *, source: str = "<trace>"
+    ) -> Cassette:
+        """The cassette of a trace already read (``chaoskit.fetch_phoenix``, ``Trace.from_jaeger``, ...): its one
+        complete episode (the one named ``name`` when it holds several), checked as a file's would be."""
+        episodes = list(trace.episodes if isinstance(trace, Trace) else trace)
+        return cls(source, _pick(episodes, source, name))
+
 
 _LOCK = threading.Lock()
 _CACHE: dict[tuple[str, int, int, str | None], Cassette] = {}
@@ -156,6 +166,10 @@ def _one_episode(file: str, name: str | None) -> EpisodeRecord:
         episodes = load(file)
     except TraceReadError as exc:
         raise ReplayMiss(f"cannot replay from this recording: {exc}") from None
+    return _pick(episodes, file, name)
+
+
+def _pick(episodes: list[EpisodeRecord], file: str, name: str | None) -> EpisodeRecord:
     whole = [e for e in episodes if e.id is not None and e.outcome is not None]
     if not whole:
         raise ReplayMiss(

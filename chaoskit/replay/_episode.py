@@ -15,6 +15,7 @@ import chaoskit.engine._config as _config
 import chaoskit.semconv as sc
 from chaoskit._errors import ConfigError
 from chaoskit.engine._episode import Episode
+from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
 from chaoskit.replay._cassette import Cassette, Replay, cassette_path
 from chaoskit.telemetry import add_processor, remove_processor
@@ -68,7 +69,7 @@ class CassetteEpisode(Episode):
         plan: Plan | Mapping[str, Any] | None,
         *,
         record: str | os.PathLike[str] | None,
-        replay: str | os.PathLike[str] | Cassette | None,
+        replay: str | os.PathLike[str] | Cassette | Trace | None,
         on_miss: str,
         ignore: Mapping[str, Iterable[str]] | None,
         capture_content: bool | None,
@@ -82,7 +83,12 @@ class CassetteEpisode(Episode):
         self.record_path: Path | None = None if record is None else cassette_path(_fspath(record, "record"), name)
         self._writer: _EpisodeFile | None = None
         if replay is not None:
-            cassette = replay if isinstance(replay, Cassette) else Cassette.open(_fspath(replay, "replay"), name)
+            if isinstance(replay, Cassette):
+                cassette = replay
+            elif isinstance(replay, Trace):
+                cassette = Cassette.from_trace(replay, name)
+            else:
+                cassette = Cassette.open(_fspath(replay, "replay"), name)
             self.answers = Replay(cassette, on_miss=on_miss, ignore=ignore)
 
     def __enter__(self) -> CassetteEpisode:
@@ -146,7 +152,7 @@ def episode(
     plan: Plan | Mapping[str, Any] | None = None,
     *,
     record: str | os.PathLike[str] | None = None,
-    replay: str | os.PathLike[str] | Cassette | None = None,
+    replay: str | os.PathLike[str] | Cassette | Trace | None = None,
     on_miss: str = "error",
     ignore: Mapping[str, Iterable[str]] | None = None,
     capture_content: bool | None = None,
@@ -156,7 +162,8 @@ def episode(
 
     ``record=DIR`` writes the episode's spans, every tool call's (redacted, capped) arguments and result
     included, to ``DIR/<name>.jsonl`` (a file path is used as it is): the cassette is the trace.
-    ``replay=DIR`` answers every tool call from that recording instead of the real tool, matched by tool,
+    ``replay=DIR`` (or a :class:`~chaoskit.Trace` already read, e.g. from Phoenix) answers every tool call from
+    that recording instead of the real tool, matched by tool,
     arguments hash (``ignore={"tool": ["arg", ...]}`` leaves arguments out) and occurrence; the plan's faults
     apply on top. A call the recording cannot answer raises :class:`~chaoskit.replay.ReplayMiss` naming the
     nearest recorded call (``on_miss="error"``), or calls the real tool (``"passthrough"``).
