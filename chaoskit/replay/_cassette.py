@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import builtins
+import itertools
 import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,9 +203,8 @@ class Replay:
         self.on_miss = on_miss
         self.ignore = _ignored(ignore)
         #: calls answered so far by (tool, arguments hash)
-        self._seen: dict[tuple[str, str | None], int] = {}
+        self._seen: dict[tuple[str, str | None], Iterator[int]] = {}
         self._index: dict[str, dict[str | None, list[Answer]]] = {}
-        self._lock = threading.Lock()
         #: the misses of this run, in order (with on_miss="error" the first one stops it)
         self.misses: list[ReplayMiss] = []
 
@@ -222,10 +222,12 @@ class Replay:
             if self.on_miss == "passthrough":
                 return None
             raise miss
-        with self._lock:
-            n = self._seen.get((name, key), 0)
-            self._seen[(name, key)] = n + 1
-        return answers[min(n, len(answers) - 1)]
+        seen = self._seen.get((name, key))
+        if seen is None:
+            seen = self._seen.setdefault((name, key), itertools.count())
+        # next() on a count is atomic under the GIL: concurrent calls each get their own occurrence, with no lock
+        n = next(seen)
+        return answers[n if n < len(answers) else -1]
 
     def _key(self, spec: ToolSpec, args: Mapping[str, Any] | None, args_hash: str | None) -> str | None:
         ignored = self.ignore.get(spec.name)
