@@ -237,7 +237,8 @@ class Replay:
             args = {k: v for k, v in args.items() if k not in ignored}
         elif args_hash is not None:
             return args_hash
-        return _attrs.args_hash(args, exclude=spec.idempotency_arg, exact=spec.irreversible)
+        # the span's own hash (describe_args, whose common case is one C encoding), not a second definition of it
+        return _attrs.describe_args(args, exclude=spec.idempotency_arg, exact=spec.irreversible)[0]
 
     def _build(self, spec: ToolSpec) -> dict[str | None, list[Answer]]:
         out: dict[str | None, list[Answer]] = {}
