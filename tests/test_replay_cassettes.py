@@ -346,3 +346,30 @@ def test_a_trace_already_read_replays_like_a_file(tmp_path: Path) -> None:
     assert replayed.runs == [] and _parsed(answer) == _parsed(recorded)
     with pytest.raises(ReplayMiss, match="<trace>: no complete episode"):
         chaoskit.replay.Cassette.from_trace(chaoskit.Trace([]))
+
+
+def test_a_cassette_holds_only_its_own_episode_while_others_run(tmp_path: Path) -> None:
+    import threading
+
+    @chaos
+    def ping(who: str) -> str:
+        return f"pong {who}"
+
+    started = threading.Barrier(2, timeout=10)
+
+    def other() -> None:
+        with chaoskit.episode("other"):
+            started.wait()
+            for _ in range(20):
+                ping("other")
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with chaoskit.episode("mine", record=tmp_path):
+        started.wait()
+        for _ in range(20):
+            ping("mine")
+    thread.join(timeout=10)
+    episodes = chaoskit.Trace.load(tmp_path / "mine.jsonl").episodes
+    assert [e.name for e in episodes] == ["mine"]
+    assert [a.result for a in episodes[0].attempts] == ["pong mine"] * 20
