@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from chaoskit.engine._attempt import Attempt, begin, call_async, call_sync
     from chaoskit.engine._config import configure
     from chaoskit.engine._context import active_plan
-    from chaoskit.engine._episode import Episode, current_episode, episode
+    from chaoskit.engine._episode import Episode, current_episode
     from chaoskit.engine._info import AttemptInfo
     from chaoskit.engine._runtime import reset
     from chaoskit.engine._spec import ToolSpec
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from chaoskit.grading._score import Score, score
     from chaoskit.grading._trace import Trace
     from chaoskit.plan._model import Plan
+    from chaoskit.replay import ReplayMiss, episode
     from chaoskit.runner._battery import run_battery
     from chaoskit.runner._results import BatteryResult, EpisodeResult
     from chaoskit.runner._scenario import Scenario, load_battery, load_scenario
@@ -57,7 +58,8 @@ _WHERE = {
     "active_plan": "chaoskit.engine._context",
     "Episode": "chaoskit.engine._episode",
     "current_episode": "chaoskit.engine._episode",
-    "episode": "chaoskit.engine._episode",
+    "episode": "chaoskit.replay._episode",
+    "ReplayMiss": "chaoskit.replay._cassette",
     "AttemptInfo": "chaoskit.engine._info",
     "reset": "chaoskit.engine._runtime",
     "ToolSpec": "chaoskit.engine._spec",
@@ -96,6 +98,7 @@ __all__ = [
     "LateSpanError",
     "Plan",
     "PlanError",
+    "ReplayMiss",
     "Scenario",
     "Score",
     "ToolHTTPError",

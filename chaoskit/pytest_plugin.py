@@ -11,6 +11,9 @@ Fixtures (nothing here is autouse: installing chaoskit never changes a test suit
 - ``chaoskit_spans``: this test's spans only (``.spans``, ``.attempt_spans(tool)``, ``.trace()``).
 - ``chaoskit_plan``: a factory ``chaoskit_plan(*fault_dicts, seed=None)`` returning a plan active for the rest
   of the test.
+- ``chaos_replay``: an episode answered from the cassette named by ``@pytest.mark.chaos_replay("path", on_miss=
+  "error", ignore=None)`` (relative to the test file; docs/replay.md), under the ``chaos_plan`` mark's faults;
+  ``--chaos-record`` runs the real tools instead and (re)writes the cassettes.
 
 Every test using ``chaos_episode``, ``chaos_trace`` or the ``chaos_plan`` mark is marked ``faults``, so
 ``pytest -m faults`` runs the fault suite and ``-m "not faults"`` the rest. ``--chaos-seed N`` sets the seed
@@ -39,6 +42,7 @@ from typing import Any
 
 import pytest
 
+import chaoskit.replay as replay
 import chaoskit.testing as testing
 from chaoskit._errors import ChaoskitError
 from chaoskit._version import __version__
@@ -46,7 +50,7 @@ from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
 from chaoskit.testing import ChaosEpisode, FaultCase, TraceCapture
 
-__all__ = ["chaos_episode", "chaos_trace", "chaoskit_plan", "chaoskit_spans"]
+__all__ = ["chaos_episode", "chaos_replay", "chaos_trace", "chaoskit_plan", "chaoskit_spans"]
 
 _EPISODE_FIXTURES = frozenset({"chaos_episode", "chaos_trace"})
 _FIXTURES = _EPISODE_FIXTURES | {"chaoskit_plan", "chaoskit_spans"}
@@ -55,6 +59,8 @@ _MARKERS = (
     "chaos_episode, chaos_trace or chaos_plan are marked so automatically. Run the suite with `pytest -m faults`.",
     "chaos_plan(plan=None, **fields): the chaoskit fault plan of the test's chaos_episode: a dict, a "
     "chaoskit.Plan, or the path of a YAML plan relative to the test file (or the plan's fields as keywords).",
+    "chaos_replay(cassette, on_miss='error', ignore=None): the cassette (relative to the test file) that answers "
+    "the tool calls of the test's chaos_replay episode; --chaos-record writes it from the real tools.",
 )
 
 
@@ -96,6 +102,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="PATH",
         help="write the session's fault cases to PATH: the runner's JSON results, or its HTML report for .html",
+    )
+    group.addoption(
+        "--chaos-record",
+        action="store_true",
+        default=False,
+        help="chaos_replay tests run their real tools and (re)write their cassettes (docs/replay.md)",
     )
     for flag, kw in _JUDGE_OPTIONS:
         group.addoption(f"--chaos-{flag}", **kw)
@@ -178,7 +190,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 def _uses_episode(item: pytest.Item) -> bool:
     names = set(getattr(item, "fixturenames", ()))
-    return bool(names & _EPISODE_FIXTURES) or item.get_closest_marker("chaos_plan") is not None
+    return (
+        bool(names & _EPISODE_FIXTURES) or "chaos_replay" in names or item.get_closest_marker("chaos_plan") is not None
+    )
 
 
 def _fault_cases(item: pytest.Item) -> list[FaultCase]:
@@ -201,9 +215,10 @@ def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str)
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A ``chaos_plan`` mark needs ``chaos_episode``: without it the plan would silently not apply."""
-    if item.get_closest_marker("chaos_plan") is not None and not set(getattr(item, "fixturenames", ())) & set(
-        _EPISODE_FIXTURES
-    ):
+    if item.get_closest_marker("chaos_plan") is not None and not set(getattr(item, "fixturenames", ())) & {
+        *_EPISODE_FIXTURES,
+        "chaos_replay",
+    }:
         pytest.fail(
             f"{item.nodeid}: @pytest.mark.chaos_plan applies to the chaos_episode fixture, which this test does "
             "not use; add chaos_episode (or chaos_trace) to its arguments, or use chaoskit_plan(...) instead",
@@ -335,6 +350,37 @@ def chaos_episode(request: pytest.FixtureRequest) -> Iterator[ChaosEpisode]:
             "the agent, or read chaos_episode.trace after the run",
             pytrace=False,
         )
+
+
+@pytest.fixture
+def chaos_replay(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """An episode answered from the test's cassette (``@pytest.mark.chaos_replay``), open for the test; with
+    ``--chaos-record``, run against the real tools and written to the cassette."""
+    item = request.node
+    marker = item.get_closest_marker("chaos_replay")
+    if marker is None or len(marker.args) != 1 or not isinstance(marker.args[0], str | os.PathLike):
+        pytest.fail(
+            f"{item.nodeid}: the chaos_replay fixture needs @pytest.mark.chaos_replay('cassette.jsonl') naming "
+            "one cassette (a path relative to the test file)",
+            pytrace=False,
+        )
+    path = Path(item.path).parent / marker.args[0]
+    options = dict(marker.kwargs)
+    try:
+        if request.config.getoption("chaos_record", False):
+            episode = replay.episode(item.name, _plan_of(item), record=path)
+        else:
+            episode = replay.episode(item.name, _plan_of(item), replay=path, **options)
+    except ChaoskitError as exc:
+        pytest.fail(f"{item.nodeid}: {exc}", pytrace=False)
+    try:
+        with episode:
+            yield episode
+    except replay.ReplayMiss as exc:
+        # a miss the test's agent caught: fail the test with it, unless the test already failed on it
+        called = item.stash.get(_CALL, None)
+        if called is None or called[0] != "failed":
+            pytest.fail(f"{item.nodeid}: {exc}", pytrace=False)
 
 
 @pytest.fixture

@@ -55,6 +55,8 @@ TOOL_EXECUTED: Final = "chaoskit.tool.executed"
 TOOL_IRREVERSIBLE: Final = "chaoskit.tool.irreversible"
 TOOL_IDEMPOTENT: Final = "chaoskit.tool.idempotent"
 TOOL_REFUSED: Final = "chaoskit.tool.refused"
+#: the recorded result (gen_ai.tool.call.result) is the JSON of a value, not the text the tool returned
+TOOL_RESULT_JSON: Final = "chaoskit.tool.result.json"
 
 #: ``chaoskit.outcome`` values
 OUTCOME_OK: Final = "ok"

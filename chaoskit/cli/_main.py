@@ -18,6 +18,7 @@ _COMMAND_MODULES = (
     "chaoskit.cli._validate",
     "chaoskit.cli._check",
     "chaoskit.cli._run",
+    "chaoskit.cli._replay",
     "chaoskit.cli._merge",
     "chaoskit.cli._compare",
     "chaoskit.cli._report",

@@ -133,7 +133,7 @@ def add_parser(sub: Any) -> None:
         "--timeout", type=float, default=60.0, help="seconds before a command-line agent is killed (default 60)"
     )
     p.add_argument("--shard", type=_shard, default=None, metavar="I/N", help="run only shard I of N")
-    p.add_argument("--traces", metavar="FILE", help="all spans as OTLP-JSON Lines")
+    _add_trace_options(p)
     p.add_argument(
         "--metrics",
         action="store_true",
@@ -149,6 +149,27 @@ def add_parser(sub: Any) -> None:
     add_gate_options(p)
     add_judge_options(p)
     p.set_defaults(func=run)
+
+
+def _add_trace_options(p: argparse.ArgumentParser) -> None:
+    # where the spans go, and the cassettes: record once, replay with faults (docs/replay.md)
+    p.add_argument("--traces", metavar="FILE", help="all spans as OTLP-JSON Lines")
+    p.add_argument(
+        "--record",
+        metavar="DIR",
+        help="record each scenario's episode, tool results included (redacted, capped), to DIR/<scenario>.jsonl",
+    )
+    p.add_argument(
+        "--replay",
+        metavar="DIR",
+        help="answer every tool call from the recordings in DIR (the plan's faults on top; docs/replay.md)",
+    )
+    p.add_argument(
+        "--on-miss",
+        choices=("error", "passthrough"),
+        default="error",
+        help="a call the recording cannot answer: stop the episode (error, default) or call the real tool",
+    )
 
 
 def _warn(message: str) -> None:
@@ -224,6 +245,9 @@ def run(args: argparse.Namespace) -> int:
         metrics=metrics,
         prices=prices,
         judge=battery_judge(judge, gates) if judge is not None else None,
+        record=args.record,
+        replay=args.replay,
+        on_miss=args.on_miss,
     )
     if judge is not None:
         _judge_verdict(result, judge, gates)

@@ -280,7 +280,10 @@ class Attempt:
                 raise pre.exc
             if pre.call:
                 self.executed = True
-                result = self.transform(fn(*args, **kwargs))
+                answers = self.episode.answers if self.episode is not None else None
+                recorded = None if answers is None else answers.lookup(self.spec, self.args, self.hash)
+                # a replayed call: the recording answers instead of the tool; the fault still applies on top
+                result = self.transform(fn(*args, **kwargs) if recorded is None else recorded.result())
             else:
                 result = pre.value
         except BaseException as exc:
@@ -299,7 +302,9 @@ class Attempt:
                 raise pre.exc
             if pre.call:
                 self.executed = True
-                result = self.transform(await fn(*args, **kwargs))
+                answers = self.episode.answers if self.episode is not None else None
+                recorded = None if answers is None else answers.lookup(self.spec, self.args, self.hash)
+                result = self.transform(await fn(*args, **kwargs) if recorded is None else recorded.result())
             else:
                 result = pre.value
         except BaseException as exc:
@@ -332,6 +337,31 @@ class Attempt:
             span.get_span_context(),
             self.refused is not None,
         )
+
+
+def _answered(answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` answered from a recording (``Episode.answers``), for an unfaulted call on the plain path (a faulted
+    one asks the recording in :meth:`Attempt.run_sync`): the real tool runs only when the recording says so."""
+    args = bound if not callable(bound) else None
+
+    def body(*a: Any, **kw: Any) -> Any:
+        recorded = answers.lookup(spec, args, None)
+        return fn(*a, **kw) if recorded is None else recorded.result()
+
+    return body
+
+
+def _answered_async(
+    answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Awaitable[Any]]
+) -> Callable[..., Awaitable[Any]]:
+    """:func:`_answered` for a coroutine function."""
+    args = bound if not callable(bound) else None
+
+    async def body(*a: Any, **kw: Any) -> Any:
+        recorded = answers.lookup(spec, args, None)
+        return await fn(*a, **kw) if recorded is None else recorded.result()
+
+    return body
 
 
 # which fault made this exception, for the integrations that turn it into a tool message (injected_fault)
@@ -378,6 +408,9 @@ def call_sync(
     decided = decide(spec, bound, None, tracing, call_id)
     if decided[4] is not None:
         return Attempt(spec, bound, call_id, attach=True, _decided=decided).run_sync(fn, args, kwargs)
+    episode = decided[1]
+    if episode is not None and episode.answers is not None:
+        fn = _answered(episode.answers, spec, decided[2], fn)
     if tracing:
         return plain_sync(spec, decided, fn, args, kwargs, call_id)
     start = _now()
@@ -413,6 +446,9 @@ async def call_async(
     decided = decide(spec, bound, None, tracing, call_id)
     if decided[4] is not None:
         return await Attempt(spec, bound, call_id, attach=True, _decided=decided).run_async(fn, args, kwargs)
+    episode = decided[1]
+    if episode is not None and episode.answers is not None:
+        fn = _answered_async(episode.answers, spec, decided[2], fn)
     if tracing:
         return await plain_async(spec, decided, fn, args, kwargs, call_id)
     start = _now()

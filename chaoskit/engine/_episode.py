@@ -50,6 +50,11 @@ class Episode:
     check asks a stopped agent to have told the user anything).
     """
 
+    #: what answers the tool calls instead of the real tools (a cassette, set by ``chaoskit.replay``): its
+    #: ``lookup(spec, args, args_hash)`` returns the recorded answer (``.result()`` gives it back or raises it), or
+    #: None to call the real tool
+    answers: Any = None
+
     def __init__(
         self,
         name: str | None = None,

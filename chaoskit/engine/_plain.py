@@ -118,6 +118,9 @@ def close_ok(span: Any, refused: str | None, result: Any, attrs: dict[str, Any])
     cfg = _config.CONFIG
     if cfg.record_results:
         attrs[sc.GEN_AI_TOOL_CALL_RESULT] = _attrs.to_text(result, cfg.max_output_chars)
+        if not isinstance(result, str):
+            # a replay (chaoskit.replay) must give back a value, not its JSON text
+            attrs[sc.TOOL_RESULT_JSON] = True
     if attrs:
         span.set_attributes(attrs)
     if refused is not None:

@@ -51,6 +51,7 @@ from chaoskit.semconv import (
     TOOL_IDEMPOTENT,
     TOOL_IRREVERSIBLE,
     TOOL_REFUSED,
+    TOOL_RESULT_JSON,
 )
 
 _fast_loads: Callable[[str], Any] | None = None
@@ -75,6 +76,7 @@ _BOOL_KEYS = frozenset(
         TOOL_IRREVERSIBLE,
         TOOL_IDEMPOTENT,
         TOOL_REFUSED,
+        TOOL_RESULT_JSON,
         FAULT_AFTER_WRITE,
         EPISODE_SUCCESS,
     }
@@ -269,13 +271,14 @@ def attempt_record(
         a.get(RETRY_AFTER),
         a.get(TOOL_IDEMPOTENT) is True,
         a.get(TOOL_REFUSED) is True,
+        a.get(TOOL_RESULT_JSON) is True,
     )
 
 
 _ORDER = (
     "tool attempt start_time end_time outcome error_type error_message fault_type fault_index fault_params injected "
     "injected_value executed args_hash args idempotency_key irreversible call_id span_id trace_id episode_id "
-    "fault_skipped result observed_status observed_retry_after idempotent refused"
+    "fault_skipped result observed_status observed_retry_after idempotent refused result_json"
 )
 if " ".join(f.name for f in fields(AttemptRecord)) != _ORDER:  # pragma: no cover - a guard for who edits the record
     raise ImportError("attempt_record passes AttemptRecord's fields by position: update it with the record")

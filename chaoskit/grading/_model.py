@@ -78,6 +78,8 @@ class AttemptRecord:
     idempotent: bool = False
     #: the tool itself refused the call by returning an error value (``chaoskit.tool.refused``), not raising
     refused: bool = False
+    #: ``result`` is the JSON of a value the tool returned, not its text (``chaoskit.tool.result.json``)
+    result_json: bool = False
 
     @property
     def clean_success(self) -> bool:

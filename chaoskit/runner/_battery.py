@@ -71,6 +71,9 @@ def run_battery(
     metrics: bool = False,
     prices: Prices | None = None,
     judge: Callable[[Sequence[EpisodeResult], str], None] | None = None,
+    record: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | None = None,
+    on_miss: str = "error",
 ) -> BatteryResult:
     """Run a battery and grade it. ``paths`` are scenario files, directories, globs or battery files (or pass
     ``scenarios``, or a ``selection`` from :func:`chaoskit.runner._battery_file.select`)::
@@ -96,7 +99,9 @@ def run_battery(
     :func:`chaoskit.metrics.load_prices`) gives every episode its trajectory metrics, failure modes and cost.
     ``judge(episodes, traces_file)`` is called with the finished episodes and the file of their spans before they
     are summarized (``chaoskit run --judge``: it may add a check to an episode); the spans go to a temporary file
-    when ``traces`` is not given.
+    when ``traces`` is not given. ``record`` (a directory) writes each scenario's episode, tool results included,
+    to ``<record>/<scenario>.jsonl``; ``replay`` answers every tool call from those cassettes, the plan's faults on
+    top, and ``on_miss`` (``error`` or ``passthrough``) says what a call they cannot answer does (docs/replay.md).
     """
     cwd = os.getcwd()
     if cwd not in sys.path:
@@ -131,6 +136,9 @@ def run_battery(
         tags=tuple(tuple(g) for g in tags),
         metrics=metrics,
         prices=prices,
+        record=None if record is None else os.fspath(record),
+        replay=None if replay is None else os.fspath(replay),
+        on_miss=on_miss,
     )
     if scenarios is not None:
         selection = Selection(list(scenarios), all_names=[sc.name for sc in scenarios])

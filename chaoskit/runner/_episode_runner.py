@@ -23,6 +23,7 @@ from chaoskit.grading._evaluation import add_evaluation_events
 from chaoskit.grading._model import EpisodeRecord
 from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
+from chaoskit.replay import episode
 from chaoskit.runner._agents import CommandAgent, PythonAgent, resolve_agent
 from chaoskit.runner._grade import episode_passed, grade_or_refuse, run_oracle, snapshot, task_criteria, wants_initial
 from chaoskit.runner._grid import EpisodePlan, RunConfig, agents_for
@@ -141,6 +142,15 @@ class EpisodeRunner:
         """The scenario's fault plan at this episode's seed, with the background faults of its intensity."""
         return with_background(ep.scenario.plan(seed=ep.seed), ep.intensity, self.config.profile, seed=ep.seed)
 
+    def _episode(self, ep: EpisodePlan) -> Episode:
+        # with --record / --replay, the episode writes its cassette or is answered from one (chaoskit.replay)
+        cfg = self.config
+        name = ep.scenario.name
+        # a recording is the fault-free run: a faulted call's real answer is not on its span, so it could not be
+        # replayed (the faults come back on top of the replay)
+        plan = self.plan_for(ep) if cfg.record is None else Plan(faults=[], seed=ep.seed)
+        return episode(name, plan, record=cfg.record, replay=cfg.replay, on_miss=cfg.on_miss, **self._attrs(ep))
+
     def _attrs(self, ep: EpisodePlan) -> dict[str, Any]:
         attrs: dict[str, Any] = {
             # the task the agent was given: checks read it as backing for the values the agent repeats
@@ -233,7 +243,11 @@ class EpisodeRunner:
         else:
             episode.finish(output)
         env = made[1] if made is not None else None
-        oracle = run_oracle(self.oracles.get(ep.scenario.name), env, initial) if env is not None else None
+        # a replayed episode never touched the backend (the recording answered): its state says nothing
+        replayed = self.config.replay is not None
+        oracle = (
+            run_oracle(self.oracles.get(ep.scenario.name), env, initial) if env is not None and not replayed else None
+        )
         text = None if episode.output is None else str(episode.output)
         criteria = task_criteria(
             ep.scenario, output=text, outcome=episode.outcome or "completed", error=None, oracle=oracle
@@ -247,7 +261,7 @@ class EpisodeRunner:
         if isinstance(agent, CommandAgent):
             return self.run_command(ep, agent)
         started = time.perf_counter()
-        episode = Episode(ep.scenario.name, self.plan_for(ep), **self._attrs(ep))
+        episode = self._episode(ep)
         made: tuple[Any, Any] | None = None
         with episode:
             episode.keep_open()  # graded before its root span ends, so that the span carries the verdict
@@ -268,7 +282,7 @@ class EpisodeRunner:
         agent = self.agent_for(ep)
         assert isinstance(agent, PythonAgent)
         started = time.perf_counter()
-        episode = Episode(ep.scenario.name, self.plan_for(ep), **self._attrs(ep))
+        episode = self._episode(ep)
         made: tuple[Any, Any] | None = None
         async with episode:
             episode.keep_open()  # as in run_sync

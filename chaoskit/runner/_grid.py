@@ -51,6 +51,11 @@ class RunConfig:
     metrics: bool = False
     #: ``--prices``: the price table of the cost columns (implies ``metrics``)
     prices: Prices | None = None
+    #: ``--record DIR``: every episode's trace, tool results included, goes to ``DIR/<scenario>.jsonl`` (docs/replay.md)
+    record: str | None = None
+    #: ``--replay DIR``: every tool call is answered from ``DIR/<scenario>.jsonl``; ``on_miss`` for a call it cannot
+    replay: str | None = None
+    on_miss: str = "error"
 
     def __post_init__(self) -> None:
         if self.repeat < 1:
@@ -78,6 +83,21 @@ class RunConfig:
             raise ChaoskitError(f"--theta must be in (0, 1], got {self.theta}")
         if not self.timeout > 0:
             raise ChaoskitError(f"--timeout must be a number of seconds > 0, got {self.timeout:g}")
+        self._check_cassettes()
+
+    def _check_cassettes(self) -> None:
+        if self.on_miss not in ("error", "passthrough"):
+            raise ChaoskitError(f"--on-miss must be error or passthrough, got {self.on_miss!r}")
+        if self.record is not None and self.replay is not None:
+            raise ChaoskitError("--record and --replay: give one (record once, then replay the recording)")
+        if self.record is not None and (
+            self.repeat > 1 or len(self.intensities) > 1 or len(self.perturbations) > 1 or len(self.agents) > 1
+        ):
+            # one cassette per scenario: several episodes of a scenario would overwrite each other's
+            raise ChaoskitError(
+                "--record records each scenario once: use it with --repeat 1, one --intensity, one --perturb and "
+                "one agent"
+            )
         check_gate(self.fail_under, self.attempt_tolerance)
         if self.prices is not None:
             self.metrics = True

@@ -1,0 +1,96 @@
+"""`chaoskit replay TRACE --agent module:factory`: rerun an agent on a recorded episode; did its verdicts change?"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from chaoskit._errors import ChaoskitError
+from chaoskit.grading import run_checks
+from chaoskit.grading._model import EpisodeRecord
+from chaoskit.grading._trace import Trace
+from chaoskit.plan._model import Plan
+from chaoskit.replay import ON_MISS, Cassette, episode
+from chaoskit.runner._agents import PythonAgent, resolve_agent
+from chaoskit.runner._scenario import load_scenario
+from chaoskit.semconv import EPISODE_PREFIX, PLAN
+from chaoskit.telemetry import capture
+
+__all__ = ["add_parser"]
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``chaoskit replay``."""
+    p = sub.add_parser(
+        "replay",
+        help="rerun an agent against a recorded episode (its tools answered from the trace); did its verdicts change?",
+        description="Rerun --agent on the task of the episode recorded in TRACE (chaoskit run --record, "
+        "episode(record=...), or any trace with tool results), every tool call answered from the recording, the "
+        "recorded plan's faults (or --plan / --scenario) on top; compare the checks' verdicts with the recorded "
+        "run's. Exit 0 when they are the same, 1 when one changed, 2 on an error. docs/replay.md",
+    )
+    p.add_argument("trace", metavar="TRACE", help="the recorded episode: an OTLP-JSON Lines file")
+    p.add_argument("--agent", required=True, metavar="MODULE:FACTORY", help="the agent to rerun (a Python factory)")
+    p.add_argument("--plan", metavar="FILE", help="a fault plan YAML to apply instead of the recorded plan")
+    p.add_argument("--scenario", metavar="FILE", help="a scenario YAML: its faults instead of the recorded plan")
+    p.add_argument("--task", help="the task text (default: the recorded chaoskit.episode.task)")
+    p.add_argument("--on-miss", choices=ON_MISS, default="error", help="a call the recording cannot answer")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.set_defaults(func=run)
+
+
+def _plan(args: argparse.Namespace, recorded: EpisodeRecord) -> Plan | None:
+    if args.plan and args.scenario:
+        raise ChaoskitError("--plan and --scenario: give one")
+    if args.plan:
+        return Plan.from_yaml(args.plan)
+    if args.scenario:
+        return load_scenario(args.scenario, resolve=False).plan()
+    text = recorded.attributes.get(PLAN)
+    return Plan.from_dict(json.loads(text)) if isinstance(text, str) else None
+
+
+def _verdicts(trace: Trace) -> dict[str, str]:
+    return {r.name: r.severity for r in run_checks(trace)}
+
+
+def _rerun(agent: PythonAgent, name: str | None, plan: Plan | None, cassette: Cassette, task: str, miss: str) -> Trace:
+    with capture() as cap:
+        made = agent.make()
+        with episode(name, plan, replay=cassette, on_miss=miss, task=task) as ep:
+            if agent.is_async:
+                output = asyncio.run(agent.ainvoke(made[0], task))
+            else:
+                output = agent.invoke(made[0], task)
+            ep.finish(output)
+    return Trace.from_spans(cap.spans)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``chaoskit replay``."""
+    cassette = Cassette.open(args.trace)
+    recorded = cassette.episode
+    task = args.task or recorded.attributes.get(f"{EPISODE_PREFIX}task")
+    if not isinstance(task, str):
+        raise ChaoskitError(f"{args.trace}: the recorded episode has no chaoskit.episode.task; give --task")
+    agent = resolve_agent(args.agent)
+    if not isinstance(agent, PythonAgent):
+        raise ChaoskitError(f"--agent {args.agent}: chaoskit replay reruns a Python agent (module:factory)")
+    agent.probe()
+    before = _verdicts(Trace([recorded]))
+    after = _verdicts(_rerun(agent, recorded.name, _plan(args, recorded), cassette, task, args.on_miss))
+    changed = {
+        k: (before.get(k), after.get(k)) for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)
+    }
+    if args.json:
+        print(json.dumps({"recorded": before, "replayed": after, "changed": changed}, indent=2))
+    else:
+        for name, (old, new) in changed.items():
+            print(f"  {name:<24} {old or '-':>6} -> {new or '-'}")
+        print(
+            f"verdicts {'changed' if changed else 'unchanged'}: {len(changed)} of {len(after)} checks", file=sys.stdout
+        )
+    return 1 if changed else 0

@@ -1,0 +1,284 @@
+"""Cassettes: a recorded episode's trace answering the tool calls of a new run, by tool, arguments and occurrence."""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import chaoskit.engine._attrs as _attrs
+from chaoskit._errors import ChaoskitError, ConfigError, ToolHTTPError, ToolTimeout
+from chaoskit.engine._spec import ToolSpec
+from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
+from chaoskit.grading._readers import load
+from chaoskit.grading._trace import Trace
+
+__all__ = ["ON_MISS", "Answer", "Cassette", "RecordedError", "Replay", "ReplayMiss", "cassette_path"]
+
+#: what an unmatched call does: stop the run with a clear error, or call the real tool
+ON_MISS = ("error", "passthrough")
+#: the marks chaoskit's caps leave in a value cut to fit a span attribute (``…[+N chars]``, ``…[+N items]``)
+#: chaoskit's own error classes a recorded error may name (the built-in ones are found in ``builtins``)
+_KNOWN: dict[str, type[Exception]] = {"ToolTimeout": ToolTimeout}
+_CUT = re.compile(r"…\[\+\d+ (chars|items|keys)\]")
+
+
+class ReplayMiss(ChaoskitError):
+    """A replayed call that the recording cannot answer (``on_miss="error"``), or a cassette that cannot be used."""
+
+
+class RecordedError(ChaoskitError):
+    """The error a tool raised when the episode was recorded, raised again on replay when its class is not a built-in
+    one (which is raised as itself) nor an HTTP error (raised as :class:`~chaoskit.ToolHTTPError`); ``error_type``
+    names the recorded class."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        self.error_type = error_type
+        super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One recorded answer of a tool: what it returned (``text``, JSON when ``json``) or the error it raised."""
+
+    tool: str
+    attempt: int
+    args: Any
+    text: str | None
+    json: bool
+    error_type: str | None
+    error_message: str | None
+    status: int | None
+    retry_after: float | None
+    source: str
+
+    def result(self) -> Any:
+        """The recorded result, or the recorded error raised again."""
+        if self.error_type is not None:
+            message = self.error_message or self.error_type
+            if self.status is not None:
+                raise ToolHTTPError(self.status, message, retry_after=self.retry_after)
+            known = _KNOWN.get(self.error_type) or getattr(builtins, self.error_type, None)
+            if isinstance(known, type) and issubclass(known, Exception):
+                # the same class as recorded, so the agent's own except clauses see the same error
+                try:
+                    exc = known(message)
+                except Exception:
+                    exc = None
+                if exc is not None:
+                    raise exc
+            raise RecordedError(self.error_type, message)
+        text = self.text or ""
+        if _CUT.search(text):
+            raise ReplayMiss(
+                f"{self.source}: the recorded result of {self.tool} call {self.attempt} was cut to fit the span "
+                "(configure(max_output_chars=...) when recording, to keep it whole); it cannot be replayed"
+            )
+        if not self.json:
+            return text
+        return json.loads(text)
+
+
+def _answer(a: AttemptRecord, source: str) -> Answer | None:
+    """The answer a recorded attempt gives, or None when the real tool's answer is not in it (a fault changed or
+    replaced it, or the call was cancelled)."""
+    if not a.executed or a.outcome == "cancelled" or (a.fault_type is not None and a.fault_type != "latency"):
+        return None
+    where = f"{source}: span {a.span_id} ({a.tool} call {a.attempt})"
+    if a.outcome == "error" and not a.refused:
+        return Answer(a.tool, a.attempt, a.args, None, False, a.error_type or "Exception", a.error_message,
+                      a.observed_status, a.observed_retry_after, where)  # fmt: skip
+    if a.result is None:
+        raise ReplayMiss(
+            f"{where}: the span holds no result, so it cannot answer a replayed call; record with "
+            "`chaoskit run --record DIR`, chaoskit.episode(record=DIR) or configure(record_results=True)"
+        )
+    return Answer(a.tool, a.attempt, a.args, a.result, a.result_json, None, None, None, None, where)
+
+
+class Cassette:
+    """A recorded episode, read once and shared: its answers by tool, in the order they were given."""
+
+    def __init__(self, path: str, episode: EpisodeRecord) -> None:
+        self.path = path
+        self.episode = episode
+        #: every tool's answers with their recorded arguments hash, in call order
+        self.answers: dict[str, list[tuple[str | None, Answer]]] = {}
+        for a in episode.attempts:
+            answer = _answer(a, path)
+            if answer is not None:
+                self.answers.setdefault(a.tool, []).append((a.args_hash, answer))
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], name: str | None = None) -> Cassette:
+        """The cassette at ``path`` (a file, or a directory holding ``<name>.jsonl``); read once per file version."""
+        file = cassette_path(path, name)
+        try:
+            stat = file.stat()
+        except OSError as exc:
+            raise ReplayMiss(f"{file}: no recording there ({exc.strerror or exc}); record it first") from None
+        key = (str(file.resolve()), stat.st_mtime_ns, stat.st_size, name)
+        with _LOCK:
+            cached = _CACHE.get(key)
+        if cached is not None:
+            return cached
+        cassette = cls(str(file), _one_episode(str(file), name))
+        with _LOCK:
+            _CACHE[key] = cassette
+        return cassette
+
+    @classmethod
+    def from_trace(
+        cls, trace: Trace | Iterable[EpisodeRecord], name: str | None = None, *, source: str = "<trace>"
+    ) -> Cassette:
+        """The cassette of a trace already read (``chaoskit.fetch_phoenix``, ``Trace.from_jaeger``, ...): its one
+        complete episode (the one named ``name`` when it holds several), checked as a file's would be."""
+        episodes = list(trace.episodes if isinstance(trace, Trace) else trace)
+        return cls(source, _pick(episodes, source, name))
+
+
+_LOCK = threading.Lock()
+_CACHE: dict[tuple[str, int, int, str | None], Cassette] = {}
+
+
+def cassette_path(path: str | os.PathLike[str], name: str | None) -> Path:
+    """The file of episode ``name`` in ``path``: ``path/<name>.jsonl`` when ``path`` is a directory or a name with no
+    suffix (a directory to be made); a file path (``x.jsonl``) as it is."""
+    p = Path(path)
+    if p.is_dir() or not p.suffix or str(path).endswith(("/", os.sep)):
+        return p / f"{_file_name(name)}.jsonl"
+    return p
+
+
+def _file_name(name: str | None) -> str:
+    # a scenario name may hold any character: keep the file name portable
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name or "episode").strip("._") or "episode"
+
+
+def _one_episode(file: str, name: str | None) -> EpisodeRecord:
+    try:
+        episodes = load(file)
+    except TraceReadError as exc:
+        raise ReplayMiss(f"cannot replay from this recording: {exc}") from None
+    return _pick(episodes, file, name)
+
+
+def _pick(episodes: list[EpisodeRecord], file: str, name: str | None) -> EpisodeRecord:
+    whole = [e for e in episodes if e.id is not None and e.outcome is not None]
+    if not whole:
+        raise ReplayMiss(
+            f"{file}: no complete episode (an invoke_agent root span with its outcome) in the recording: the trace "
+            "was cut short or is not chaoskit's; a partial recording is never replayed"
+        )
+    if len(episodes) != len(whole):
+        raise ReplayMiss(
+            f"{file}: {len(episodes) - len(whole)} episode(s) without their root span: the file is cut short"
+        )
+    if name is not None and len(whole) > 1:
+        named = [e for e in whole if e.name == name]
+        whole = named or whole
+    if len(whole) > 1:
+        ids = ", ".join(str(e.id) for e in whole[:5])
+        raise ReplayMiss(f"{file}: {len(whole)} episodes in one recording ({ids}); a cassette holds one episode")
+    return whole[0]
+
+
+class Replay:
+    """One run's view of a cassette: which recorded answer each call gets (the n-th call of a tool with the same
+    arguments gets the n-th recorded answer; past the last, the last again), and what it does on a miss."""
+
+    def __init__(
+        self, cassette: Cassette, *, on_miss: str = "error", ignore: Mapping[str, Iterable[str]] | None = None
+    ):
+        if on_miss not in ON_MISS:
+            raise ConfigError(f"on_miss={on_miss!r}: expected one of {', '.join(ON_MISS)}")
+        self.cassette = cassette
+        self.on_miss = on_miss
+        self.ignore = _ignored(ignore)
+        #: calls answered so far by (tool, arguments hash)
+        self._seen: dict[tuple[str, str | None], Iterator[int]] = {}
+        self._index: dict[str, dict[str | None, list[Answer]]] = {}
+        #: the misses of this run, in order (with on_miss="error" the first one stops it)
+        self.misses: list[ReplayMiss] = []
+
+    def lookup(self, spec: ToolSpec, args: Mapping[str, Any] | None, args_hash: str | None) -> Answer | None:
+        """The recorded answer of this call, None to call the real tool (``passthrough``), or a ReplayMiss raised."""
+        name = spec.name
+        index = self._index.get(name)
+        if index is None:
+            index = self._index.setdefault(name, self._build(spec))
+        key = self._key(spec, args, args_hash)
+        answers = index.get(key)
+        if not answers:
+            miss = ReplayMiss(self._miss_text(spec, args))
+            self.misses.append(miss)
+            if self.on_miss == "passthrough":
+                return None
+            raise miss
+        seen = self._seen.get((name, key))
+        if seen is None:
+            seen = self._seen.setdefault((name, key), itertools.count())
+        # next() on a count is atomic under the GIL: concurrent calls each get their own occurrence, with no lock
+        n = next(seen)
+        return answers[n if n < len(answers) else -1]
+
+    def _key(self, spec: ToolSpec, args: Mapping[str, Any] | None, args_hash: str | None) -> str | None:
+        ignored = self.ignore.get(spec.name)
+        if args is None:
+            return args_hash
+        if ignored:
+            args = {k: v for k, v in args.items() if k not in ignored}
+        elif args_hash is not None:
+            return args_hash
+        # the span's own hash (describe_args, whose common case is one C encoding), not a second definition of it
+        return _attrs.describe_args(args, exclude=spec.idempotency_arg, exact=spec.irreversible)[0]
+
+    def _build(self, spec: ToolSpec) -> dict[str | None, list[Answer]]:
+        out: dict[str | None, list[Answer]] = {}
+        ignored = self.ignore.get(spec.name)
+        for recorded_hash, answer in self.cassette.answers.get(spec.name, ()):
+            key = recorded_hash
+            if ignored and isinstance(answer.args, dict):
+                key = self._key(spec, answer.args, None)
+            out.setdefault(key, []).append(answer)
+        return out
+
+    def _miss_text(self, spec: ToolSpec, args: Mapping[str, Any] | None) -> str:
+        shown = _attrs.to_attr_json(args, 300) if args is not None else "(arguments unknown)"
+        recorded = self.cassette.answers.get(spec.name)
+        where = self.cassette.path
+        if not recorded:
+            tools = ", ".join(sorted(self.cassette.answers)) or "none"
+            return f"{where}: no recorded call of {spec.name} (this call: {shown}); recorded tools: {tools}"
+        nearest = min((a for _, a in recorded), key=lambda a: _distance(args, a.args))
+        return (
+            f"{where}: no recorded call of {spec.name} with these arguments: {shown}; nearest recorded: "
+            f"call {nearest.attempt} with {_attrs.to_attr_json(nearest.args, 300)}"
+        )
+
+
+def _distance(args: Mapping[str, Any] | None, recorded: Any) -> int:
+    if not isinstance(args, Mapping) or not isinstance(recorded, dict):
+        return 1 << 20
+    keys = set(args) | set(recorded)
+    return sum(1 for k in keys if _attrs.canonical_json(args.get(k)) != _attrs.canonical_json(recorded.get(k)))
+
+
+def _ignored(ignore: Mapping[str, Iterable[str]] | None) -> dict[str, frozenset[str]]:
+    if ignore is None:
+        return {}
+    if not isinstance(ignore, Mapping):
+        raise ConfigError(f"ignore=...: expected a mapping of tool name to argument names, got {type(ignore).__name__}")
+    out: dict[str, frozenset[str]] = {}
+    for tool, names in ignore.items():
+        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+            raise ConfigError(f"ignore[{tool!r}]: expected a list of argument names, got {names!r}")
+        out[str(tool)] = frozenset(names)
+    return out
