@@ -333,6 +333,19 @@ def test_an_episode_exited_in_another_thread_ends_with_its_spans() -> None:
     assert [a.tool for a in ep.attempts] == ["send_money"]
 
 
+def test_an_episode_after_one_exited_in_another_thread_starts_its_own_trace() -> None:
+    with telemetry.capture() as cap:
+        ep = chaoskit.episode("callback-run").__enter__()
+        _exit_in_thread(ep)
+        with chaoskit.episode("next-run"):
+            send_money("NL91ABNA0417164300", 14.0, "T-3")
+    (first,) = [s for s in cap.spans if s.name == "invoke_agent callback-run"]
+    (second,) = [s for s in cap.spans if s.name == "invoke_agent next-run"]
+    # the ended episode's span stayed current in this thread; the next episode is not its child
+    assert second.parent is None
+    assert second.context.trace_id != first.context.trace_id
+
+
 def test_an_episode_in_a_generator_resumed_in_another_context_ends_cleanly() -> None:
     def steps() -> Iterator[str]:
         with chaoskit.episode("streamed") as ep:

@@ -33,7 +33,7 @@ class OrderSearchAgent:
             found = self.search_orders("ana@example.com")
         orders = found.get("orders") if isinstance(found, dict) else None
         if not orders:
-            return "I found no orders for ana@example.com."
+            return "The order search returned no orders for ana@example.com."
         return f"Orders: {orders}"
 
 

@@ -112,7 +112,11 @@ class Episode:
     def _start_span(self) -> trace.Span:
         agent = self.name or "agent"
         parent = None
-        if not trace.get_current_span().get_span_context().is_valid:
+        current = trace.get_current_span()
+        if _ended_episode(current):
+            # an episode exited in another thread left its span current here: a new episode is no child of it
+            parent = traceparent_context() or otel_context.Context()
+        elif not current.get_span_context().is_valid:
             parent = traceparent_context()
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
@@ -446,3 +450,9 @@ def _tool_result(result: Any) -> dict[str, Any]:
             part["id"] = str(result["id"])
         return part
     return {"type": "tool_call_response", "response": _response_text(result)}
+
+
+def _ended_episode(span: trace.Span) -> bool:
+    """An episode's root span that has ended (an SDK span with an end time and an episode id)."""
+    attributes = getattr(span, "attributes", None) or {}
+    return getattr(span, "end_time", None) is not None and sc.EPISODE_ID in attributes

@@ -11,7 +11,7 @@ from chaoskit.grading._against import read_against
 from chaoskit.grading._claims import Answer, read_answer
 from chaoskit.grading._facts import Backing as FactBacking
 from chaoskit.grading._facts import unbacked_facts, unbacked_names
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
+from chaoskit.grading._model import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._repeats import faulted_values
 from chaoskit.grading._result import Severity, as_text, leaves
 from chaoskit.grading._truth import episode_truth
@@ -112,7 +112,7 @@ def _cached_tokens(text: str) -> frozenset[str]:
 #: root attributes chaoskit itself writes: the episode id is random hex, and digits in it are no evidence
 _EPISODE_OWN = frozenset({EPISODE_ID, EPISODE_OUTPUT, EPISODE_ERROR, EPISODE_OUTCOME, EPISODE_ATTEMPTS})
 #: faults whose output is the real result, reshaped or cut: what is left of it is real data
-_REAL_DATA = frozenset({"empty", "partial", "schema_drift", "latency"})
+_REAL_DATA = frozenset({"empty", "partial", "schema_drift"}) | ANSWER_KEPT
 
 
 _dump = as_text

@@ -8,7 +8,16 @@ from typing import Any
 from chaoskit._errors import ChaoskitError
 from chaoskit.semconv import FAULT_AFTER_WRITE, FAULT_EXCEPTION, FAULT_HTTP_STATUS, FAULT_PREFIX, FAULT_RETRY_AFTER
 
-__all__ = ["AttemptRecord", "EpisodeRecord", "TraceReadError", "attempt_order", "new_attempt", "param_key", "show"]
+__all__ = [
+    "ANSWER_KEPT",
+    "AttemptRecord",
+    "EpisodeRecord",
+    "TraceReadError",
+    "attempt_order",
+    "new_attempt",
+    "param_key",
+    "show",
+]
 
 
 def param_key(attribute: str) -> str:
@@ -26,6 +35,9 @@ def show(value: Any, limit: int = 60) -> str:
 _RETRY_AFTER = param_key(FAULT_RETRY_AFTER)
 _HTTP_STATUS = param_key(FAULT_HTTP_STATUS)
 _AFTER_WRITE = param_key(FAULT_AFTER_WRITE)
+#: faults that leave the answer the caller gets as the tool gave it: a delay, and the MCP proxy's protocol faults
+#: (a list_changed notice after the answer, a tool gone for later calls, a slow initialize)
+ANSWER_KEPT = frozenset({"latency", "list_changed", "tool_disappears", "slow_initialize"})
 _EXCEPTION = param_key(FAULT_EXCEPTION)
 
 
@@ -83,8 +95,9 @@ class AttemptRecord:
 
     @property
     def clean_success(self) -> bool:
-        """The tool answered and no fault altered what the caller got (latency only delays)."""
-        return self.outcome == "ok" and (self.fault_type is None or self.fault_type == "latency")
+        """The tool answered and no fault altered what the caller got (latency only delays; the MCP proxy's
+        protocol faults act around the answer, not on it)."""
+        return self.outcome == "ok" and (self.fault_type is None or self.fault_type in ANSWER_KEPT)
 
     @property
     def may_have_written(self) -> bool:

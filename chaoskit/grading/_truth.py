@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
+from chaoskit.grading._model import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._result import as_text, leaves, required_of
 from chaoskit.semconv import EPISODE_TASK, FAULT_AFTER_WRITE, FAULT_STALE, FAULT_TEXT
 
@@ -203,7 +203,7 @@ def episode_truth(ep: EpisodeRecord, required_tools: Iterable[str] | None = None
         first = atts[0]
         probe = CallTruth(first.tool, first.args, False, "", (), (), None, None, 0.0, 0.0)
         status = _status(atts, ep, probe.anchors())
-        faults = tuple(dict.fromkeys(a.fault_type for a in atts if a.fault_type and a.fault_type != "latency"))
+        faults = tuple(dict.fromkeys(a.fault_type for a in atts if a.fault_type and a.fault_type not in ANSWER_KEPT))
         last = atts[-1]
         calls.append(
             CallTruth(
