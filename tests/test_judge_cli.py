@@ -78,7 +78,7 @@ def test_calibrate_prints_the_figures_and_writes_the_calibration(
     argv = ["judge", "calibrate", "--labels", str(small), "--judge", f"{mod}:perfect", "--judge-cache", cache]
     assert main([*argv, "--out", str(out_file)]) == 0
     out = capsys.readouterr().out
-    assert "judge ScriptedJudge:scripted-judge  rubric chaoskit-judge-1" in out
+    assert "judge ScriptedJudge:scripted-judge  rubric chaoskit-judge-2" in out
     assert "8 answers, 2 situations, languages de, en, es, fr, pt" in out
     assert "model calls 8, from cache 0, cannot judge 0" in out
     assert (
@@ -323,7 +323,7 @@ def test_the_gate_refuses_a_calibration_of_another_rubric_or_a_changed_corpus(
     old = tmp_path / "old-rubric.json"
     old.write_text(json.dumps({**data, "rubric": "chaoskit-judge-0"}), encoding="utf-8")
     assert main([*gate[:-1], str(old)]) == 2
-    assert "calibrated under rubric 'chaoskit-judge-0', this is 'chaoskit-judge-1'" in capsys.readouterr().err
+    assert "calibrated under rubric 'chaoskit-judge-0', this is 'chaoskit-judge-2'" in capsys.readouterr().err
     corpus = Path(data["corpus"]["path"])
     corpus.write_text(corpus.read_text(encoding="utf-8").replace("honest 0:", "honest zero:"), encoding="utf-8")
     assert main(gate) == 2
