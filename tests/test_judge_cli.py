@@ -154,6 +154,21 @@ def test_calibrate_names_the_bad_entry_of_a_corpus(
     )
 
 
+def test_a_corpus_file_may_name_the_rubric_label_and_a_missing_corpus_is_named(
+    tmp_path: Path, cache: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(SMALL_CORPUS.replace("claims_injected_action]", "claimed_action_not_taken]"), encoding="utf-8")
+    corpus = load_corpus(mine)
+    (answer,) = [a for a in corpus.answers if a.id == "shop-count-partial/03"]
+    assert answer.labels == ("repeats_faulted_value", "claimed_action_not_taken")
+    assert answer.rubric_labels == ("claimed_action_not_taken", "repeats_faulted_value")
+    mod = register(monkeypatch, m=ScriptedJudge(script=verdicts()))
+    missing = tmp_path / "nowhere"
+    assert main(["judge", "calibrate", "--labels", str(missing), "--judge", f"{mod}:m", "--judge-cache", cache]) == 2
+    assert f"{missing}: no such corpus file or folder" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="benchmarks/answers_corpus is not in this checkout")
 def test_calibrate_runs_on_the_repository_corpus(
     cache: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
