@@ -6,8 +6,9 @@ and language, and the share of dishonest and of honest answers flagged.
     python benchmarks/bench_answers.py --split holdout      # only the held-out fifth of the situations
     python benchmarks/bench_answers.py --misses             # also list each wrongly graded answer
 
-Each answer is replayed through real ``@chaos`` tools and graded with the default checks by the corpus's own
-``replay.py`` (as ``chaoskit check`` grades an export). An answer is *flagged* when a check fails or warns on it.
+Each answer is replayed through real ``@chaos`` tools and graded with the default checks by the corpus replay
+of ``chaoskit.judge`` (the one ``benchmarks/answers_corpus/replay.py`` runs; as ``chaoskit check`` grades an
+export). An answer is *flagged* when a check fails or warns on it.
 The held-out part is the situations whose id hashes to 0 mod 5 (sha256): it was looked at only at the end.
 """
 
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from chaoskit.judge._corpus import load_corpus
+from chaoskit.judge._corpus_replay import replay_many
 
 HERE = Path(__file__).resolve().parent
 #: which labels each answer check is meant to catch
@@ -31,18 +33,6 @@ CHECK_LABELS: dict[str, tuple[str, ...]] = {
     "no_injection_followed": ("claims_injected_action",),
 }
 LABELS = ("false_success", "silent_failure", "fabricated_detail", "repeats_faulted_value", "claims_injected_action")
-
-
-def _load_replay(directory: Path) -> Any:
-    path = directory / "replay.py"
-    if not path.is_file():
-        raise SystemExit(f"{path}: no replay.py, so there is no corpus to measure (give --dir)")
-    spec = importlib.util.spec_from_file_location("answers_corpus_replay", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def held_out(situation_id: str) -> bool:
@@ -131,17 +121,16 @@ def _print(title: str, m: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dir", default=str(HERE / "answers_corpus"), help="the corpus directory (with replay.py)")
+    ap.add_argument("--dir", default=str(HERE / "answers_corpus"), help="the corpus directory")
     ap.add_argument("--split", choices=("all", "tuning", "holdout"), default="all")
     ap.add_argument("--fails-only", action="store_true", help="count only failed checks as flagged, not warnings")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--misses", action="store_true", help="list the answers graded wrongly")
     args = ap.parse_args(argv)
-    replay = _load_replay(Path(args.dir))
-    cases = replay.load_corpus(args.dir)
+    cases = load_corpus(args.dir).answers
     if args.split != "all":
         cases = [c for c in cases if held_out(c.situation.id) == (args.split == "holdout")]
-    done = replay.replay_many(cases)
+    done = replay_many(cases)
     bad = ("fail",) if args.fails_only else ("fail", "warn")
 
     def flagged(r: Any, check: str) -> bool:

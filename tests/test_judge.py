@@ -13,6 +13,7 @@ from _judge_helpers import ScriptedJudge, completion, fake_openai, verdicts
 
 import chaoskit
 from chaoskit import ConfigError, chaos
+from chaoskit.grading._truth import episode_truth
 from chaoskit.judge import (
     LABELS,
     RUBRIC_VERSION,
@@ -30,7 +31,7 @@ from chaoskit.testing import capture_spans
 
 #: each rubric version and the fingerprint of its prompt: changing the prompt needs a new version (and a
 #: new line here), so that no cached judgment or calibration of the old prompt is taken for the new one
-PINNED = {"chaoskit-judge-1": "382222b0f50912dd"}
+PINNED = {"chaoskit-judge-1": "382222b0f50912dd", "chaoskit-judge-2": "5d6adbade40c8c63"}
 
 
 def test_the_rubric_prompt_is_pinned_to_its_version() -> None:
@@ -60,7 +61,11 @@ def _episode(plan: dict[str, Any], calls: list[tuple[str, dict[str, Any]]], answ
     def list_orders(customer: str) -> list[dict[str, int]]:
         return [{"id": 1}, {"id": 2}, {"id": 3}, {"id": 4}]
 
-    tools = {"update_ticket": update_ticket, "list_orders": list_orders}
+    @chaos
+    def get_ticket(ticket: str) -> dict[str, str]:
+        return {"ticket": ticket, "status": "closed"}
+
+    tools = {"update_ticket": update_ticket, "list_orders": list_orders, "get_ticket": get_ticket}
     with capture_spans() as cap, chaoskit.episode("ep", plan=plan, task="do the thing") as ep:
         for name, args in calls:
             try:
@@ -115,6 +120,47 @@ def test_a_write_that_ran_under_an_after_write_error_is_not_called_undone() -> N
     (call,) = judge_input(ep)["calls"]
     assert call["attempts"][0]["real_tool_ran"] is True
     assert "the real tool ran" in call["status"]
+    assert call["state"] == "written" and "no later read confirmed it" in call["status"]
+
+
+def test_a_write_confirmed_by_a_later_read_is_a_success_as_the_checks_count_it() -> None:
+    ep = _episode(
+        {"faults": [{"tool": "update_ticket", "type": "http", "status": 500, "after_write": True, "on_call": 1}]},
+        [("update_ticket", {"ticket": "T-1", "status": "closed"}), ("get_ticket", {"ticket": "T-1"})],
+        "Ticket T-1 is closed (I checked after the error).",
+    )
+    write, read = judge_input(ep)["calls"]
+    assert write["state"] == "confirmed" and write["write"] is True
+    assert write["status"].startswith("succeeded") and "a later read confirmed it" in write["status"]
+    assert read["state"] == "ok" and read["write"] is False
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        {"faults": [{"tool": "update_ticket", "type": "http", "status": 503, "on_call": 2}]},
+        {"faults": [{"tool": "update_ticket", "type": "http", "status": 500, "after_write": True, "on_call": 1}]},
+        {"faults": [{"tool": "list_orders", "type": "partial", "on_call": 1}]},
+        {"faults": [{"tool": "update_ticket", "type": "timeout", "on_call": 1}]},
+    ],
+)
+def test_the_judge_sees_the_ground_truth_the_answer_checks_read(plan: dict[str, Any]) -> None:
+    ep = _episode(
+        plan,
+        [
+            ("update_ticket", {"ticket": "T-1", "status": "closed"}),
+            ("update_ticket", {"ticket": "T-2", "status": "closed"}),
+            ("list_orders", {"customer": "C-9"}),
+            ("get_ticket", {"ticket": "T-1"}),
+        ],
+        "All done.",
+    )
+    truth = episode_truth(ep)
+    calls = judge_input(ep)["calls"]
+    assert [(c["tool"], c["args"], c["state"], c["write"]) for c in calls] == [
+        (t.tool, t.args, t.status, t.write) for t in truth.calls
+    ]
+    assert [len(c["attempts"]) for c in calls] == [len(t.spans) for t in truth.calls]
 
 
 # --- reading the reply -------------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ labelled corpus to the agreement the user asks for (``--judge-min-kappa``). See 
 
 from chaoskit.judge._calibrate import ANY, CALIBRATION_KIND, calibrate, check_calibration, corrected_pass_rate
 from chaoskit.judge._compare import ANSWER_CHECKS, entry, judge_line, judge_rows, summary_of
-from chaoskit.judge._corpus import Answer, Corpus, Situation, load_corpus, replay
+from chaoskit.judge._corpus import Answer, Corpus, CorpusError, Situation, load_corpus
+from chaoskit.judge._corpus_replay import replay_situation as replay
 from chaoskit.judge._input import judge_input
 from chaoskit.judge._judge import CACHE_ENV, Judge, Judgment, default_cache_dir
 from chaoskit.judge._models import JudgeModel, ModelRefused, OpenAIEndpoint, Reply, load_model
@@ -23,6 +24,7 @@ __all__ = [
     "SYSTEM_PROMPT",
     "Answer",
     "Corpus",
+    "CorpusError",
     "Judge",
     "JudgeModel",
     "Judgment",

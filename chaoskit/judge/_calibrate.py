@@ -10,7 +10,7 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.judge._corpus import Answer, load_corpus
-from chaoskit.judge._corpus import iter_replayed as _replayed
+from chaoskit.judge._corpus_replay import iter_replayed as _replayed
 from chaoskit.judge._input import judge_input
 from chaoskit.judge._judge import Judge, Judgment
 from chaoskit.judge._rubric import LABELS, RUBRIC_SHA, RUBRIC_VERSION
@@ -26,7 +26,7 @@ ANY = "dishonest"
 
 def _flags(a: Answer, j: Judgment, label: str | None) -> tuple[bool, bool]:
     """(labelled, judged) for one answer and question; a judgment that could not be made counts as wrong."""
-    truth = bool(a.labels) if label is None else label in a.labels
+    truth = bool(a.labels) if label is None else label in a.rubric_labels
     if not j.judged:
         return truth, not truth
     return truth, bool(j.flagged) if label is None else bool(j.verdicts.get(label))

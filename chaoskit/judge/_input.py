@@ -1,4 +1,4 @@
-"""What the judge is shown of one episode: the task, the final answer and the ground truth of every tool call."""
+"""What the judge is shown of one episode: the task, the final answer and the per-call ground truth the checks read."""
 
 from __future__ import annotations
 
@@ -6,13 +6,11 @@ import hashlib
 import json
 from typing import Any
 
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord, attempt_order
-from chaoskit.semconv import EPISODE_TASK
+from chaoskit.grading._model import AttemptRecord, EpisodeRecord
+from chaoskit.grading._truth import CallTruth, episode_truth
 
-__all__ = ["DATA_FAULTS", "input_hash", "judge_input"]
+__all__ = ["input_hash", "judge_input"]
 
-#: faults that change what the tool returned: the agent got a result, but not the real data
-DATA_FAULTS = frozenset({"empty", "partial", "garbage", "schema_drift", "stale_state", "prompt_injection"})
 #: a received value longer than this is cut (the judge needs the facts, not megabytes)
 _MAX_VALUE = 2000
 
@@ -25,13 +23,13 @@ def _cut(value: Any) -> Any:
 
 
 def _received(a: AttemptRecord) -> Any:
-    """What the agent got from this attempt, as it got it."""
+    """What the agent got from this attempt, as it got it (a fault's value when a fault replaced the result)."""
     if a.outcome == "error":
         kind = "injected error" if a.injected else "error"
         return f"{kind}: {a.error_type or 'error'}: {a.error_message or 'no message'}"
     if a.outcome != "ok":
         return f"no result ({a.outcome})"
-    if a.fault_type in DATA_FAULTS and a.injected_value is not None:
+    if a.fault_type and a.injected_value is not None:
         return _cut(a.injected_value)
     if a.result is not None:
         return _cut(a.result)
@@ -53,28 +51,29 @@ def _attempt(a: AttemptRecord) -> dict[str, Any]:
     return out
 
 
-def _status(attempts: list[AttemptRecord]) -> str:
-    """The logical call's final status, from its last attempt (and whether a write ran along the way)."""
-    last = attempts[-1]
-    retried = f" after {len(attempts) - 1} failed attempt(s)" if len(attempts) > 1 else ""
-    if last.outcome == "ok" and last.fault_type in DATA_FAULTS:
-        return (
-            f"faulted data{retried}: the agent got {last.describe_fault()}, not the real data"
-            if last.fault_type != "prompt_injection"
-            else f"succeeded{retried}, but the result carried injected text (a prompt injection)"
-        )
-    if last.clean_success:
-        return f"succeeded{retried}"
-    if last.outcome == "ok":
-        return f"returned{retried} ({last.describe_fault()})"
+def _status(call: CallTruth, attempts: list[AttemptRecord]) -> str:
+    """The grading layer's status of the call (``CallTruth.status``), in words for the model."""
+    done = [a for a in attempts if a.outcome != "cancelled"] or attempts
+    last = done[-1]
+    retried = f" after {len(done) - 1} failed attempt(s)" if len(done) > 1 else ""
     how = last.describe_fault() if last.injected else (last.error_type or last.outcome)
-    if any(a.clean_success for a in attempts):
-        return f"the last attempt failed ({how}); an earlier attempt of the same call succeeded"
-    if any(a.injected and a.executed and a.outcome == "error" for a in attempts):
+    if call.status == "ok":
+        if last.fault_type == "prompt_injection":
+            return f"succeeded{retried}, but the result carried injected text (a prompt injection)"
+        if not last.clean_success:
+            return f"succeeded on an earlier attempt; the last attempt failed ({how})"
+        return f"succeeded{retried}"
+    if call.status == "faulted":
+        return f"faulted data{retried}: the agent got {last.describe_fault()}, not the real data"
+    if call.status == "confirmed":
+        return f"succeeded: the write took effect despite the error ({how}), and a later read confirmed it"
+    if call.status == "written":
         return (
             f"failed as the agent saw it ({how}), but the real tool ran: the write may have taken effect; "
-            "only a later read can tell"
+            "no later read confirmed it"
         )
+    if call.status == "cancelled":
+        return "cancelled before it answered"
     if last.refused:
         return "failed: the tool rejected the call"
     return f"failed{retried}: {how}"
@@ -82,36 +81,36 @@ def _status(attempts: list[AttemptRecord]) -> str:
 
 def judge_input(episode: EpisodeRecord, *, task: str | None = None, answer: str | None = None) -> dict[str, Any]:
     """The judge's view of ``episode``: ``task`` (else the episode's ``chaoskit.episode.task``), ``final_answer``
-    (else the episode's output) and ``calls``: one entry per logical call (tool and arguments) in order of its
-    first attempt, with each attempt (what was received, the fault, whether the real tool ran) and the call's
-    final status. A call that failed stays failed whatever another call of the same tool did.
-
-    This is the one place the judge's ground truth is built."""
-    if task is None:
-        raw = episode.attributes.get(EPISODE_TASK)
-        task = raw if isinstance(raw, str) else None
-    calls: dict[tuple[str, str], list[AttemptRecord]] = {}
-    for a in sorted(episode.attempts, key=attempt_order):
-        key = a.args_hash or json.dumps(a.args, sort_keys=True, default=str)
-        calls.setdefault((a.tool, key), []).append(a)
-    out = []
-    for i, ((tool, _), attempts) in enumerate(calls.items(), 1):
-        irreversible = any(a.irreversible for a in attempts)
-        out.append(
+    (else the episode's output) and ``calls``: the grading layer's per-call ground truth
+    (:func:`chaoskit.grading._truth.episode_truth`, what the answer checks and the HTML report's "Calls" table
+    read), one entry per logical call (tool and arguments) with its ``state`` (``ok``, ``failed``, ``faulted``,
+    ``written``, ``confirmed``, ``cancelled``) in words as ``status``, and each attempt (what was received, the
+    fault, whether the real tool ran). ``tools_not_done``: the tools the task needed that no call got done."""
+    truth = episode_truth(episode)
+    by_span = {a.span_id: a for a in episode.attempts}
+    calls = []
+    for i, c in enumerate(truth.calls, 1):
+        attempts = [by_span[s] for s in c.spans]
+        calls.append(
             {
                 "call": i,
-                "tool": tool,
-                "args": attempts[0].args,
-                **({"irreversible_write": True} if irreversible else {}),
+                "tool": c.tool,
+                "args": c.args,
+                "write": c.write,
+                **({"irreversible_write": True} if any(a.irreversible for a in attempts) else {}),
                 "attempts": [_attempt(a) for a in attempts],
-                "status": _status(attempts),
+                "state": c.status,
+                "status": _status(c, attempts),
             }
         )
-    return {
-        "task": task or "(not recorded)",
-        "calls": out,
+    out: dict[str, Any] = {
+        "task": (task if task is not None else truth.task) or "(not recorded)",
+        "calls": calls,
         "final_answer": answer if answer is not None else (episode.output or ""),
     }
+    if truth.unmet:
+        out["tools_not_done"] = list(truth.unmet)
+    return out
 
 
 def input_hash(value: dict[str, Any]) -> str:
