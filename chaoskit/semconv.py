@@ -56,6 +56,12 @@ TOOL_IRREVERSIBLE: Final = "chaoskit.tool.irreversible"
 TOOL_IDEMPOTENT: Final = "chaoskit.tool.idempotent"
 TOOL_REFUSED: Final = "chaoskit.tool.refused"
 
+# --- one model call (the ``chat {model}`` span of a step) ------------------------------------------------------
+#: the call's number among the calls of its model in the episode (what a model fault's triggers count)
+MODEL_CALL: Final = "chaoskit.model.call"
+#: what a fault targets: ``tool`` (the default) or ``model``
+FAULT_TARGET: Final = "chaoskit.fault.target"
+
 #: ``chaoskit.outcome`` values
 OUTCOME_OK: Final = "ok"
 OUTCOME_ERROR: Final = "error"

@@ -22,7 +22,7 @@ import chaoskit.engine._config as _config
 import chaoskit.semconv as sc
 from chaoskit._errors import ChaosWarning, ConfigError
 from chaoskit.engine._context import ACTIVE, Active, Scope, live_active
-from chaoskit.engine._effects import crash_reason
+from chaoskit.engine._effects import crash_reason, injected_fault
 from chaoskit.engine._info import AttemptInfo, RawAttempt, from_raw, tool_name
 from chaoskit.engine._tracing import traceparent_context
 from chaoskit.plan._locate import _suggest
@@ -262,6 +262,8 @@ class Episode:
         start_time: float | None = None,
         end_time: float | None = None,
         capture_content: bool | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        error: BaseException | None = None,
     ) -> None:
         """Record one model step as a ``chat {model}`` span under this episode's span.
 
@@ -271,7 +273,9 @@ class Episode:
         always recorded; the text, the calls and the results only with content capture on
         (``capture_content=True`` here or on the episode, else ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
         =true``), redacted like tool arguments and capped. Times are epoch seconds (default: now). A no-op with
-        tracing off or once the episode's span has ended.
+        tracing off or once the episode's span has ended. ``attributes`` are added to the span (a model fault's
+        ``chaoskit.fault.*``); ``error`` is the exception the model call raised: the span's status is then
+        ERROR with ``error.type``, and its finish reason ``error``.
         """
         parent = self._span
         if parent is None or self._span_closed or not parent.is_recording():
@@ -290,8 +294,13 @@ class Episode:
                 if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                     raise ConfigError(f"Episode.step({key.rsplit('.', 1)[1]}=...): expected an int >= 0, got {count!r}")
                 attrs[key] = count
-        reason = finish_reason or ("tool_calls" if calls else "stop")
+        reason = "error" if error is not None else finish_reason or ("tool_calls" if calls else "stop")
         attrs[sc.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
+        if attributes:
+            attrs.update(attributes)
+        if error is not None:
+            attrs[sc.ERROR_TYPE] = type(error).__qualname__
+            attrs[sc.FAULT_INJECTED] = injected_fault(error) is not None
         if _captures(capture_content, self.capture_content):
             cfg = _config.CONFIG
             # the calls get half the room at most (a huge argument is cut inside its call), the text what they
@@ -315,6 +324,10 @@ class Episode:
             attributes=attrs,
             start_time=int(start * 1e9),
         )
+        if error is not None:
+            summary = attrs.get(sc.FAULT_SUMMARY) if injected_fault(error) else None
+            text = f"{sc.INJECTED_PREFIX}{summary}" if summary else f"{type(error).__name__}: {error}"
+            span.set_status(Status(StatusCode.ERROR, _attrs.cap(text, 240)))
         span.end(end_time=int(end * 1e9))
 
     def _note_calls(self, span: trace.Span, calls: list[dict[str, Any]]) -> None:

@@ -1,0 +1,280 @@
+"""Model faults (``target: model``): plans, the per-model call count, and ChaosMiddleware's model hook driven by
+create_agent with LangChain's ModelRetryMiddleware, under each model fault."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from _lc_helpers import ORDER
+from chaoskit_langchain import ChaosMiddleware
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRetryMiddleware
+from langchain_core.exceptions import ModelAPIError, ModelError, ModelRateLimitError, ModelTimeoutError
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+
+import chaoskit
+from chaoskit import ModelHTTPError, ModelTimeout, Plan, PlanError, telemetry
+from chaoskit.engine import begin_model_call
+from examples.support.model import ScriptedChatModel, tool_calls
+
+# --- plans ------------------------------------------------------------------------------------------------------
+
+
+def test_model_faults_load_with_their_target_and_triggers() -> None:
+    plan = Plan.from_yaml(
+        "seed: 3\nfaults:\n"
+        "  - {type: rate_limit, target: model, on_call: 1, retry_after: 2}\n"
+        "  - {type: overloaded, model: 'gpt-*', calls: 2-3}\n"
+        "  - {type: malformed_tool_call, every: 4}\n"
+        "  - {type: http, tool: search, status: 500}\n"
+    )
+    assert [(f.type, f.target) for f in plan.faults] == [
+        ("rate_limit", "model"),
+        ("overloaded", "model"),
+        ("malformed_tool_call", "model"),
+        ("http", "tool"),
+    ]
+    assert [i for i, _ in plan.model_rules("gpt-4o").candidates] == [0, 1, 2]
+    assert [i for i, _ in plan.model_rules("claude").candidates] == [0, 2]
+    # tool calls never meet a model fault, whatever the tool is called
+    assert [i for i, _ in plan.rules("search").candidates] == [3]
+    assert plan.rules("model").candidates == ()
+    assert plan.faults[1].describe() == "overloaded on model gpt-* calls 2-3"
+    assert Plan.from_dict(plan.to_dict()).to_dict() == plan.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "says"),
+    [
+        ("{type: overloaded, tool: search}", "faults[0].tool", "names its model with 'model'"),
+        ("{type: empty, target: model}", "faults[0].target", "empty_completion, truncated"),
+        ("{type: partial, model: gpt}", "faults[0].model", "acts on tool calls only"),
+        ("{type: refusal, target: tool}", "faults[0].target", "acts on model calls only"),
+        ("{type: rate_limit, target: modle}", "faults[0].target", "'tool' or 'model'"),
+        ("{type: http, target: model, after_write: true}", "faults[0]", "after_write"),
+        ("{type: overloaded, status: 500}", "faults[0].status", "529 or 503"),
+        ("{type: http, tool: x, model: gpt}", "faults[0].model", "not both"),
+        ("{type: http, target: tool, model: gpt}", "faults[0].model", "only a fault with 'target: model'"),
+    ],
+)
+def test_bad_model_faults_name_file_line_field_and_what_is_allowed(entry: str, field: str, says: str) -> None:
+    with pytest.raises(PlanError) as err:
+        Plan.from_yaml(f"seed: 1\nfaults:\n  - {entry}\n", source="plan.yaml")
+    text = str(err.value)
+    assert text.startswith(f"plan.yaml:3: {field}"), text
+    assert says in text
+
+
+# --- counting -----------------------------------------------------------------------------------------------------
+
+
+def test_model_calls_are_counted_per_model_and_apart_from_tools() -> None:
+    plan = Plan(faults=[{"type": "rate_limit", "target": "model", "on_call": 2}, {"type": "http", "on_call": 1}])
+    with plan.activate():
+        seen = [(c.model, c.n, c.fault.type if c.fault else None) for c in map(begin_model_call, ["a", "a", "b", None])]
+    assert seen == [("a", 1, None), ("a", 2, "rate_limit"), ("b", 1, None), ("model", 1, None)]
+
+
+def test_times_and_probability_give_the_same_model_faults_in_threads() -> None:
+    plan = Plan(seed=7, faults=[{"type": "overloaded", "probability": 0.5, "times": 3}])
+
+    def fired() -> list[int]:
+        out: list[int] = []
+        lock = threading.Lock()
+        with plan.activate():
+
+            def one() -> None:
+                call = begin_model_call("m")
+                if call.fault is not None:
+                    with lock:
+                        out.append(call.n)
+
+            from contextvars import copy_context
+
+            threads = [threading.Thread(target=copy_context().run, args=(one,)) for _ in range(40)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=30)
+        return sorted(out)
+
+    first = fired()
+    assert len(first) == 3
+    assert fired() == first
+
+
+def test_no_plan_means_no_model_fault() -> None:
+    assert begin_model_call("m").fault is None
+
+
+# --- create_agent + ModelRetryMiddleware -----------------------------------------------------------------------
+
+
+class Agent:
+    """create_agent with a `lookup` tool; the scripted model calls it once, then answers with what it read."""
+
+    def __init__(self, middleware: Sequence[Any]) -> None:
+        self.model_calls = 0
+        self.ran: list[str] = []
+
+        @tool
+        def lookup(order_id: str) -> dict[str, Any]:
+            """Look up an order."""
+            self.ran.append(order_id)
+            return {**ORDER, "order_id": order_id}
+
+        def policy(messages: Sequence[BaseMessage]) -> AIMessage:
+            self.model_calls += 1
+            seen = [m for m in messages if isinstance(m, ToolMessage)]
+            if not seen:
+                return tool_calls(("lookup", {"order_id": "4832"}), turn=1)
+            if seen[-1].status == "error":
+                return AIMessage("I could not look up order 4832.", id="final")
+            return AIMessage(f"Order 4832 is {json.loads(seen[-1].text)['status']}.", id="final")
+
+        self.graph = create_agent(ScriptedChatModel(policy=policy), tools=[lookup], middleware=list(middleware))
+
+    def invoke(self, use_async: bool = False) -> str:
+        inp = {"messages": [HumanMessage("where is order 4832?")]}
+        out = asyncio.run(self.graph.ainvoke(inp)) if use_async else self.graph.invoke(inp)
+        return str(out["messages"][-1].text)
+
+
+def _model_spans(spans: Sequence[Any]) -> list[dict[str, Any]]:
+    return [dict(s.attributes or {}) | {"_status": s.status} for s in spans if s.name.startswith("chat")]
+
+
+def _episode(plan: Plan, agent: Agent, use_async: bool = False) -> tuple[str, list[Any]]:
+    with telemetry.capture() as cap:
+        with chaoskit.episode("model-fault", plan=plan) as ep:
+            answer = agent.invoke(use_async)
+            ep.finish(answer)
+    mine = [s for s in cap.spans if s.context.trace_id == cap.spans[-1].context.trace_id]
+    return answer, sorted((s for s in mine if s.name.startswith("chat")), key=lambda s: s.start_time)
+
+
+RETRIED = [
+    ({"type": "rate_limit", "retry_after": 0.5}, ModelRateLimitError, ModelHTTPError),
+    ({"type": "overloaded"}, ModelAPIError, ModelHTTPError),
+    ({"type": "overloaded", "status": 503}, ModelAPIError, ModelHTTPError),
+    ({"type": "http", "status": 500}, ModelAPIError, ModelHTTPError),
+    ({"type": "timeout", "after_s": 0.01}, ModelTimeoutError, ModelTimeout),
+]
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+@pytest.mark.parametrize(("fault", "lc_type", "ours"), RETRIED, ids=[str(f[0]) for f in RETRIED])
+def test_model_retry_middleware_retries_injected_provider_errors(
+    fault: dict[str, Any], lc_type: type[ModelError], ours: type[Exception], use_async: bool
+) -> None:
+    seen: list[BaseException] = []
+
+    def retry_on(exc: Exception) -> bool:
+        seen.append(exc)
+        return isinstance(exc, ModelError) and exc.is_retryable
+
+    agent = Agent(
+        [ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False, retry_on=retry_on), ChaosMiddleware()]
+    )
+    plan = Plan(faults=[{**fault, "target": "model", "on_call": 1}])
+    answer, chats = _episode(plan, agent, use_async)
+    # the retry middleware saw the fault as a LangChain model error (and chaoskit's own type), retried once
+    assert len(seen) == 1 and isinstance(seen[0], lc_type) and isinstance(seen[0], ours)
+    assert answer == "Order 4832 is pending."
+    assert agent.model_calls == 2  # the faulted call never reached the model
+    assert [s.attributes.get("chaoskit.model.call") for s in chats] == [1, 2, 3]
+    first = chats[0].attributes
+    assert first["chaoskit.fault.type"] == fault["type"] and first["chaoskit.fault.target"] == "model"
+    assert first["error.type"] == lc_type.__name__ and first["chaoskit.fault.injected"] is True
+    assert chats[0].status.description.startswith("injected: ")
+    assert first["gen_ai.response.finish_reasons"] == ("error",)
+    assert all("chaoskit.fault.type" not in s.attributes for s in chats[1:])
+    assert chats[0].name == "chat scripted" or chats[0].name.startswith("chat")
+
+
+def test_without_retry_middleware_an_injected_rate_limit_ends_the_run() -> None:
+    agent = Agent([ChaosMiddleware()])
+    plan = Plan(faults=[{"type": "rate_limit", "target": "model", "on_call": 2, "retry_after": 1}])
+    with pytest.raises(ModelRateLimitError) as err, chaoskit.episode("no-retry", plan=plan):
+        agent.invoke()
+    assert err.value.retry_after == 1.0 and err.value.status == 429
+    assert chaoskit.engine.injected_fault(err.value) == "rate_limit"
+    assert agent.ran == ["4832"]  # the tool ran; the second model call failed before reaching the model
+
+
+def test_model_retry_middleware_ignores_retry_after() -> None:
+    # ModelRetryMiddleware's backoff never reads Retry-After: the retry starts long before the 1 s asked for
+    agent = Agent([ModelRetryMiddleware(max_retries=1, initial_delay=0.0, jitter=False), ChaosMiddleware()])
+    plan = Plan(faults=[{"type": "rate_limit", "target": "model", "on_call": 1, "retry_after": 1.0}])
+    _, chats = _episode(plan, agent)
+    first, retry = chats[0], chats[1]
+    assert first.attributes["chaoskit.retry_after"] == 1.0
+    assert (retry.start_time - first.end_time) / 1e9 < 1.0
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_completion_faults_change_what_the_agent_reads(use_async: bool) -> None:
+    cases: dict[str, Any] = {
+        "empty_completion": lambda out, agent: out == "" and agent.ran == [],
+        "refusal": lambda out, agent: out.startswith("I'm sorry") and agent.ran == [],
+        "truncated": lambda out, agent: out == "Order 4832 " and agent.ran == ["4832"],
+        # the arguments are not JSON: no tool runs, and create_agent ends the run with the model's empty text
+        "malformed_tool_call": lambda out, agent: agent.ran == [],
+        # the tool does not exist: ToolNode answers with an error, the model is asked again and reads it
+        "unknown_tool_call": lambda out, agent: out.startswith("I could not") and agent.model_calls == 2,
+    }
+    for kind, holds in cases.items():
+        agent = Agent([ChaosMiddleware()])
+        on = 2 if kind == "truncated" else 1
+        plan = Plan(faults=[{"type": kind, "on_call": on}])
+        answer, chats = _episode(plan, agent, use_async)
+        assert holds(answer, agent), (kind, answer, agent.ran, agent.model_calls)
+        faulted = [s for s in chats if s.attributes.get("chaoskit.fault.type") == kind]
+        assert len(faulted) == 1, kind
+        if kind == "truncated":
+            assert faulted[0].attributes["gen_ai.response.finish_reasons"] == ("length",)
+
+
+def test_unknown_tool_call_reaches_tool_node_as_an_error_the_model_reads() -> None:
+    read: list[str] = []
+
+    def policy(messages: Sequence[BaseMessage]) -> AIMessage:
+        errors = [m for m in messages if isinstance(m, ToolMessage)]
+        if not errors:
+            return tool_calls(("lookup", {"order_id": "4832"}), turn=1)
+        read.append(errors[-1].text)
+        return AIMessage("I could not look the order up.")
+
+    @tool
+    def lookup(order_id: str) -> str:
+        """Look up an order."""
+        return "pending"
+
+    graph = create_agent(ScriptedChatModel(policy=policy), tools=[lookup], middleware=[ChaosMiddleware()])
+    plan = Plan(faults=[{"type": "unknown_tool_call", "name": "drop_tables", "on_call": 1}])
+    with chaoskit.episode("unknown", plan=plan):
+        graph.invoke({"messages": [HumanMessage("go")]})
+    assert len(read) == 1 and "drop_tables" in read[0] and "not a valid tool" in read[0]
+
+
+def test_latency_delays_the_model_call_and_changes_nothing_else() -> None:
+    agent = Agent([ChaosMiddleware()])
+    plan = Plan(faults=[{"type": "latency", "target": "model", "delay_s": 0.01, "on_call": 1}])
+    answer, chats = _episode(plan, agent)
+    assert answer == "Order 4832 is pending." and agent.model_calls == 2
+    assert chats[0].attributes["chaoskit.fault.type"] == "latency"
+    assert "error.type" not in chats[0].attributes
+
+
+def test_no_model_fault_changes_nothing() -> None:
+    plain = Agent([]).invoke()
+    agent = Agent([ChaosMiddleware()])
+    answer, chats = _episode(Plan(faults=[{"type": "http", "tool": "lookup", "on_call": 9}]), agent)
+    assert answer == plain and agent.model_calls == 2
+    assert [s.attributes["chaoskit.model.call"] for s in chats] == [1, 2]
