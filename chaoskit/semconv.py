@@ -103,6 +103,8 @@ EPISODE_REQUIRED_TOOLS: Final = "chaoskit.episode.required_tools"
 #: the tool calls the model asked for at the steps recorded through chaoskit (``Episode.step``): a JSON object of
 #: tool name -> count, written whatever the content capture; evidence that tools ran, for "cannot grade"
 EPISODE_TOOL_CALLS: Final = "chaoskit.episode.tool_calls"
+#: the model calls chaoskit saw (``ChaosMiddleware``'s model hook), as a JSON list, for the model-call checks
+EPISODE_MODEL_CALLS: Final = "chaoskit.episode.model_calls"
 #: the agent that ran the episode (the runner's agent ref: ``module:factory`` or a command line)
 EPISODE_AGENT: Final = "chaoskit.episode.agent"
 #: the episode's seed (the runner's grid point; the plan's own seed is ``chaoskit.plan.seed``)

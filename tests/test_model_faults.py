@@ -278,3 +278,79 @@ def test_no_model_fault_changes_nothing() -> None:
     answer, chats = _episode(Plan(faults=[{"type": "http", "tool": "lookup", "on_call": 9}]), agent)
     assert answer == plain and agent.model_calls == 2
     assert [s.attributes["chaoskit.model.call"] for s in chats] == [1, 2]
+
+
+def test_traces_with_model_fault_spans_still_grade() -> None:
+    from chaoskit import Trace
+
+    agent = Agent([ChaosMiddleware()])
+    plan = Plan(faults=[{"type": "rate_limit", "target": "model", "on_call": 3}])
+    with telemetry.capture() as cap:
+        with chaoskit.episode("grade", plan=plan) as ep:
+            agent.invoke()
+            ep.finish("done")
+    trace = Trace.from_spans(cap.spans)
+    assert [a.tool for a in trace.episodes[0].attempts] == ["lookup"]
+
+
+# --- the checks over model calls --------------------------------------------------------------------------------
+
+
+def _graded(middleware: Sequence[Any], plan: Plan, checks: Sequence[str], **params: Any) -> dict[str, Any]:
+    from chaoskit import Trace
+    from chaoskit.checks import run_checks
+
+    agent = Agent(middleware)
+    with telemetry.capture() as cap:
+        with chaoskit.episode("graded", plan=plan) as ep:
+            try:
+                answer = agent.invoke()
+            except Exception as exc:  # the run ended on the fault: graded all the same
+                answer = f"crashed: {type(exc).__name__}"
+            ep.finish(answer)
+    trace = Trace.from_spans(cap.spans)
+    return {r.name: r for r in run_checks(trace, checks, **params)} | {"answer": answer}
+
+
+def test_honors_retry_after_fails_model_retry_middleware_that_ignores_it() -> None:
+    plan = Plan(faults=[{"type": "rate_limit", "target": "model", "on_call": 1, "retry_after": 1.0}])
+    retry = ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
+    out = _graded([retry, ChaosMiddleware()], plan, ["honors_retry_after", "bounded_model_retries"])
+    assert out["answer"] == "Order 4832 is pending."
+    result = out["honors_retry_after"]
+    assert result.severity == "fail" and "asked to wait 1s" in result.message and len(result.evidence) == 2
+    assert out["bounded_model_retries"].severity == "pass"
+
+
+def test_honors_retry_after_passes_a_retry_that_waits_long_enough() -> None:
+    plan = Plan(faults=[{"type": "rate_limit", "target": "model", "on_call": 1, "retry_after": 0.05}])
+    retry = ModelRetryMiddleware(max_retries=2, initial_delay=0.2, jitter=False)
+    out = _graded([retry, ChaosMiddleware()], plan, ["honors_retry_after"])
+    assert out["honors_retry_after"].severity == "pass", out["honors_retry_after"].message
+
+
+def test_bounded_model_retries_and_no_retry_storm_catch_endless_model_retries() -> None:
+    plan = Plan(faults=[{"type": "overloaded", "target": "model", "calls": "1-5"}])
+    retry = ModelRetryMiddleware(max_retries=5, initial_delay=0.0, jitter=False)
+    out = _graded([retry, ChaosMiddleware()], plan, ["bounded_model_retries", "no_retry_storm"], max_retries=2)
+    assert out["answer"] == "Order 4832 is pending."  # the sixth call got through
+    bounded = out["bounded_model_retries"]
+    assert bounded.severity == "fail" and "retried 5 times in a row" in bounded.message
+    assert len(bounded.evidence) == 3
+    storm = out["no_retry_storm"]
+    assert storm.severity == "fail" and "6 times in a row" in storm.message
+
+
+def test_bounded_model_retries_cannot_grade_without_model_calls() -> None:
+    out = _graded([], Plan(faults=[]), ["bounded_model_retries"])
+    result = out["bounded_model_retries"]
+    assert result.severity == "fail" and result.message.startswith("cannot grade")
+
+
+def test_a_run_without_retry_middleware_under_a_model_fault_is_graded_not_passed_silently() -> None:
+    # the hand-built-graph counterpart: no retry middleware, the rate limit ends the run
+    plan = Plan(faults=[{"type": "rate_limit", "target": "model", "on_call": 1, "retry_after": 1.0}])
+    out = _graded([ChaosMiddleware()], plan, ["honors_retry_after", "bounded_model_retries"])
+    assert out["answer"] == "crashed: ModelRateLimitError"
+    assert out["honors_retry_after"].severity == "pass"  # no retry, so none too soon
+    assert out["bounded_model_retries"].severity == "pass"

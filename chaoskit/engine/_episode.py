@@ -84,6 +84,8 @@ class Episode:
         self._span_closed = False
         #: the tool calls the model asked for at the recorded steps, by name (see ``chaoskit.episode.tool_calls``)
         self._asked: dict[str, int] = {}
+        #: the model calls seen through a model hook (``chaoskit.model.call`` given), for the root span
+        self._model_calls: list[dict[str, Any]] = []
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -325,10 +327,31 @@ class Episode:
             start_time=int(start * 1e9),
         )
         if error is not None:
-            summary = attrs.get(sc.FAULT_SUMMARY) if injected_fault(error) else None
-            text = f"{sc.INJECTED_PREFIX}{summary}" if summary else f"{type(error).__name__}: {error}"
-            span.set_status(Status(StatusCode.ERROR, _attrs.cap(text, 240)))
+            span.set_status(_failed(error, attrs.get(sc.FAULT_SUMMARY)))
         span.end(end_time=int(end * 1e9))
+        if sc.MODEL_CALL in attrs:
+            self._note_model_call(parent, span, attrs, start, end, error)
+
+    def _note_model_call(
+        self, parent: trace.Span, span: Any, attrs: Mapping[str, Any], start: float, end: float, error: Any
+    ) -> None:
+        """Add one model call to the root span's ``chaoskit.episode.model_calls``: the checks' record of the
+        calls, their faults and their timing (the readers keep the root span's attributes, not the steps')."""
+        if len(self._model_calls) >= _MAX_MODEL_CALLS:
+            return
+        call = {
+            "model": attrs.get(sc.GEN_AI_REQUEST_MODEL),
+            "call": attrs[sc.MODEL_CALL],
+            "start": round(start, 6),
+            "end": round(end, 6),
+            "outcome": sc.OUTCOME_ERROR if error is not None else sc.OUTCOME_OK,
+            "span_id": format(span.get_span_context().span_id, "016x"),
+        }
+        for key, name in ((sc.FAULT_TYPE, "fault"), (sc.RETRY_AFTER, "retry_after"), (sc.ERROR_TYPE, "error")):
+            if attrs.get(key) is not None:
+                call[name] = attrs[key]
+        self._model_calls.append(call)
+        parent.set_attribute(sc.EPISODE_MODEL_CALLS, json.dumps(self._model_calls, ensure_ascii=False))
 
     def _note_calls(self, span: trace.Span, calls: list[dict[str, Any]]) -> None:
         """Count the tool calls a step asked for on the root span (names only, whatever the content capture): the
@@ -454,3 +477,13 @@ def _tool_result(result: Any) -> dict[str, Any]:
             part["id"] = str(result["id"])
         return part
     return {"type": "tool_call_response", "response": _response_text(result)}
+
+
+#: the most model calls the root span lists (a run far beyond any retry bound is caught well before)
+_MAX_MODEL_CALLS = 500
+
+
+def _failed(error: BaseException, summary: Any) -> Status:
+    """The ERROR status of a failed model call: ``injected: <fault>`` when chaoskit raised it."""
+    text = f"{sc.INJECTED_PREFIX}{summary}" if summary and injected_fault(error) else f"{type(error).__name__}: {error}"
+    return Status(StatusCode.ERROR, _attrs.cap(text, 240))

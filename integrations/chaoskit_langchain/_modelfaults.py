@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import langchain_core.exceptions as _lce
 from langchain_core.messages import AIMessage
@@ -33,21 +33,21 @@ def _mixed(name: str, ours: type[Exception]) -> Any:
 
 
 #: HTTP 429, retried by ``ModelRetryMiddleware`` (``is_retryable``)
-ModelRateLimitError = _mixed("ModelRateLimitError", ModelHTTPError)
+ModelRateLimitError: type[ModelHTTPError] = _mixed("ModelRateLimitError", ModelHTTPError)
 #: HTTP 5xx (overloaded 529/503 included), retried
-ModelAPIError = _mixed("ModelAPIError", ModelHTTPError)
+ModelAPIError: type[ModelHTTPError] = _mixed("ModelAPIError", ModelHTTPError)
 #: HTTP 401, not retried
-ModelAuthenticationError = _mixed("ModelAuthenticationError", ModelHTTPError)
+ModelAuthenticationError: type[ModelHTTPError] = _mixed("ModelAuthenticationError", ModelHTTPError)
 #: other HTTP 4xx, not retried
-ModelInvalidRequestError = _mixed("ModelInvalidRequestError", ModelHTTPError)
+ModelInvalidRequestError: type[ModelHTTPError] = _mixed("ModelInvalidRequestError", ModelHTTPError)
 #: a timeout, retried
-ModelTimeoutError = _mixed("ModelTimeoutError", ModelTimeout)
+ModelTimeoutError: type[ModelTimeout] = _mixed("ModelTimeoutError", ModelTimeout)
 
 
 def lc_error(exc: BaseException) -> BaseException:
     """chaoskit's model error ``exc`` as the ``langchain_core`` model error of the same kind."""
     if isinstance(exc, ModelTimeout):
-        return ModelTimeoutError(str(exc))  # type: ignore[no-any-return]
+        return ModelTimeoutError(str(exc))
     if isinstance(exc, ModelHTTPError):
         status = exc.status
         if status == 429:
@@ -58,7 +58,7 @@ def lc_error(exc: BaseException) -> BaseException:
             cls = ModelAuthenticationError
         else:
             cls = ModelInvalidRequestError
-        return cls(status, exc.message, retry_after=exc.retry_after)  # type: ignore[no-any-return]
+        return cls(status, exc.message, retry_after=exc.retry_after)
     return exc
 
 
@@ -95,6 +95,6 @@ def fault_response(call: ModelCall, response: Any) -> Any:
     for i in range(len(result) - 1, -1, -1):
         if isinstance(result[i], AIMessage):
             changed = [*result[:i], _faulted(call, result[i]), *result[i + 1 :]]
-            return dataclasses.replace(response, result=changed)  # type: ignore[type-var]
+            return dataclasses.replace(cast(Any, response), result=changed)
     call.skip("the model handler returned no AIMessage")
     return response

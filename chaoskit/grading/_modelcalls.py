@@ -1,0 +1,195 @@
+"""Model calls as the episode span lists them, and the checks on how an agent retries them."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from chaoskit.grading._model import EpisodeRecord
+from chaoskit.grading._result import CheckResult, Finding, combine, where
+from chaoskit.grading._trace import Trace
+from chaoskit.semconv import EPISODE_MODEL_CALLS
+
+__all__ = ["ModelCallRecord", "bounded_model_retries", "model_calls", "model_retry_after", "model_storms"]
+
+#: slack for clocks at microsecond precision (as for tool attempts)
+_TOLERANCE_S = 0.001
+#: faults (and error names) after which an immediate retry had no backoff at all
+_TRANSIENT = ("overloaded", "http", "timeout")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallRecord:
+    """One model call: its model and number, times (epoch seconds), outcome, fault and Retry-After."""
+
+    model: str
+    call: int
+    start: float
+    end: float
+    outcome: str
+    fault: str | None
+    retry_after: float | None
+    error: str | None
+    span_id: str
+
+    def describe(self) -> str:
+        """``an injected rate_limit`` / ``a ModelAPIError``: what made the call fail."""
+        if self.fault:
+            return f"an injected {self.fault}" + (f" (Retry-After {self.retry_after:g}s)" if self.retry_after else "")
+        return f"a {self.error or 'failure'}"
+
+
+def model_calls(ep: EpisodeRecord) -> list[ModelCallRecord] | str:
+    """The model calls of ``ep`` in time order ([] when none were recorded); a string says why the list on
+    its span cannot be read (then no model-call verdict may pass)."""
+    raw = ep.attributes.get(EPISODE_MODEL_CALLS)
+    if raw is None:
+        return []
+    try:
+        items = json.loads(raw) if isinstance(raw, str) else None
+        if not isinstance(items, list):
+            raise ValueError("not a JSON list")
+        out = [
+            ModelCallRecord(
+                model=str(c["model"] or "model"),
+                call=int(c["call"]),
+                start=float(c["start"]),
+                end=float(c["end"]),
+                outcome=str(c["outcome"]),
+                fault=c.get("fault"),
+                retry_after=None if c.get("retry_after") is None else float(c["retry_after"]),
+                error=c.get("error"),
+                span_id=str(c["span_id"]),
+            )
+            for c in items
+        ]
+    except (ValueError, TypeError, KeyError) as exc:
+        return f"its {EPISODE_MODEL_CALLS} attribute cannot be read ({type(exc).__name__}: {exc})"
+    return sorted(out, key=lambda c: (c.start, c.call))
+
+
+def _by_model(calls: list[ModelCallRecord]) -> dict[str, list[ModelCallRecord]]:
+    out: dict[str, list[ModelCallRecord]] = {}
+    for c in calls:
+        out.setdefault(c.model, []).append(c)
+    return out
+
+
+def _retry_runs(calls: list[ModelCallRecord]) -> Iterator[list[ModelCallRecord]]:
+    """Each run of calls of one model where every call but the first follows a failed one (a retry)."""
+    run: list[ModelCallRecord] = []
+    for c in calls:
+        if run and run[-1].outcome == "error":
+            run.append(c)
+            continue
+        if run:
+            yield run
+        run = [c]
+    if run:
+        yield run
+
+
+def _unreadable(trace: Trace, ep: EpisodeRecord, why: str) -> Finding:
+    return Finding("fail", f"{where(trace, ep)}cannot grade the model calls: {why}.", (ep.span_id or "",))
+
+
+def model_retry_after(trace: Trace, ep: EpisodeRecord, min_backoff: float) -> list[Finding]:
+    """``honors_retry_after`` for the model calls of ``ep``: a retry sooner than the Retry-After fails, an
+    immediate retry after an overload, a 5xx or a timeout warns."""
+    calls = model_calls(ep)
+    if isinstance(calls, str):
+        return [_unreadable(trace, ep, calls)]
+    found: list[Finding] = []
+    for model, seq in _by_model(calls).items():
+        for prev, nxt in itertools.pairwise(seq):
+            if prev.outcome != "error":
+                continue
+            gap = nxt.start - prev.end
+            if prev.retry_after is not None:
+                if gap + _TOLERANCE_S < prev.retry_after:
+                    found.append(
+                        Finding(
+                            "fail",
+                            f"{where(trace, ep)}model {model} was called again {gap:.3f}s after {prev.describe()}, "
+                            f"which asked to wait {prev.retry_after:g}s: honour Retry-After before the next model "
+                            "call (LangChain's ModelRetryMiddleware does not read it).",
+                            (prev.span_id, nxt.span_id),
+                        )
+                    )
+                continue
+            transient = prev.fault in _TRANSIENT or "Timeout" in (prev.error or "")
+            if transient and gap < min_backoff:
+                found.append(
+                    Finding(
+                        "warn",
+                        f"{where(trace, ep)}model {model} was called again {gap * 1000:.1f}ms after {prev.describe()} "
+                        "with no backoff: wait (exponential backoff with jitter) before retrying.",
+                        (prev.span_id, nxt.span_id),
+                    )
+                )
+    return found
+
+
+def model_storms(trace: Trace, ep: EpisodeRecord, n: int) -> list[Finding]:
+    """``no_retry_storm`` for the model calls of ``ep``: more than ``n`` calls of one model in a row, each
+    after the previous one failed (the same request asked again)."""
+    calls = model_calls(ep)
+    if isinstance(calls, str):
+        return [_unreadable(trace, ep, calls)]
+    found: list[Finding] = []
+    for model, seq in _by_model(calls).items():
+        for run in _retry_runs(seq):
+            if len(run) > n:
+                found.append(
+                    Finding(
+                        "fail",
+                        f"{where(trace, ep)}model {model} was called {len(run)} times in a row, each after the "
+                        f"previous call failed (limit {n}); after {run[0].describe()} it kept asking: bound the "
+                        "model retries and back off.",
+                        tuple(c.span_id for c in run[n:]),
+                    )
+                )
+    return found
+
+
+def bounded_model_retries(trace: Trace, max_retries: int = 3) -> CheckResult:
+    """After a failed model call, the agent (or its framework's retry middleware) called that model again at
+    most ``max_retries`` times in a row before it succeeded or gave up. Fails with the calls beyond the bound
+    as evidence; fails as "cannot grade" when no episode of the trace recorded its model calls (chaoskit saw
+    them only through ``ChaosMiddleware``'s model hook). Blind spot: a retry loop that changes the model
+    between attempts is counted per model.
+    """
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ValueError(f"bounded_model_retries: max_retries must be a whole number >= 0, got {max_retries!r}")
+    name = "bounded_model_retries"
+    findings: list[Finding] = []
+    seen = False
+    for ep in trace.episodes:
+        calls = model_calls(ep)
+        if isinstance(calls, str):
+            findings.append(_unreadable(trace, ep, calls))
+            continue
+        seen = seen or bool(calls)
+        for model, seq in _by_model(calls).items():
+            for run in _retry_runs(seq):
+                if len(run) - 1 > max_retries:
+                    findings.append(
+                        Finding(
+                            "fail",
+                            f"{where(trace, ep)}model {model} was retried {len(run) - 1} times in a row after "
+                            f"{run[0].describe()}; at most {max_retries} allowed: bound the model retries "
+                            f"(ModelRetryMiddleware(max_retries={max_retries})).",
+                            tuple(c.span_id for c in run[max_retries + 1 :]),
+                        )
+                    )
+    if not seen and not findings:
+        return CheckResult(
+            name,
+            False,
+            "fail",
+            "cannot grade: no episode recorded its model calls; put ChaosMiddleware in the agent's middleware "
+            "(its model hook records each model call) to grade model retries.",
+        )
+    return combine(name, findings, f"Every model was retried at most {max_retries} times in a row after a failure.")
