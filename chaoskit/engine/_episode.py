@@ -276,8 +276,7 @@ class Episode:
         (``capture_content=True`` here or on the episode, else ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
         =true``), redacted like tool arguments and capped. Times are epoch seconds (default: now). A no-op with
         tracing off or once the episode's span has ended. ``attributes`` are added to the span (a model fault's
-        ``chaoskit.fault.*``); ``error`` is the exception the model call raised: the span's status is then
-        ERROR with ``error.type``, and its finish reason ``error``.
+        ``chaoskit.fault.*``); ``error``, the exception the call raised, makes it an ERROR span (``error.type``).
         """
         parent = self._span
         if parent is None or self._span_closed or not parent.is_recording():
