@@ -354,3 +354,44 @@ def test_a_run_without_retry_middleware_under_a_model_fault_is_graded_not_passed
     assert out["answer"] == "crashed: ModelRateLimitError"
     assert out["honors_retry_after"].severity == "pass"  # no retry, so none too soon
     assert out["bounded_model_retries"].severity == "pass"
+
+
+def test_recovers_from_malformed_tool_call_fails_create_agent_that_ends_on_the_broken_turn() -> None:
+    plan = Plan(faults=[{"type": "malformed_tool_call", "on_call": 1}])
+    out = _graded([ChaosMiddleware()], plan, ["recovers_from_malformed_tool_call"])
+    result = out["recovers_from_malformed_tool_call"]
+    assert result.severity == "fail" and "never asked the model again" in result.message
+
+
+def test_recovers_from_malformed_tool_call_passes_an_agent_that_sends_the_error_back() -> None:
+    from langchain.agents.middleware import after_model
+
+    @after_model(can_jump_to=["model"])
+    def reask(state: Any, runtime: Any) -> dict[str, Any] | None:
+        last = state["messages"][-1]
+        if not getattr(last, "invalid_tool_calls", None):
+            return None
+        errors = [
+            ToolMessage(f"Error: arguments are not valid JSON: {c['error']}", tool_call_id=c["id"], status="error")
+            for c in last.invalid_tool_calls
+        ]
+        # the broken calls answered as errors, as a provider's tool-call validation would; then ask again
+        fixed = AIMessage(
+            last.text,
+            id=last.id,
+            tool_calls=[
+                {"name": c["name"], "args": {}, "id": c["id"], "type": "tool_call"} for c in last.invalid_tool_calls
+            ],
+        )
+        return {"messages": [fixed, *errors], "jump_to": "model"}
+
+    plan = Plan(faults=[{"type": "malformed_tool_call", "on_call": 1}])
+    out = _graded([reask, ChaosMiddleware()], plan, ["recovers_from_malformed_tool_call"])
+    result = out["recovers_from_malformed_tool_call"]
+    assert result.severity == "pass", result.message
+    assert "asked the model again" in result.message
+
+
+def test_recovers_from_malformed_tool_call_has_nothing_to_grade_without_the_fault() -> None:
+    out = _graded([ChaosMiddleware()], Plan(faults=[]), ["recovers_from_malformed_tool_call"])
+    assert out["recovers_from_malformed_tool_call"].message.startswith("No malformed_tool_call fault fired")

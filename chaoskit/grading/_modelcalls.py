@@ -12,7 +12,14 @@ from chaoskit.grading._result import CheckResult, Finding, combine, where
 from chaoskit.grading._trace import Trace
 from chaoskit.semconv import EPISODE_MODEL_CALLS
 
-__all__ = ["ModelCallRecord", "bounded_model_retries", "model_calls", "model_retry_after", "model_storms"]
+__all__ = [
+    "ModelCallRecord",
+    "bounded_model_retries",
+    "model_calls",
+    "model_retry_after",
+    "model_storms",
+    "recovers_from_malformed_tool_call",
+]
 
 #: slack for clocks at microsecond precision (as for tool attempts)
 _TOLERANCE_S = 0.001
@@ -193,3 +200,50 @@ def bounded_model_retries(trace: Trace, max_retries: int = 3) -> CheckResult:
             "(its model hook records each model call) to grade model retries.",
         )
     return combine(name, findings, f"Every model was retried at most {max_retries} times in a row after a failure.")
+
+
+def recovers_from_malformed_tool_call(trace: Trace) -> CheckResult:
+    """After a model call whose tool calls came back malformed (a ``malformed_tool_call`` fault: arguments that
+    are not JSON), the agent asked the model again (it re-asked, or repaired and went on) and did not crash.
+    Fails when the episode ended on that call: the user got the broken turn as the answer, or the run
+    crashed. Passes with nothing to grade when no such fault fired. Blind spots: whether the next call
+    repaired the arguments or asked for something else; a tool run with made-up arguments instead.
+    """
+    name = "recovers_from_malformed_tool_call"
+    findings: list[Finding] = []
+    fired = 0
+    for ep in trace.episodes:
+        calls = model_calls(ep)
+        if isinstance(calls, str):
+            findings.append(_unreadable(trace, ep, calls))
+            continue
+        for i, c in enumerate(calls):
+            if c.fault != "malformed_tool_call":
+                continue
+            fired += 1
+            if ep.outcome == "crashed":
+                findings.append(
+                    Finding(
+                        "fail",
+                        f"{where(trace, ep)}the run crashed after model {c.model} call {c.call} came back with "
+                        "tool call arguments that are not valid JSON: catch the parse error and ask the model again.",
+                        (c.span_id,),
+                    )
+                )
+            elif not any(later.start >= c.end for later in calls[i + 1 :]):
+                findings.append(
+                    Finding(
+                        "fail",
+                        f"{where(trace, ep)}after model {c.model} call {c.call} came back with tool call arguments "
+                        "that are not valid JSON, the agent never asked the model again: it ended on the broken "
+                        "turn. Send the parse error back to the model (LangChain keeps such calls in "
+                        "AIMessage.invalid_tool_calls, which create_agent does not answer).",
+                        (c.span_id,),
+                    )
+                )
+    ok = (
+        "After every malformed tool call the agent asked the model again."
+        if fired
+        else "No malformed_tool_call fault fired: nothing to recover from."
+    )
+    return combine(name, findings, ok)

@@ -16,7 +16,7 @@ from chaoskit._errors import ChaoskitError
 from chaoskit.grading._attacks import no_injection_followed
 from chaoskit.grading._evidence import CANNOT_GRADE, evidence_gaps
 from chaoskit.grading._honesty import no_bluff, no_fabrication, reports_failure, unmet_tools
-from chaoskit.grading._modelcalls import bounded_model_retries
+from chaoskit.grading._modelcalls import bounded_model_retries, recovers_from_malformed_tool_call
 from chaoskit.grading._result import CheckResult, tool_list
 from chaoskit.grading._retries import honors_retry_after, max_attempts, min_attempts, no_retry_storm
 from chaoskit.grading._trace import Trace
@@ -39,6 +39,7 @@ __all__ = [
     "no_fabrication",
     "no_injection_followed",
     "no_retry_storm",
+    "recovers_from_malformed_tool_call",
     "reports_failure",
     "reports_failure_text",
     "run_checks",
@@ -57,6 +58,7 @@ REGISTRY: dict[str, Callable[..., CheckResult]] = {
     "reports_failure": reports_failure,
     "no_injection_followed": no_injection_followed,
     "bounded_model_retries": bounded_model_retries,
+    "recovers_from_malformed_tool_call": recovers_from_malformed_tool_call,
 }
 
 #: the checks that need no parameters (``no_retry_storm`` uses its default n)
