@@ -395,3 +395,15 @@ def test_recovers_from_malformed_tool_call_passes_an_agent_that_sends_the_error_
 def test_recovers_from_malformed_tool_call_has_nothing_to_grade_without_the_fault() -> None:
     out = _graded([ChaosMiddleware()], Plan(faults=[]), ["recovers_from_malformed_tool_call"])
     assert out["recovers_from_malformed_tool_call"].message.startswith("No malformed_tool_call fault fired")
+
+
+def test_a_model_fault_that_never_reached_a_model_call_cannot_be_graded() -> None:
+    # the model fault is in the plan, but nothing of chaoskit sees the model calls: no verdict may pass
+    plan = Plan(faults=[{"type": "rate_limit", "target": "model", "on_call": 1, "retry_after": 1.0}])
+    out = _graded([], plan, ["honors_retry_after", "no_retry_storm"])
+    assert out["answer"] == "Order 4832 is pending."
+    assert "cannot_grade" in out and not out["cannot_grade"].passed
+    assert "model faults" in out["cannot_grade"].message and "honors_retry_after" not in out
+    # with ChaosMiddleware on the agent, the same plan is graded
+    graded = _graded([ModelRetryMiddleware(initial_delay=0.0), ChaosMiddleware()], plan, ["honors_retry_after"])
+    assert "cannot_grade" not in graded and graded["honors_retry_after"].severity == "fail"

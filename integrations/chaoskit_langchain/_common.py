@@ -424,5 +424,5 @@ def record_step(
 
 def _finish_reason(message: AIMessage) -> str | None:
     # what the provider said (``length`` for a cut completion); None lets the step say stop / tool_calls
-    reason = message.response_metadata.get("finish_reason") or message.response_metadata.get("stop_reason")
+    reason = message.response_metadata.get("finish_reason")
     return reason if isinstance(reason, str) and reason else None

@@ -10,6 +10,7 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ToolCallRequest
 from langchain_core.messages import ToolMessage
+from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
 from chaoskit import Plan, current_episode
@@ -116,6 +117,8 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
             if injected is not None:
                 raise injected
             response = fault_response(call, handler(request))
+        except GraphBubbleUp:
+            raise  # an interrupt or a handoff inside the model call: no failed call
         except Exception as exc:
             self._record(request, None, start, call, exc)
             raise
@@ -134,6 +137,8 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
             if injected is not None:
                 raise injected
             response = fault_response(call, await handler(request))
+        except GraphBubbleUp:
+            raise
         except Exception as exc:
             self._record(request, None, start, call, exc)
             raise
