@@ -407,3 +407,72 @@ def test_a_model_fault_that_never_reached_a_model_call_cannot_be_graded() -> Non
     # with ChaosMiddleware on the agent, the same plan is graded
     graded = _graded([ModelRetryMiddleware(initial_delay=0.0), ChaosMiddleware()], plan, ["honors_retry_after"])
     assert "cannot_grade" not in graded and graded["honors_retry_after"].severity == "fail"
+
+
+# --- a hand-built graph, with ChaosCallbackHandler(model_faults=True) -------------------------------------------
+
+
+def _hand_built() -> tuple[Any, list[str]]:
+    from _lc_helpers import tool_graph
+    from langgraph.prebuilt import ToolNode
+
+    ran: list[str] = []
+
+    @tool
+    def lookup(order_id: str) -> str:
+        """Look up an order."""
+        ran.append(order_id)
+        return "pending"
+
+    def policy(messages: Sequence[BaseMessage]) -> AIMessage:
+        if not any(isinstance(m, ToolMessage) for m in messages):
+            return tool_calls(("lookup", {"order_id": "4832"}), turn=1)
+        return AIMessage("Order 4832 is pending.")
+
+    return tool_graph(ScriptedChatModel(policy=policy), ToolNode([lookup])), ran
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_callback_handler_injects_model_errors_into_a_hand_built_graph(use_async: bool) -> None:
+    from chaoskit_langchain import ChaosCallbackHandler
+
+    from chaoskit import Trace
+    from chaoskit.checks import run_checks
+
+    graph, ran = _hand_built()
+    handler = ChaosCallbackHandler(model_faults=True)
+    plan = Plan(faults=[{"type": "rate_limit", "target": "model", "on_call": 2, "retry_after": 1.0}])
+    config = {"callbacks": [handler]}
+    inp = {"messages": [HumanMessage("where is 4832?")]}
+    with telemetry.capture() as cap, pytest.raises(ModelRateLimitError):  # no retry: the run ends on the 429
+        with chaoskit.episode("hand-built", plan=plan):
+            asyncio.run(graph.ainvoke(inp, config)) if use_async else graph.invoke(inp, config)
+    assert ran == ["4832"]
+    chats = sorted((s for s in cap.spans if s.name.startswith("chat")), key=lambda s: s.start_time)
+    assert [s.attributes["chaoskit.model.call"] for s in chats] == [1, 2]
+    assert chats[1].attributes["chaoskit.fault.type"] == "rate_limit"
+    assert chats[1].attributes["error.type"] == "ModelRateLimitError"
+    results = {r.name: r for r in run_checks(Trace.from_spans(cap.spans), ["honors_retry_after", "no_bluff"])}
+    assert "cannot_grade" not in results and results["honors_retry_after"].passed
+
+
+def test_callback_handler_skips_completion_faults_and_says_so() -> None:
+    from chaoskit_langchain import ChaosCallbackHandler
+
+    graph, ran = _hand_built()
+    plan = Plan(faults=[{"type": "empty_completion", "on_call": 1, "times": 1}])
+    with telemetry.capture() as cap, pytest.warns(chaoskit.ChaosWarning, match="cannot change a model's answer"):
+        with chaoskit.episode("skip", plan=plan):
+            graph.invoke({"messages": [HumanMessage("go")]}, {"callbacks": [ChaosCallbackHandler(model_faults=True)]})
+    assert ran == ["4832"]  # the answer was not changed
+    first = min((s for s in cap.spans if s.name.startswith("chat")), key=lambda s: s.start_time)
+    assert first.attributes["chaoskit.fault.skipped"] == "empty_completion"
+    assert "chaoskit.fault.type" not in first.attributes
+
+
+def test_a_malformed_tool_call_on_an_answer_without_tool_calls_is_skipped_not_recorded_as_fired() -> None:
+    plan = Plan(faults=[{"type": "malformed_tool_call", "on_call": 2}])  # call 2 is the final answer: no calls
+    with pytest.warns(chaoskit.ChaosWarning, match="calls no tool"):
+        out = _graded([ChaosMiddleware()], plan, ["recovers_from_malformed_tool_call"])
+    assert out["answer"] == "Order 4832 is pending."
+    assert out["recovers_from_malformed_tool_call"].message.startswith("No malformed_tool_call fault fired")

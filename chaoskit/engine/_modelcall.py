@@ -52,15 +52,18 @@ class Completion(NamedTuple):
     finish_reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModelCall:
-    """One model call: its model, its number among that model's calls, and the fault decided for it."""
+    """One model call: its model, its number among that model's calls, and the fault decided for it
+    (``skipped``: the type of a decided fault that :meth:`skip` said could not be applied)."""
 
     model: str
     n: int
     fault: _FaultBase | None
     fault_index: int | None
     episode: Any
+    scope: Any = None
+    skipped: str | None = None
 
     @property
     def delay_s(self) -> float:
@@ -97,6 +100,8 @@ class ModelCall:
     def attributes(self) -> dict[str, Any]:
         """The attributes of this call's ``chat`` span: its number, and the fault with its parameters."""
         attrs: dict[str, Any] = {sc.MODEL_CALL: self.n}
+        if self.skipped is not None:
+            attrs[sc.FAULT_SKIPPED] = self.skipped
         fault = self.fault
         if fault is not None:
             fault_attributes(attrs, fault, self.fault_index)
@@ -108,14 +113,19 @@ class ModelCall:
         return attrs
 
     def skip(self, reason: str) -> None:
-        """Say (a :class:`ChaosWarning`) that the decided fault could not be applied to this call."""
-        if self.fault is not None:
-            warnings.warn(
-                f"chaoskit: fault #{self.fault_index} ({self.fault.type}) on model {self.model} call {self.n} "
-                f"was not injected: {reason}",
-                ChaosWarning,
-                stacklevel=3,
-            )
+        """The decided fault cannot be applied to this call: never silently (a :class:`ChaosWarning`, and the
+        span's ``chaoskit.fault.skipped``); the call goes on unfaulted and the fault keeps its ``times`` budget."""
+        fault, index = self.fault, self.fault_index
+        if fault is None:
+            return
+        warnings.warn(
+            f"chaoskit: fault #{index} ({fault.type}) on model {self.model} call {self.n} was not injected: {reason}",
+            ChaosWarning,
+            stacklevel=3,
+        )
+        if self.scope is not None and index is not None:
+            self.scope.unfire(index, model_key(self.model))
+        self.skipped, self.fault, self.fault_index = fault.type, None, None
 
 
 def begin_model_call(model: str | None) -> ModelCall:
@@ -126,8 +136,8 @@ def begin_model_call(model: str | None) -> ModelCall:
     key = model_key(name)
     n, decision = scope.next_call(plan, key, {"model": name}, None, None if plan is None else plan.rules(key))
     if decision is None:
-        return ModelCall(name, n, None, None, episode)
-    return ModelCall(name, n, decision[1], decision[0], episode)
+        return ModelCall(name, n, None, None, episode, scope)
+    return ModelCall(name, n, decision[1], decision[0], episode, scope)
 
 
 def _cut_json(args: Mapping[str, Any] | str | None) -> str:

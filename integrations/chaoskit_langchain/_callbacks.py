@@ -12,11 +12,12 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 
 from chaoskit import Episode, Plan, current_episode
-from chaoskit.engine import Attempt, ErrorResult, begin
+from chaoskit.engine import Attempt, ErrorResult, ModelCall, begin, begin_model_call
 from chaoskit.faults import DATA_FAULTS as DATA
 
 from ._common import SpecTable, read_since_last_step, record_step
 from ._compat import ARGUMENT_ERRORS, chat_model_name
+from ._modelfaults import lc_error
 
 __all__ = ["ChaosCallbackHandler", "StepRecorder"]
 
@@ -45,6 +46,8 @@ class _StepHooks:
         self.record_steps = record_steps
         self._steps: dict[UUID, tuple[Episode, float, str | None, list[dict[str, Any]]]] = {}
         self._steps_lock = threading.Lock()
+        #: the model calls counted by a handler that injects model faults, by run, for their steps' attributes
+        self._calls: dict[UUID, ModelCall] = {}
 
     def on_chat_model_start(
         self,
@@ -74,6 +77,7 @@ class _StepHooks:
         """Record the finished model call as a step: its message, usage and model."""
         with self._steps_lock:
             started = self._steps.pop(run_id, None)
+            call = self._calls.pop(run_id, None)
         if started is None:
             return
         episode, start, model, read = started
@@ -86,6 +90,7 @@ class _StepHooks:
                 model=model,
                 start=start,
                 capture=self.capture_content,
+                attributes=None if call is None else call.attributes(),
             )
         except Exception:  # recording must never break the agent's run (raise_error is on for the tool hooks)
             log.exception("chaoskit: could not record a model step; ignored")
@@ -94,6 +99,7 @@ class _StepHooks:
         """Forget a model call that failed: it produced no step."""
         with self._steps_lock:
             self._steps.pop(run_id, None)
+            self._calls.pop(run_id, None)
 
 
 class StepRecorder(_StepHooks, BaseCallbackHandler):
@@ -151,9 +157,11 @@ class ChaosCallbackHandler(_StepHooks, BaseCallbackHandler):
         error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
         capture_content: bool | None = None,
         record_steps: bool = True,
+        model_faults: bool = False,
     ) -> None:
         super().__init__()
         self._init_steps(capture_content, record_steps)
+        self.model_faults = model_faults
         self.specs = SpecTable(
             plan,
             irreversible=irreversible,
@@ -165,6 +173,39 @@ class ChaosCallbackHandler(_StepHooks, BaseCallbackHandler):
         self._lock = threading.Lock()
 
     # -- LangChain callback hooks --------------------------------------------------------------------
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[Any]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Record the step's start; with ``model_faults=True``, count the model call and sleep or raise its
+        fault (a model error fault: the model is not called). A completion fault cannot be injected here."""
+        super().on_chat_model_start(
+            serialized, messages, run_id=run_id, parent_run_id=parent_run_id, tags=tags, metadata=metadata, **kwargs
+        )
+        if not self.model_faults:
+            return
+        call = begin_model_call(chat_model_name(serialized, metadata, kwargs.get("invocation_params")))
+        if call.delay_s:
+            time.sleep(call.delay_s)
+        exc = call.error(lc_error)
+        if exc is not None:
+            with self._steps_lock:
+                started = self._steps.pop(run_id, None)
+            if started is not None:  # LangChain fires no on_llm_error after a raising start: the step ends here
+                started[0].step(model=call.model, start_time=started[1], attributes=call.attributes(), error=exc)
+            raise exc
+        if call.fault is not None and call.fault.type != "latency":
+            call.skip(f"ChaosCallbackHandler cannot change a model's answer ({call.fault.type}): use ChaosMiddleware")
+        with self._steps_lock:
+            self._calls[run_id] = call
 
     def on_tool_start(
         self,
