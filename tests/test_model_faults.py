@@ -461,7 +461,7 @@ def test_callback_handler_skips_completion_faults_and_says_so() -> None:
 
     graph, ran = _hand_built()
     plan = Plan(faults=[{"type": "empty_completion", "on_call": 1, "times": 1}])
-    with telemetry.capture() as cap, pytest.warns(chaoskit.ChaosWarning, match="cannot change a model's answer"):
+    with telemetry.capture() as cap, pytest.warns(chaoskit.ChaosWarning, match="cannot change a model.s answer"):
         with chaoskit.episode("skip", plan=plan):
             graph.invoke({"messages": [HumanMessage("go")]}, {"callbacks": [ChaosCallbackHandler(model_faults=True)]})
     assert ran == ["4832"]  # the answer was not changed
@@ -476,3 +476,25 @@ def test_a_malformed_tool_call_on_an_answer_without_tool_calls_is_skipped_not_re
         out = _graded([ChaosMiddleware()], plan, ["recovers_from_malformed_tool_call"])
     assert out["answer"] == "Order 4832 is pending."
     assert out["recovers_from_malformed_tool_call"].message.startswith("No malformed_tool_call fault fired")
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_instrument_graph_with_model_faults_injects_into_the_model_nodes(use_async: bool) -> None:
+    from chaoskit_langgraph import instrument_graph
+
+    graph, ran = _hand_built()
+    instrument_graph(graph, model_faults=True)
+    plan = Plan(faults=[{"type": "overloaded", "target": "model", "on_call": 1, "status": 503}])
+    inp = {"messages": [HumanMessage("where is 4832?")]}
+    with telemetry.capture() as cap, pytest.raises(ModelAPIError) as err:
+        with chaoskit.episode("instrumented", plan=plan):
+            asyncio.run(graph.ainvoke(inp)) if use_async else graph.invoke(inp)
+    assert err.value.status == 503 and ran == []
+    (chat,) = [s for s in cap.spans if s.name.startswith("chat")]
+    assert chat.attributes["chaoskit.fault.type"] == "overloaded"
+    # without model_faults the same graph and plan run unfaulted
+    graph2, ran2 = _hand_built()
+    instrument_graph(graph2)
+    with chaoskit.episode("plain", plan=plan):
+        graph2.invoke(inp)
+    assert ran2 == ["4832"]

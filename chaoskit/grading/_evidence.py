@@ -141,8 +141,8 @@ def _gap(ep: EpisodeRecord) -> str | None:
     if EPISODE_MODEL_CALLS not in ep.attributes and _plans_model_faults(ep):
         return (
             "the plan has model faults (target: model), but no model call of this episode went through chaoskit, "
-            "so none could fire: put ChaosMiddleware in the agent's middleware, or ChaosCallbackHandler(model_faults="
-            "True) in the run's callbacks (instrument_graph does not inject them), see docs/faults.md"
+            "so none could fire: put ChaosMiddleware in the agent's middleware, ChaosCallbackHandler(model_faults="
+            "True) in the run's callbacks, or instrument_graph(graph, model_faults=True), see docs/faults.md"
         )
     plan = planned_selectors(ep)
     if plan is None or plan[1] == 0:
