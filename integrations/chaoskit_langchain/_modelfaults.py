@@ -25,7 +25,7 @@ __all__ = [
 def _mixed(name: str, ours: type[Exception]) -> Any:
     # LangChain's provider integrations raise errors that are both the provider SDK's type and langchain_core's
     # ModelError subclass; ours are both chaoskit's type and that subclass, which is what ModelRetryMiddleware's
-    # default retry_on reads (is_retryable). langchain-core before 1.7.5 has none: chaoskit's type alone.
+    # default retry_on reads (is_retryable). A langchain-core without them: chaoskit's type alone.
     theirs = getattr(_lce, name, None)
     if theirs is None:
         return ours
