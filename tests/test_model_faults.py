@@ -498,3 +498,18 @@ def test_instrument_graph_with_model_faults_injects_into_the_model_nodes(use_asy
     with chaoskit.episode("plain", plan=plan):
         graph2.invoke(inp)
     assert ran2 == ["4832"]
+
+
+def test_chaoskit_validate_accepts_model_faults_and_names_a_bad_field(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chaoskit.cli import main
+
+    good = tmp_path / "good.yaml"
+    good.write_text('seed: 1\nfaults:\n  - type: overloaded\n    model: "gpt-*"\n    on_call: 2\n')
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seed: 1\nfaults:\n  - type: rate_limit\n    target: model\n    tool: search\n")
+    assert main(["validate", str(good)]) == 0
+    assert "overloaded on model gpt-* call 2" in capsys.readouterr().out
+    assert main(["validate", str(bad)]) == 2
+    assert f"{bad}:5: faults[0].tool: a model fault names its model" in capsys.readouterr().err
