@@ -13,7 +13,7 @@ import pytest
 from _lc_helpers import ORDER
 from chaoskit_langchain import ChaosMiddleware
 from langchain.agents import create_agent
-from langchain.agents.middleware import ModelRetryMiddleware
+from langchain.agents.middleware import ModelRetryMiddleware, ToolErrorMiddleware
 from langchain_core.exceptions import ModelAPIError, ModelError, ModelRateLimitError, ModelTimeoutError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -513,3 +513,64 @@ def test_chaoskit_validate_accepts_model_faults_and_names_a_bad_field(
     assert "overloaded on model gpt-* call 2" in capsys.readouterr().out
     assert main(["validate", str(bad)]) == 2
     assert f"{bad}:5: faults[0].tool: a model fault names its model" in capsys.readouterr().err
+
+
+# --- cost per fault ---------------------------------------------------------------------------------------------
+
+
+def _costly_agent(middleware: Sequence[Any]) -> Any:
+    """A scripted agent that reports 10 input and 5 output tokens per model call, and retries `lookup` once."""
+
+    @tool
+    def lookup(order_id: str) -> str:
+        """Look up an order."""
+        return "pending"
+
+    def policy(messages: Sequence[BaseMessage]) -> AIMessage:
+        seen = [m for m in messages if isinstance(m, ToolMessage)]
+        if not seen or (seen[-1].status == "error" and len(seen) < 2):
+            out = tool_calls(("lookup", {"order_id": "4832"}), turn=len(seen) + 1)
+        else:
+            out = AIMessage("Order 4832 is pending." if seen[-1].status != "error" else "Lookup failed.")
+        out.usage_metadata = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+        return out
+
+    return create_agent(ScriptedChatModel(policy=policy), tools=[lookup], middleware=list(middleware))
+
+
+def test_cost_under_faults_reports_tokens_per_fault_against_a_clean_episode() -> None:
+    from chaoskit import Trace
+    from chaoskit.checks import run_checks
+
+    retry = ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
+    plans = {
+        "clean": Plan(faults=[]),
+        # a tool fault (one more model turn) and a model rate limit (a failed call: no tokens)
+        "faulted": Plan(
+            faults=[
+                {"type": "http", "tool": "lookup", "on_call": 1, "status": 503},
+                {"type": "rate_limit", "target": "model", "on_call": 1, "retry_after": 0.0},
+            ]
+        ),
+    }
+    with telemetry.capture() as cap:
+        for name, plan in plans.items():
+            errors = ToolErrorMiddleware(on_error=lambda exc, request: f"Error: {exc}")
+            agent = _costly_agent([retry, errors, ChaosMiddleware()])
+            with chaoskit.episode(name, plan=plan) as ep:
+                ep.finish(agent.invoke({"messages": [HumanMessage("where is 4832?")]})["messages"][-1].text)
+    trace = Trace.from_spans(cap.spans)
+    reported = {r.name: r for r in run_checks(trace, ["cost_under_faults"])}["cost_under_faults"]
+    # clean: 2 answered calls (30 tokens); faulted: a 429, then 3 answered calls (45 tokens), 2 faults
+    assert reported.passed and "+8 tokens per fault (45 for 2 fault(s))" in reported.message, reported.message
+    bounded = {r.name: r for r in run_checks(trace, ["cost_under_faults"], max_tokens_per_fault=5)}
+    assert bounded["cost_under_faults"].severity == "fail"
+    only_clean = Trace.from_spans([s for s in cap.spans if s.context.trace_id == cap.spans[0].context.trace_id])
+    alone = {r.name: r for r in run_checks(only_clean, ["cost_under_faults"])}["cost_under_faults"]
+    assert alone.severity == "fail" and alone.message.startswith("cannot grade")
+
+
+def test_cost_under_faults_cannot_grade_without_token_usage() -> None:
+    plan = Plan(faults=[{"type": "rate_limit", "target": "model", "on_call": 1}])
+    out = _graded([ModelRetryMiddleware(initial_delay=0.0), ChaosMiddleware()], plan, ["cost_under_faults"])
+    assert out["cost_under_faults"].severity == "fail" and "cannot grade" in out["cost_under_faults"].message

@@ -346,7 +346,13 @@ class Episode:
             "outcome": sc.OUTCOME_ERROR if error is not None else sc.OUTCOME_OK,
             "span_id": format(span.get_span_context().span_id, "016x"),
         }
-        for key, name in ((sc.FAULT_TYPE, "fault"), (sc.RETRY_AFTER, "retry_after"), (sc.ERROR_TYPE, "error")):
+        for key, name in (
+            (sc.FAULT_TYPE, "fault"),
+            (sc.RETRY_AFTER, "retry_after"),
+            (sc.ERROR_TYPE, "error"),
+            (sc.GEN_AI_USAGE_INPUT_TOKENS, "input_tokens"),
+            (sc.GEN_AI_USAGE_OUTPUT_TOKENS, "output_tokens"),
+        ):
             if attrs.get(key) is not None:
                 call[name] = attrs[key]
         self._model_calls.append(call)

@@ -15,6 +15,7 @@ from chaoskit.semconv import EPISODE_MODEL_CALLS
 __all__ = [
     "ModelCallRecord",
     "bounded_model_retries",
+    "cost_under_faults",
     "model_calls",
     "model_retry_after",
     "model_storms",
@@ -40,6 +41,8 @@ class ModelCallRecord:
     retry_after: float | None
     error: str | None
     span_id: str
+    #: tokens the provider reported for the call (None: not reported)
+    tokens: int | None = None
 
     def describe(self) -> str:
         """``an injected rate_limit`` / ``a ModelAPIError``: what made the call fail."""
@@ -69,12 +72,20 @@ def model_calls(ep: EpisodeRecord) -> list[ModelCallRecord] | str:
                 retry_after=None if c.get("retry_after") is None else float(c["retry_after"]),
                 error=c.get("error"),
                 span_id=str(c["span_id"]),
+                tokens=_tokens(c),
             )
             for c in items
         ]
     except (ValueError, TypeError, KeyError) as exc:
         return f"its {EPISODE_MODEL_CALLS} attribute cannot be read ({type(exc).__name__}: {exc})"
     return sorted(out, key=lambda c: (c.start, c.call))
+
+
+def _tokens(c: dict[str, object]) -> int | None:
+    counts = [c.get("input_tokens"), c.get("output_tokens")]
+    if all(n is None for n in counts):
+        return None
+    return sum(int(n) for n in counts if isinstance(n, int | float | str))
 
 
 def _by_model(calls: list[ModelCallRecord]) -> dict[str, list[ModelCallRecord]]:
@@ -247,3 +258,53 @@ def recovers_from_malformed_tool_call(trace: Trace) -> CheckResult:
         else "No malformed_tool_call fault fired: nothing to recover from."
     )
     return combine(name, findings, ok)
+
+
+def _faults_in(ep: EpisodeRecord, calls: list[ModelCallRecord]) -> int:
+    """The faults injected in ``ep``: model calls with a fault, tool attempts with an applied fault."""
+    return sum(c.fault is not None for c in calls) + sum(a.fault_type is not None for a in ep.attempts)
+
+
+def cost_under_faults(trace: Trace, max_tokens_per_fault: int | None = None) -> CheckResult:
+    """Tokens spent per injected fault: each episode with faults against the mean of the trace's episodes
+    without any (the same agent and task run clean, e.g. a battery's intensity 0), ``(tokens - baseline) /
+    faults``. With ``max_tokens_per_fault`` an episode above it fails; without, the figures are reported and
+    the check passes. Fails as "cannot grade" without a clean episode or without token usage on every model
+    call (the provider reported none, or the calls were not seen through ``ChaosMiddleware``). Blind spots:
+    a baseline of other tasks is compared all the same; tokens only, no price.
+    """
+    name = "cost_under_faults"
+    clean: list[int] = []
+    faulted: list[tuple[EpisodeRecord, int, int]] = []
+    for ep in trace.episodes:
+        calls = model_calls(ep)
+        # a call that failed (a 429, a timeout) returned no usage and is billed nothing: it counts 0
+        if isinstance(calls, str) or not calls or any(c.tokens is None and c.outcome == "ok" for c in calls):
+            why = calls if isinstance(calls, str) else "not every answered model call has its token usage recorded"
+            return CheckResult(name, False, "fail", f"{where(trace, ep)}cannot grade the cost: {why}.", ())
+        tokens = sum(c.tokens or 0 for c in calls)
+        n = _faults_in(ep, calls)
+        if n:
+            faulted.append((ep, tokens, n))
+        else:
+            clean.append(tokens)
+    if not clean or not faulted:
+        what = "no episode without faults to compare with" if not clean else "no episode with an injected fault"
+        return CheckResult(name, False, "fail", f"cannot grade the cost: {what}.", ())
+    baseline = sum(clean) / len(clean)
+    findings: list[Finding] = []
+    figures: list[str] = []
+    for ep, tokens, n in faulted:
+        per = (tokens - baseline) / n
+        figures.append(f"{where(trace, ep)}{per:+.0f} tokens per fault ({tokens} for {n} fault(s))")
+        if max_tokens_per_fault is not None and per > max_tokens_per_fault:
+            findings.append(
+                Finding(
+                    "fail",
+                    f"{where(trace, ep)}{per:.0f} tokens per injected fault ({tokens} tokens, {n} fault(s), against "
+                    f"{baseline:.0f} without faults); at most {max_tokens_per_fault} allowed.",
+                    (ep.span_id or "",),
+                )
+            )
+    summary = f"Against {baseline:.0f} tokens without faults: " + "; ".join(figures[:5]) + "."
+    return combine(name, findings, summary)
