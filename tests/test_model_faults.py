@@ -468,6 +468,12 @@ def test_callback_handler_skips_completion_faults_and_says_so() -> None:
     first = min((s for s in cap.spans if s.name.startswith("chat")), key=lambda s: s.start_time)
     assert first.attributes["chaoskit.fault.skipped"] == "empty_completion"
     assert "chaoskit.fault.type" not in first.attributes
+    # the case tested nothing of its fault: it cannot be graded, never passed
+    from chaoskit import Trace
+    from chaoskit.checks import run_checks
+
+    results = {r.name: r for r in run_checks(Trace.from_spans(cap.spans), ["no_bluff"])}
+    assert "cannot_grade" in results and "empty_completion skipped" in results["cannot_grade"].message
 
 
 def test_a_malformed_tool_call_on_an_answer_without_tool_calls_is_skipped_not_recorded_as_fired() -> None:
@@ -475,7 +481,9 @@ def test_a_malformed_tool_call_on_an_answer_without_tool_calls_is_skipped_not_re
     with pytest.warns(chaoskit.ChaosWarning, match="calls no tool"):
         out = _graded([ChaosMiddleware()], plan, ["recovers_from_malformed_tool_call"])
     assert out["answer"] == "Order 4832 is pending."
-    assert out["recovers_from_malformed_tool_call"].message.startswith("No malformed_tool_call fault fired")
+    # never applied, so the episode tested nothing of it: cannot grade, and no check passes in its place
+    assert "malformed_tool_call skipped" in out["cannot_grade"].message
+    assert "recovers_from_malformed_tool_call" not in out
 
 
 @pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])

@@ -348,6 +348,7 @@ class Episode:
         }
         for key, name in (
             (sc.FAULT_TYPE, "fault"),
+            (sc.FAULT_SKIPPED, "skipped"),
             (sc.RETRY_AFTER, "retry_after"),
             (sc.ERROR_TYPE, "error"),
             (sc.GEN_AI_USAGE_INPUT_TOKENS, "input_tokens"),

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chaoskit.grading._model import EpisodeRecord
+from chaoskit.grading._modelcalls import model_calls
 from chaoskit.grading._result import CheckResult, names, times, where
 from chaoskit.grading._trace import Trace
 from chaoskit.semconv import EPISODE_MODEL_CALLS, EPISODE_TOOL_CALLS, PLAN
@@ -144,6 +145,15 @@ def _gap(ep: EpisodeRecord) -> str | None:
             "so none could fire: put ChaosMiddleware in the agent's middleware, ChaosCallbackHandler(model_faults="
             "True) in the run's callbacks, or instrument_graph(graph, model_faults=True), see docs/faults.md"
         )
+    if _plans_model_faults(ep):
+        read = model_calls(ep)
+        calls = read if isinstance(read, list) else []
+        skipped = sorted({c.skipped for c in calls if c.skipped})
+        if skipped and not any(c.fault for c in calls):
+            return (
+                f"the plan's model faults were never applied: {', '.join(skipped)} skipped (chaoskit.fault.skipped) "
+                "by an entry point that cannot change a model's answer; use ChaosMiddleware, see docs/faults.md"
+            )
     plan = planned_selectors(ep)
     if plan is None or plan[1] == 0:
         return None

@@ -43,6 +43,8 @@ class ModelCallRecord:
     span_id: str
     #: tokens the provider reported for the call (None: not reported)
     tokens: int | None = None
+    #: a fault decided for the call that its entry point could not apply (``chaoskit.fault.skipped``)
+    skipped: str | None = None
 
     def describe(self) -> str:
         """``an injected rate_limit`` / ``a ModelAPIError``: what made the call fail."""
@@ -73,6 +75,7 @@ def model_calls(ep: EpisodeRecord) -> list[ModelCallRecord] | str:
                 error=c.get("error"),
                 span_id=str(c["span_id"]),
                 tokens=_tokens(c),
+                skipped=c.get("skipped"),
             )
             for c in items
         ]
