@@ -582,3 +582,22 @@ def test_cost_under_faults_cannot_grade_without_token_usage() -> None:
     plan = Plan(faults=[{"type": "rate_limit", "target": "model", "on_call": 1}])
     out = _graded([ModelRetryMiddleware(initial_delay=0.0), ChaosMiddleware()], plan, ["cost_under_faults"])
     assert out["cost_under_faults"].severity == "fail" and "cannot grade" in out["cost_under_faults"].message
+
+
+def test_model_faults_build_in_python() -> None:
+    from chaoskit import faults
+
+    plan = Plan(
+        faults=[
+            faults.Overloaded(model="gpt-*", on_call=1, status=503),
+            faults.RateLimit(target="model", retry_after=2),
+            faults.Truncated(keep=0.25),
+            faults.UnknownToolCall(name="wipe_disk"),
+        ]
+    )
+    assert [f.target for f in plan.faults] == ["model"] * 4
+    assert [i for i, _ in plan.model_rules("gpt-4o").candidates] == [0, 1, 2, 3]
+    assert set(faults.MODEL_TYPES) == {
+        "rate_limit", "overloaded", "http", "timeout", "empty_completion", "truncated",
+        "malformed_tool_call", "unknown_tool_call", "refusal", "latency",
+    }  # fmt: skip
