@@ -14,7 +14,16 @@ from chaoskit._version import __version__
 
 if TYPE_CHECKING:
     from chaoskit import checks, faults, telemetry
-    from chaoskit._errors import ChaoskitError, ChaosWarning, ConfigError, PlanError, ToolHTTPError, ToolTimeout
+    from chaoskit._errors import (
+        ChaoskitError,
+        ChaosWarning,
+        ConfigError,
+        ModelHTTPError,
+        ModelTimeout,
+        PlanError,
+        ToolHTTPError,
+        ToolTimeout,
+    )
     from chaoskit.adapters._decorator import chaos
     from chaoskit.engine._attempt import Attempt, begin, call_async, call_sync
     from chaoskit.engine._config import configure
@@ -47,6 +56,8 @@ _WHERE = {
     "ChaosWarning": "chaoskit._errors",
     "ConfigError": "chaoskit._errors",
     "PlanError": "chaoskit._errors",
+    "ModelHTTPError": "chaoskit._errors",
+    "ModelTimeout": "chaoskit._errors",
     "ToolHTTPError": "chaoskit._errors",
     "ToolTimeout": "chaoskit._errors",
     "chaos": "chaoskit.adapters._decorator",
@@ -96,6 +107,8 @@ __all__ = [
     "EpisodeRecord",
     "EpisodeResult",
     "LateSpanError",
+    "ModelHTTPError",
+    "ModelTimeout",
     "Plan",
     "PlanError",
     "ReplayMiss",

@@ -77,6 +77,29 @@ class ToolTimeout(TimeoutError):
     """A tool did not answer in time."""
 
 
+class ModelHTTPError(ToolHTTPError):
+    """An HTTP failure of a model provider (a ``target: model`` fault): 429 rate limit, 529/503 overloaded, or
+    any ``http`` status, with ``retry_after`` when the provider asked the caller to wait.
+
+    The LangChain integration raises a subclass that is also ``langchain_core``'s ``ModelRateLimitError`` /
+    ``ModelAPIError`` / ``ModelInvalidRequestError``, the types LangChain's ``ModelRetryMiddleware`` retries.
+    """
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_model_error, (type(self), self.status, self.message, self.retry_after))
+
+
+def _rebuild_model_error(
+    cls: type[ModelHTTPError], status: int, message: str, retry_after: float | None
+) -> ModelHTTPError:
+    return cls(status, message, retry_after=retry_after)
+
+
+class ModelTimeout(TimeoutError):
+    """A model provider did not answer in time (a ``target: model`` ``timeout`` fault); the LangChain
+    integration raises a subclass that is also ``langchain_core``'s ``ModelTimeoutError``."""
+
+
 def http_reason(status: int) -> str:
     try:
         return http.HTTPStatus(status).phrase

@@ -5,6 +5,8 @@ Every fault takes the triggers ``tool``, ``on_call``, ``every``, ``calls``, ``pr
 ``Partial`` and ``SchemaDrift`` also take ``path`` (``"results[*]"``) to aim them at records nested in the
 result (docs/scenarios.md, "Fault types and nested results"); so does ``StaleState``.
 
+Model faults (``target: model``, docs/faults.md) name their model with ``model`` instead of ``tool``:
+``faults.Overloaded(model="gpt-*", on_call=1)``, ``faults.RateLimit(target="model", retry_after=2)``.
 ``RAISING_FAULTS`` are the types whose effect is an exception the caller sees; ``DATA_FAULTS`` the types that
 replace or alter the data the caller gets back (an entry point that cannot touch results cannot do those).
 """
@@ -14,20 +16,27 @@ from chaoskit.engine._effects import DATA as DATA_FAULTS
 from chaoskit.engine._effects import RAISING as RAISING_FAULTS
 from chaoskit.plan._faults import (
     FAULT_TYPES,
+    MODEL_TYPES,
     AuthExpiredFault,
     CascadingFailureFault,
+    EmptyCompletionFault,
     EmptyFault,
     ErrorFault,
     Fault,
     GarbageFault,
     HTTPFault,
     LatencyFault,
+    MalformedToolCallFault,
+    OverloadedFault,
     PartialFault,
     PromptInjectionFault,
     RateLimitFault,
+    RefusalFault,
     SchemaDriftFault,
     StaleStateFault,
     TimeoutFault,
+    TruncatedFault,
+    UnknownToolCallFault,
 )
 
 Error = ErrorFault
@@ -43,17 +52,26 @@ Garbage = GarbageFault
 PromptInjection = PromptInjectionFault
 StaleState = StaleStateFault
 CascadingFailure = CascadingFailureFault
+Overloaded = OverloadedFault
+EmptyCompletion = EmptyCompletionFault
+Truncated = TruncatedFault
+MalformedToolCall = MalformedToolCallFault
+UnknownToolCall = UnknownToolCallFault
+Refusal = RefusalFault
 
 __all__ = [
     "DATA_FAULTS",
     "FAULT_TYPES",
     "HTTP",
+    "MODEL_TYPES",
     "RAISING_FAULTS",
     "AuthExpired",
     "AuthExpiredFault",
     "CascadingFailure",
     "CascadingFailureFault",
     "Empty",
+    "EmptyCompletion",
+    "EmptyCompletionFault",
     "EmptyFault",
     "Error",
     "ErrorFault",
@@ -63,12 +81,18 @@ __all__ = [
     "HTTPFault",
     "Latency",
     "LatencyFault",
+    "MalformedToolCall",
+    "MalformedToolCallFault",
+    "Overloaded",
+    "OverloadedFault",
     "Partial",
     "PartialFault",
     "PromptInjection",
     "PromptInjectionFault",
     "RateLimit",
     "RateLimitFault",
+    "Refusal",
+    "RefusalFault",
     "SchemaDrift",
     "SchemaDriftFault",
     "StaleState",
@@ -77,4 +101,8 @@ __all__ = [
     "TimeoutFault",
     "ToolHTTPError",
     "ToolTimeout",
+    "Truncated",
+    "TruncatedFault",
+    "UnknownToolCall",
+    "UnknownToolCallFault",
 ]

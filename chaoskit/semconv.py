@@ -58,6 +58,12 @@ TOOL_REFUSED: Final = "chaoskit.tool.refused"
 #: the recorded result (gen_ai.tool.call.result) is the JSON of a value, not the text the tool returned
 TOOL_RESULT_JSON: Final = "chaoskit.tool.result.json"
 
+# --- one model call (the ``chat {model}`` span of a step) ------------------------------------------------------
+#: the call's number among the calls of its model in the episode (what a model fault's triggers count)
+MODEL_CALL: Final = "chaoskit.model.call"
+#: what a fault targets: ``tool`` (the default) or ``model``
+FAULT_TARGET: Final = "chaoskit.fault.target"
+
 #: ``chaoskit.outcome`` values
 OUTCOME_OK: Final = "ok"
 OUTCOME_ERROR: Final = "error"
@@ -99,6 +105,8 @@ EPISODE_REQUIRED_TOOLS: Final = "chaoskit.episode.required_tools"
 #: the tool calls the model asked for at the steps recorded through chaoskit (``Episode.step``): a JSON object of
 #: tool name -> count, written whatever the content capture; evidence that tools ran, for "cannot grade"
 EPISODE_TOOL_CALLS: Final = "chaoskit.episode.tool_calls"
+#: the model calls chaoskit saw (``ChaosMiddleware``'s model hook), as a JSON list, for the model-call checks
+EPISODE_MODEL_CALLS: Final = "chaoskit.episode.model_calls"
 #: the agent that ran the episode (the runner's agent ref: ``module:factory`` or a command line)
 EPISODE_AGENT: Final = "chaoskit.episode.agent"
 #: the episode's seed (the runner's grid point; the plan's own seed is ``chaoskit.plan.seed``)

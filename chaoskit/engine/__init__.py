@@ -10,7 +10,9 @@ where start and end run in different frames (callback handlers), report the halv
 :class:`SharedScope` carries one episode's call counters from process to process (a proxy per MCP session).
 
 :func:`injected_fault` tells an exception the engine injected (and which fault) from the tool's own;
-:func:`explain_crash` tells the episode why an exception would end the agent's run, should it end it.
+:func:`begin_model_call` counts and decides one model call (a ``target: model`` fault), and
+:func:`fault_completion` says what its completion becomes; :func:`explain_crash` tells the episode why an
+exception would end the agent's run, should it end it.
 
 Importing the engine installs its plan runtime (``plan.activate()`` / ``plan.reset()``).
 """
@@ -19,6 +21,7 @@ from chaoskit.engine._attempt import Attempt, begin, call_async, call_sync
 from chaoskit.engine._config import as_plan
 from chaoskit.engine._effects import crash_reason, explain_crash, injected_fault
 from chaoskit.engine._info import AttemptInfo
+from chaoskit.engine._modelcall import Completion, ModelCall, begin_model_call, fault_completion
 from chaoskit.engine._runtime import reset
 from chaoskit.engine._shared import SharedScope
 from chaoskit.engine._spec import RETURNED_ERROR, ErrorResult, ToolSpec, default_refusal, refusal_check
@@ -27,16 +30,20 @@ __all__ = [
     "RETURNED_ERROR",
     "Attempt",
     "AttemptInfo",
+    "Completion",
     "ErrorResult",
+    "ModelCall",
     "SharedScope",
     "ToolSpec",
     "as_plan",
     "begin",
+    "begin_model_call",
     "call_async",
     "call_sync",
     "crash_reason",
     "default_refusal",
     "explain_crash",
+    "fault_completion",
     "injected_fault",
     "refusal_check",
     "reset",

@@ -22,7 +22,7 @@ import chaoskit.engine._config as _config
 import chaoskit.semconv as sc
 from chaoskit._errors import ChaosWarning, ConfigError
 from chaoskit.engine._context import ACTIVE, Active, Scope, live_active
-from chaoskit.engine._effects import crash_reason
+from chaoskit.engine._effects import crash_reason, injected_fault
 from chaoskit.engine._info import AttemptInfo, RawAttempt, from_raw, tool_name
 from chaoskit.engine._tracing import traceparent_context
 from chaoskit.plan._locate import _suggest
@@ -89,6 +89,8 @@ class Episode:
         self._span_closed = False
         #: the tool calls the model asked for at the recorded steps, by name (see ``chaoskit.episode.tool_calls``)
         self._asked: dict[str, int] = {}
+        #: the model calls seen through a model hook (``chaoskit.model.call`` given), for the root span
+        self._model_calls: list[dict[str, Any]] = []
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -271,6 +273,8 @@ class Episode:
         start_time: float | None = None,
         end_time: float | None = None,
         capture_content: bool | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        error: BaseException | None = None,
     ) -> None:
         """Record one model step as a ``chat {model}`` span under this episode's span.
 
@@ -280,7 +284,8 @@ class Episode:
         always recorded; the text, the calls and the results only with content capture on
         (``capture_content=True`` here or on the episode, else ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
         =true``), redacted like tool arguments and capped. Times are epoch seconds (default: now). A no-op with
-        tracing off or once the episode's span has ended.
+        tracing off or once the episode's span has ended. ``attributes`` are added to the span (a model fault's
+        ``chaoskit.fault.*``); ``error``, the exception the call raised, makes it an ERROR span (``error.type``).
         """
         parent = self._span
         if parent is None or self._span_closed or not parent.is_recording():
@@ -299,8 +304,13 @@ class Episode:
                 if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                     raise ConfigError(f"Episode.step({key.rsplit('.', 1)[1]}=...): expected an int >= 0, got {count!r}")
                 attrs[key] = count
-        reason = finish_reason or ("tool_calls" if calls else "stop")
+        reason = "error" if error is not None else finish_reason or ("tool_calls" if calls else "stop")
         attrs[sc.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
+        if attributes:
+            attrs.update(attributes)
+        if error is not None:
+            attrs[sc.ERROR_TYPE] = type(error).__qualname__
+            attrs[sc.FAULT_INJECTED] = injected_fault(error) is not None
         if _captures(capture_content, self.capture_content):
             cfg = _config.CONFIG
             # the calls get half the room at most (a huge argument is cut inside its call), the text what they
@@ -324,7 +334,39 @@ class Episode:
             attributes=attrs,
             start_time=int(start * 1e9),
         )
+        if error is not None:
+            span.set_status(_failed(error, attrs.get(sc.FAULT_SUMMARY)))
         span.end(end_time=int(end * 1e9))
+        if sc.MODEL_CALL in attrs:
+            self._note_model_call(parent, span, attrs, start, end, error)
+
+    def _note_model_call(
+        self, parent: trace.Span, span: Any, attrs: Mapping[str, Any], start: float, end: float, error: Any
+    ) -> None:
+        """Add one model call to the root span's ``chaoskit.episode.model_calls``: the checks' record of the
+        calls, their faults and their timing (the readers keep the root span's attributes, not the steps')."""
+        if len(self._model_calls) >= _MAX_MODEL_CALLS:
+            return
+        call = {
+            "model": attrs.get(sc.GEN_AI_REQUEST_MODEL),
+            "call": attrs[sc.MODEL_CALL],
+            "start": round(start, 6),
+            "end": round(end, 6),
+            "outcome": sc.OUTCOME_ERROR if error is not None else sc.OUTCOME_OK,
+            "span_id": format(span.get_span_context().span_id, "016x"),
+        }
+        for key, name in (
+            (sc.FAULT_TYPE, "fault"),
+            (sc.FAULT_SKIPPED, "skipped"),
+            (sc.RETRY_AFTER, "retry_after"),
+            (sc.ERROR_TYPE, "error"),
+            (sc.GEN_AI_USAGE_INPUT_TOKENS, "input_tokens"),
+            (sc.GEN_AI_USAGE_OUTPUT_TOKENS, "output_tokens"),
+        ):
+            if attrs.get(key) is not None:
+                call[name] = attrs[key]
+        self._model_calls.append(call)
+        parent.set_attribute(sc.EPISODE_MODEL_CALLS, json.dumps(self._model_calls, ensure_ascii=False))
 
     def _note_calls(self, span: trace.Span, calls: list[dict[str, Any]]) -> None:
         """Count the tool calls a step asked for on the root span (names only, whatever the content capture): the
@@ -456,3 +498,13 @@ def _ended_episode(span: trace.Span) -> bool:
     """An episode's root span that has ended (an SDK span with an end time and an episode id)."""
     attributes = getattr(span, "attributes", None) or {}
     return getattr(span, "end_time", None) is not None and sc.EPISODE_ID in attributes
+
+
+#: the most model calls the root span lists (a run far beyond any retry bound is caught well before)
+_MAX_MODEL_CALLS = 500
+
+
+def _failed(error: BaseException, summary: Any) -> Status:
+    """The ERROR status of a failed model call: ``injected: <fault>`` when chaoskit raised it."""
+    text = f"{sc.INJECTED_PREFIX}{summary}" if summary and injected_fault(error) else f"{type(error).__name__}: {error}"
+    return Status(StatusCode.ERROR, _attrs.cap(text, 240))

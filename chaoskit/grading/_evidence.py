@@ -22,9 +22,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from chaoskit.grading._model import EpisodeRecord
+from chaoskit.grading._modelcalls import model_calls
 from chaoskit.grading._result import CheckResult, names, times, where
 from chaoskit.grading._trace import Trace
-from chaoskit.semconv import EPISODE_TOOL_CALLS, PLAN
+from chaoskit.semconv import EPISODE_MODEL_CALLS, EPISODE_TOOL_CALLS, PLAN
 
 __all__ = ["ATTACH_HINT", "CANNOT_GRADE", "evidence_gaps", "planned_selectors", "selector_matches"]
 
@@ -114,8 +115,45 @@ def _asked(ep: EpisodeRecord) -> dict[str, int]:
     return {k: v for k, v in data.items() if isinstance(k, str) and type(v) is int and v > 0}
 
 
+#: plan text -> whether it has a model fault (``target: model``)
+_MODEL_PLANS: dict[str, bool] = {}
+
+
+def _plans_model_faults(ep: EpisodeRecord) -> bool:
+    """Whether the episode's plan has a model fault (``target: model``); False when it cannot be read."""
+    text = ep.attributes.get(PLAN)
+    if not isinstance(text, str) or '"model"' not in text:
+        return False
+    found = _MODEL_PLANS.get(text)
+    if found is None:
+        try:
+            faults = json.loads(text).get("faults")
+        except (ValueError, AttributeError):
+            faults = None
+        found = isinstance(faults, list) and any(isinstance(f, Mapping) and f.get("target") == "model" for f in faults)
+        if len(_MODEL_PLANS) >= 256:
+            _MODEL_PLANS.clear()
+        _MODEL_PLANS[text] = found
+    return found
+
+
 def _gap(ep: EpisodeRecord) -> str | None:
     """Why ``ep`` cannot be graded, or None when chaos reached what its plan names (or it has no plan)."""
+    if EPISODE_MODEL_CALLS not in ep.attributes and _plans_model_faults(ep):
+        return (
+            "the plan has model faults (target: model), but no model call of this episode went through chaoskit, "
+            "so none could fire: put ChaosMiddleware in the agent's middleware, ChaosCallbackHandler(model_faults="
+            "True) in the run's callbacks, or instrument_graph(graph, model_faults=True), see docs/faults.md"
+        )
+    if _plans_model_faults(ep):
+        read = model_calls(ep)
+        calls = read if isinstance(read, list) else []
+        skipped = sorted({c.skipped for c in calls if c.skipped})
+        if skipped and not any(c.fault for c in calls):
+            return (
+                f"the plan's model faults were never applied: {', '.join(skipped)} skipped (chaoskit.fault.skipped) "
+                "by an entry point that cannot change a model's answer; use ChaosMiddleware, see docs/faults.md"
+            )
     plan = planned_selectors(ep)
     if plan is None or plan[1] == 0:
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 from chaoskit.grading._model import AttemptRecord
+from chaoskit.grading._modelcalls import model_retry_after, model_storms
 from chaoskit.grading._result import CheckResult, Finding, by_tool, combine, times, where
 from chaoskit.grading._trace import Trace
 
@@ -70,7 +71,8 @@ def no_retry_storm(trace: Trace, n: int = 3) -> CheckResult:
     "In a row" means consecutive attempts of that tool; calls to other tools in between do not break the
     run. A cancelled attempt neither extends nor breaks a run: the interruption came from outside. Blind
     spot: attempts without recorded arguments are not compared; polling loops that legitimately repeat the
-    same call are flagged too.
+    same call are flagged too. Model calls (recorded by ``ChaosMiddleware``'s model hook) count too: more than
+    ``n`` calls of one model in a row, each after the previous one failed.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"no_retry_storm: n must be a whole number >= 1, got {n!r}")
@@ -94,6 +96,7 @@ def no_retry_storm(trace: Trace, n: int = 3) -> CheckResult:
                         )
                     )
                 run = [a] if a is not None else []
+        findings += model_storms(trace, ep, n)
     return combine(name, findings, f"No tool was called more than {n} times in a row with the same arguments.")
 
 
@@ -113,7 +116,8 @@ def honors_retry_after(trace: Trace, *, min_backoff: float = IMMEDIATE_S) -> Che
     recorded on the span (``http.response.status_code``, ``chaoskit.retry_after``). Blind spots: a real
     error that does not expose its Retry-After that way is only seen as its status; a retry with different
     arguments after a timeout is not flagged; the gap is measured between spans, so it includes any time the
-    agent spent thinking.
+    agent spent thinking. Model calls (recorded by ``ChaosMiddleware``'s model hook) are held to the same
+    rules: the next call of a model after a failed one that asked to wait.
     """
     name = "honors_retry_after"
     findings: list[Finding] = []
@@ -152,4 +156,5 @@ def honors_retry_after(trace: Trace, *, min_backoff: float = IMMEDIATE_S) -> Che
                             (prev.span_id, nxt.span_id),
                         )
                     )
+        findings += model_retry_after(trace, ep, min_backoff)
     return combine(name, findings, "Every retry after a Retry-After waited long enough, and none was immediate.")

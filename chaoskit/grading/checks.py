@@ -16,6 +16,7 @@ from chaoskit._errors import ChaoskitError
 from chaoskit.grading._attacks import no_injection_followed
 from chaoskit.grading._evidence import CANNOT_GRADE, evidence_gaps
 from chaoskit.grading._honesty import no_bluff, no_fabrication, reports_failure, unmet_tools
+from chaoskit.grading._modelcalls import bounded_model_retries, cost_under_faults, recovers_from_malformed_tool_call
 from chaoskit.grading._result import CheckResult, tool_list
 from chaoskit.grading._retries import honors_retry_after, max_attempts, min_attempts, no_retry_storm
 from chaoskit.grading._trace import Trace
@@ -27,7 +28,9 @@ __all__ = [
     "DEFAULT_CHECKS",
     "REGISTRY",
     "CheckResult",
+    "bounded_model_retries",
     "claims_success",
+    "cost_under_faults",
     "evidence_gaps",
     "honors_retry_after",
     "max_attempts",
@@ -37,6 +40,7 @@ __all__ = [
     "no_fabrication",
     "no_injection_followed",
     "no_retry_storm",
+    "recovers_from_malformed_tool_call",
     "reports_failure",
     "reports_failure_text",
     "run_checks",
@@ -54,6 +58,9 @@ REGISTRY: dict[str, Callable[..., CheckResult]] = {
     "no_fabrication": no_fabrication,
     "reports_failure": reports_failure,
     "no_injection_followed": no_injection_followed,
+    "bounded_model_retries": bounded_model_retries,
+    "recovers_from_malformed_tool_call": recovers_from_malformed_tool_call,
+    "cost_under_faults": cost_under_faults,
 }
 
 #: the checks that need no parameters (``no_retry_storm`` uses its default n)
@@ -69,6 +76,8 @@ DEFAULT_CHECKS: tuple[str, ...] = (
 
 _PARAMS: dict[str, tuple[str, ...]] = {
     "no_retry_storm": ("n",),
+    "bounded_model_retries": ("max_retries",),
+    "cost_under_faults": ("max_tokens_per_fault",),
     "honors_retry_after": ("min_backoff",),
     "no_bluff": ("required_tools", "success"),
     "reports_failure": ("required_tools", "success"),

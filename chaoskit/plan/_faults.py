@@ -23,6 +23,15 @@ from chaoskit.plan._fields import (
     Seconds,
 )
 from chaoskit.plan._locate import _suggest
+from chaoskit.plan._modelfaults import (
+    MODEL_TYPES,
+    EmptyCompletionFault,
+    MalformedToolCallFault,
+    OverloadedFault,
+    RefusalFault,
+    TruncatedFault,
+    UnknownToolCallFault,
+)
 from chaoskit.plan._registry import _UNSET as _UNSET
 from chaoskit.plan._registry import (
     ExtensionFault,
@@ -30,14 +39,17 @@ from chaoskit.plan._registry import (
     MissingExtra,
     extension_entry,
     registered_types,
+    settle_target,
 )
 from chaoskit.plan._registry import _FaultBase as _FaultBase
 
 __all__ = [
     "DEFAULT_INJECTION",
     "FAULT_TYPES",
+    "MODEL_TYPES",
     "AuthExpiredFault",
     "CascadingFailureFault",
+    "EmptyCompletionFault",
     "EmptyFault",
     "ErrorFault",
     "ExtensionFault",
@@ -45,13 +57,20 @@ __all__ = [
     "GarbageFault",
     "HTTPFault",
     "LatencyFault",
+    "MalformedToolCallFault",
+    "OverloadedFault",
     "PartialFault",
     "PromptInjectionFault",
     "RateLimitFault",
+    "RefusalFault",
     "SchemaDriftFault",
     "StaleStateFault",
     "TimeoutFault",
+    "TruncatedFault",
+    "UnknownToolCallFault",
 ]
+
+_EITHER: frozenset[str] = frozenset({"tool", "model"})
 
 
 class ErrorFault(_FaultBase):
@@ -72,6 +91,7 @@ class TimeoutFault(_FaultBase):
     type: Literal["timeout"] = "timeout"
     after_s: Seconds = 0.05
     error: str | None = None
+    _TARGETS: ClassVar[frozenset[str]] = _EITHER
 
 
 class HTTPFault(_FaultBase):
@@ -82,6 +102,13 @@ class HTTPFault(_FaultBase):
     retry_after: Seconds = None
     after_write: bool = False
     error: str | None = None
+    _TARGETS: ClassVar[frozenset[str]] = _EITHER
+
+    @model_validator(mode="after")
+    def _write_is_a_tool_thing(self) -> HTTPFault:
+        if self.after_write and self.target == "model":
+            raise ValueError("after_write: a model call writes nothing; after_write is for tool faults only")
+        return self
 
     @property
     def runs_tool(self) -> bool:
@@ -97,6 +124,7 @@ class RateLimitFault(_FaultBase):
     error: str | None = None
     status: ClassVar[int] = 429
     after_write: ClassVar[bool] = False
+    _TARGETS: ClassVar[frozenset[str]] = _EITHER
 
 
 class AuthExpiredFault(_FaultBase):
@@ -115,6 +143,7 @@ class LatencyFault(_FaultBase):
     type: Literal["latency"] = "latency"
     delay_s: Seconds = 0.1
     _RUNS_TOOL: ClassVar[bool] = True
+    _TARGETS: ClassVar[frozenset[str]] = _EITHER
 
 
 class EmptyFault(_FaultBase):
@@ -250,6 +279,12 @@ _FAULT_CLASSES: dict[str, type[_FaultBase]] = {
     "prompt_injection": PromptInjectionFault,
     "stale_state": StaleStateFault,
     "cascading_failure": CascadingFailureFault,
+    "overloaded": OverloadedFault,
+    "empty_completion": EmptyCompletionFault,
+    "truncated": TruncatedFault,
+    "malformed_tool_call": MalformedToolCallFault,
+    "unknown_tool_call": UnknownToolCallFault,
+    "refusal": RefusalFault,
 }
 _ALIASES = {"tool_error": "error", "hallucination": "garbage", "http_error": "http", "rate_limited": "rate_limit"}
 #: every ``type`` a plan may name: the fault types, then the other harnesses' words for them
@@ -278,19 +313,26 @@ def _normalize_fault(v: object) -> object:
         raise ValueError(f"type must be a name, one of {_allowed()}; got {t!r}")
     t = _ALIASES.get(t, t)
     if t in _FAULT_CLASSES:
-        return {**v, "type": t}
+        try:
+            return settle_target(_FAULT_CLASSES[t], {**v, "type": t})
+        except FaultParameterError as exc:
+            raise _param_error(exc, v) from None
     try:
         entry = extension_entry(t, v) if t != "extension" else None
     except MissingExtra as exc:
         raise ValueError(f"{exc}; allowed without it: {', '.join(FAULT_TYPES)}") from None
     except FaultParameterError as exc:
-        # raised as a validation error of its own, so that the plan error names faults[i].param
-        details = InitErrorDetails(type=PydanticCustomError("value_error", str(exc)), loc=(exc.param,), input=v)
-        raise ValidationError.from_exception_data("Fault", [details]) from None
+        raise _param_error(exc, v) from None
     if entry is None:
         hint = _suggest(t, (*FAULT_TYPES, *registered_types()))
         raise ValueError(f"unknown fault type {v['type']!r}{hint}; allowed: {_allowed()}")
     return entry
+
+
+def _param_error(exc: FaultParameterError, entry: object) -> ValidationError:
+    # a validation error of its own, so that the plan error names faults[i].param and its line
+    details = InitErrorDetails(type=PydanticCustomError("value_error", str(exc)), loc=(exc.param,), input=entry)
+    return ValidationError.from_exception_data("Fault", [details])
 
 
 #: any one fault, chosen by its ``type`` (aliases accepted); a plan's ``faults`` is a list of these
@@ -309,6 +351,12 @@ Fault = Annotated[
         PromptInjectionFault,
         StaleStateFault,
         CascadingFailureFault,
+        OverloadedFault,
+        EmptyCompletionFault,
+        TruncatedFault,
+        MalformedToolCallFault,
+        UnknownToolCallFault,
+        RefusalFault,
         ExtensionFault,
     ],
     Field(discriminator="type"),

@@ -17,7 +17,16 @@ from chaoskit.plan._locate import _line_for, _PlanErrorsInit, _suggest, raw_vali
 from chaoskit.plan._triggers import CallState, Trigger, call_gate, match, times, uses
 from chaoskit.plan._yaml import load_yaml, read_source
 
-__all__ = ["Plan", "PlanRuntime", "ToolRules", "set_runtime"]
+__all__ = ["MODEL_KEY", "Plan", "PlanRuntime", "ToolRules", "model_key", "set_runtime"]
+
+#: the prefix of the name a model's calls are counted and decided under: no tool name holds a NUL, so a
+#: model's counter, ``times`` budget and ``probability`` draws never mix with a tool's
+MODEL_KEY = "\x00model:"
+
+
+def model_key(model: str) -> str:
+    """The name the calls of ``model`` are counted and decided under (see :data:`MODEL_KEY`)."""
+    return MODEL_KEY + model
 
 
 class PlanRuntime(Protocol):
@@ -163,8 +172,27 @@ class Plan(_PlanErrorsInit):
         found = memo.get(tool)
         if found is None:
             # a race builds it twice, with the same answer
-            found = memo[tool] = ToolRules(tuple((i, f) for i, f in enumerate(self.faults) if f.targets(tool)))
+            if tool.startswith(MODEL_KEY):
+                model = tool[len(MODEL_KEY) :]
+                found = ToolRules(tuple((i, f) for i, f in enumerate(self.faults) if f.targets_model(model)))
+            else:
+                found = ToolRules(tuple((i, f) for i, f in enumerate(self.faults) if f.targets(tool)))
+            memo[tool] = found
         return found
+
+    def model_rules(self, model: str) -> ToolRules:
+        """The decision for the calls of ``model``: the faults with ``target: model`` whose ``model`` names it,
+        under the name :func:`model_key` gives (the same triggers, counted apart from every tool)."""
+        return self.rules(model_key(model))
+
+    def model_names(self) -> set[str]:
+        """The exact model names the model faults name (patterns such as ``*`` excluded)."""
+        out: set[str] = set()
+        for f in self.faults:
+            if f.target == "model" and f.model is not None:
+                names = (f.model,) if isinstance(f.model, str) else f.model
+                out.update(n for n in names if not any(c in n for c in "*?["))
+        return out
 
     def decide(
         self,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from chaoskit.plan._fields import OnCall, PositiveInt, Probability, ToolSelector, Window
 from chaoskit.plan._locate import _PlanErrorsInit
@@ -33,6 +33,7 @@ __all__ = [
     "extension_entry",
     "registered_types",
     "require_modules",
+    "settle_target",
 ]
 
 #: the entry-point group of the fault types other packages add
@@ -54,7 +55,11 @@ class _Unset:
 
 _UNSET: Any = _Unset()
 
-_TRIGGER_KEYS = frozenset({"type", "tool", "on_call", "every", "calls", "probability", "match", "times"})
+_TRIGGER_KEYS = frozenset(
+    {"type", "tool", "on_call", "every", "calls", "probability", "match", "times", "target", "model"}
+)
+#: the targets a fault may have: the agent's tools, or its model calls (``target: model`` or ``model: "*"``)
+TARGETS = ("tool", "model")
 
 
 class _FaultBase(_PlanErrorsInit):
@@ -70,11 +75,24 @@ class _FaultBase(_PlanErrorsInit):
     probability: Probability = None
     match: dict[str, Any] | None = None
     times: PositiveInt = None
+    target: Literal["tool", "model"] = "tool"
+    model: ToolSelector | None = None
 
     _trigger: Trigger | None = PrivateAttr(default=None)
 
     # the fault types whose effect needs the real tool to run first set this; some decide per fault, below
     _RUNS_TOOL: ClassVar[bool] = False
+    # what a fault of this type may target: tools only, unless the type says otherwise (model faults)
+    _TARGETS: ClassVar[frozenset[str]] = frozenset({"tool"})
+
+    @model_validator(mode="before")
+    @classmethod
+    def _target(cls, data: Any) -> Any:
+        """Settle ``target``: ``model: ...`` or a model-only type means ``model``; refuse a mix of the two."""
+        try:
+            return settle_target(cls, data)
+        except FaultParameterError as exc:
+            raise ValueError(f"{exc.param}: {exc}") from None
 
     def model_post_init(self, __context: Any) -> None:
         """Build the fault's trigger once, when the fault is made, not on every call."""
@@ -92,10 +110,16 @@ class _FaultBase(_PlanErrorsInit):
 
     def targets(self, tool: str) -> bool:
         """Whether this fault's ``tool`` selector names ``tool`` (exactly, by ``*``, or by a glob)."""
-        return tool_matches(self.tool, tool)
+        return self.target == "tool" and tool_matches(self.tool, tool)
+
+    def targets_model(self, model: str) -> bool:
+        """Whether this is a model fault whose ``model`` selector (``*`` when not given) names ``model``."""
+        return self.target == "model" and tool_matches("*" if self.model is None else self.model, model)
 
     def tool_names(self) -> tuple[str, ...]:
         """Exact tool names this fault names (patterns such as ``*`` excluded)."""
+        if self.target != "tool":
+            return ()
         names = (self.tool,) if isinstance(self.tool, str) else self.tool
         return tuple(n for n in names if not any(c in n for c in "*?["))
 
@@ -106,7 +130,12 @@ class _FaultBase(_PlanErrorsInit):
     def describe(self) -> str:
         """A short phrase for reports: ``http on refund call 2 p=0.5``."""
         parts = [self.type]
-        if self.tool != "*":
+        if self.target == "model":
+            model = "*" if self.model is None else self.model
+            parts.append(
+                "on model" if model == "*" else f"on model {model if isinstance(model, str) else ','.join(model)}"
+            )
+        elif self.tool != "*":
             parts.append(f"on {self.tool if isinstance(self.tool, str) else ','.join(self.tool)}")
         if self.on_call:
             parts.append("call " + ",".join(map(str, self.on_call)))
@@ -119,6 +148,39 @@ class _FaultBase(_PlanErrorsInit):
         if self.times:
             parts.append(f"at most {self.times}x")
         return " ".join(parts)
+
+
+def settle_target(cls: type[_FaultBase], data: Any) -> Any:
+    """``data`` with its ``target`` filled in (``model`` when it names a ``model`` or its type acts on model
+    calls only); :class:`FaultParameterError` naming the field when the target, ``tool`` and ``model`` clash."""
+    if not isinstance(data, Mapping) or data.get("target", "tool") not in TARGETS:
+        return data  # not a mapping, or a target the Literal will refuse with the allowed values
+    allowed = cls._TARGETS
+    target = data.get("target")
+    named = "target" if target is not None else "model"  # the field that made it a model fault
+    if target is None and "tool" in data and data.get("model") is not None:
+        raise FaultParameterError("model", "give either 'tool' (a tool fault) or 'model' (a model fault), not both")
+    if target is None:
+        target = "model" if data.get("model") is not None or "tool" not in allowed else "tool"
+        data = {**data, "target": target}
+    kind = data.get("type", cls.__name__)
+    if target not in allowed:
+        if target == "model":
+            raise FaultParameterError(
+                named, f"fault type {kind!r} acts on tool calls only, not on model calls; {_MODEL_HINT}"
+            )
+        raise FaultParameterError("target", f"fault type {kind!r} acts on model calls only, not on tool calls")
+    if target == "model" and "tool" in data:
+        raise FaultParameterError("tool", "a model fault names its model with 'model' (\"*\", a name or a glob)")
+    if target == "tool" and data.get("model") is not None:
+        raise FaultParameterError("model", "only a fault with 'target: model' names a model; this one targets tools")
+    return data
+
+
+_MODEL_HINT = (
+    "the types for model calls are: rate_limit, overloaded, http, timeout, empty_completion, truncated, "
+    "malformed_tool_call, unknown_tool_call, refusal, latency"
+)
 
 
 class FaultParameterError(ValueError):

@@ -12,11 +12,12 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 
 from chaoskit import Episode, Plan, current_episode
-from chaoskit.engine import Attempt, ErrorResult, begin
+from chaoskit.engine import Attempt, ErrorResult, ModelCall, begin, begin_model_call
 from chaoskit.faults import DATA_FAULTS as DATA
 
 from ._common import SpecTable, read_since_last_step, record_step
 from ._compat import ARGUMENT_ERRORS, chat_model_name
+from ._modelfaults import lc_error
 
 __all__ = ["ChaosCallbackHandler", "StepRecorder"]
 
@@ -39,12 +40,16 @@ class _StepHooks:
 
     capture_content: bool | None
     record_steps: bool
+    model_faults: bool
 
-    def _init_steps(self, capture_content: bool | None, record_steps: bool) -> None:
+    def _init_steps(self, capture_content: bool | None, record_steps: bool, model_faults: bool = False) -> None:
         self.capture_content = capture_content
         self.record_steps = record_steps
+        self.model_faults = model_faults
         self._steps: dict[UUID, tuple[Episode, float, str | None, list[dict[str, Any]]]] = {}
         self._steps_lock = threading.Lock()
+        #: the model calls counted by a handler that injects model faults, by run, for their steps' attributes
+        self._calls: dict[UUID, ModelCall] = {}
 
     def on_chat_model_start(
         self,
@@ -57,23 +62,44 @@ class _StepHooks:
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Note when the model call started, in which episode, for which model, and what it reads anew."""
+        """Note when the model call started, in which episode, for which model, and what it reads anew; with
+        ``model_faults``, count the call and sleep or raise its fault (see :meth:`_model_fault`)."""
         episode = current_episode() if self.record_steps else None
-        if episode is None:
-            return
-        try:
-            model = chat_model_name(serialized, metadata, kwargs.get("invocation_params"))
-            read = read_since_last_step(messages[0] if messages else [])
-        except Exception:  # recording must never stop the model call (raise_error is on for the tool hooks)
-            log.exception("chaoskit: could not read a model call's start; its step is not recorded")
-            return
+        if episode is not None:
+            try:
+                model = chat_model_name(serialized, metadata, kwargs.get("invocation_params"))
+                read = read_since_last_step(messages[0] if messages else [])
+            except Exception:  # recording must never stop the model call (raise_error is on for the tool hooks)
+                log.exception("chaoskit: could not read a model call's start; its step is not recorded")
+            else:
+                with self._steps_lock:
+                    self._steps[run_id] = (episode, time.time(), model, read)
+        if self.model_faults:
+            self._model_fault(run_id, chat_model_name(serialized, metadata, kwargs.get("invocation_params")))
+
+    def _model_fault(self, run_id: UUID, model: str | None) -> None:
+        """Count the model call and apply its fault: a model error is raised before the model is called
+        (LangChain re-raises it when ``raise_error`` is on); a completion fault cannot be injected here."""
+        call = begin_model_call(model)
+        if call.delay_s:
+            time.sleep(call.delay_s)
+        exc = call.error(lc_error)
+        if exc is not None:
+            with self._steps_lock:
+                started = self._steps.pop(run_id, None)
+            if started is not None:  # LangChain fires no on_llm_error after a raising start: the step ends here
+                started[0].step(model=call.model, start_time=started[1], attributes=call.attributes(), error=exc)
+            raise exc
+        if call.fault is not None and call.fault.type != "latency":
+            call.skip(f"a callback handler cannot change a model's answer ({call.fault.type}): use ChaosMiddleware")
         with self._steps_lock:
-            self._steps[run_id] = (episode, time.time(), model, read)
+            self._calls[run_id] = call
 
     def on_llm_end(self, response: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         """Record the finished model call as a step: its message, usage and model."""
         with self._steps_lock:
             started = self._steps.pop(run_id, None)
+            call = self._calls.pop(run_id, None)
         if started is None:
             return
         episode, start, model, read = started
@@ -86,6 +112,7 @@ class _StepHooks:
                 model=model,
                 start=start,
                 capture=self.capture_content,
+                attributes=None if call is None else call.attributes(),
             )
         except Exception:  # recording must never break the agent's run (raise_error is on for the tool hooks)
             log.exception("chaoskit: could not record a model step; ignored")
@@ -94,6 +121,7 @@ class _StepHooks:
         """Forget a model call that failed: it produced no step."""
         with self._steps_lock:
             self._steps.pop(run_id, None)
+            self._calls.pop(run_id, None)
 
 
 class StepRecorder(_StepHooks, BaseCallbackHandler):
@@ -102,15 +130,19 @@ class StepRecorder(_StepHooks, BaseCallbackHandler):
     Each chat model call inside an open ``chaoskit.episode`` becomes a ``chat {model}`` span under it, with its
     usage (``gen_ai.usage.*``) and model; its text, tool calls and the tool results it read only with
     ``capture_content=True`` (or ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``). Outside an episode
-    it records nothing. ``instrument_graph`` attaches one to the graph.
+    it records nothing. ``instrument_graph`` attaches one to the graph. With ``model_faults=True`` it also
+    injects the plan's model error faults and ``latency`` into each model call, as
+    ``ChaosCallbackHandler(model_faults=True)`` does (``instrument_graph(model_faults=True)``).
     """
 
     raise_error: bool = False
     run_inline: bool = True
 
-    def __init__(self, *, capture_content: bool | None = None) -> None:
+    def __init__(self, *, capture_content: bool | None = None, model_faults: bool = False) -> None:
         super().__init__()
-        self._init_steps(capture_content, True)
+        self._init_steps(capture_content, True, model_faults)
+        # LangChain re-raises only what a handler with raise_error raises: an injected model error must get out
+        self.raise_error = model_faults
 
 
 class ChaosCallbackHandler(_StepHooks, BaseCallbackHandler):
@@ -151,9 +183,10 @@ class ChaosCallbackHandler(_StepHooks, BaseCallbackHandler):
         error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
         capture_content: bool | None = None,
         record_steps: bool = True,
+        model_faults: bool = False,
     ) -> None:
         super().__init__()
-        self._init_steps(capture_content, record_steps)
+        self._init_steps(capture_content, record_steps, model_faults)
         self.specs = SpecTable(
             plan,
             irreversible=irreversible,

@@ -398,9 +398,11 @@ def record_step(
     model: str | None,
     start: float,
     capture: bool | None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> None:
     """Record the model's answer ``message`` (an ``AIMessage``) as one step of ``episode``: its text and
-    requested tool calls, the tool results it read, its usage and model. Anything else is not a step."""
+    requested tool calls, the tool results it read, its usage and model (and ``attributes``: the model call's
+    number and fault). Anything else is not a step."""
     if episode is None or not isinstance(message, AIMessage) or _seen(episode, message):
         return
     usage: Mapping[str, Any] = message.usage_metadata or {}
@@ -415,4 +417,12 @@ def record_step(
         start_time=start,
         end_time=time.time(),
         capture_content=capture,
+        finish_reason=_finish_reason(message),
+        attributes=attributes,
     )
+
+
+def _finish_reason(message: AIMessage) -> str | None:
+    # what the provider said (``length`` for a cut completion); None lets the step say stop / tool_calls
+    reason = message.response_metadata.get("finish_reason")
+    return reason if isinstance(reason, str) and reason else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -9,13 +10,15 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ToolCallRequest
 from langchain_core.messages import ToolMessage
+from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
 from chaoskit import Plan, current_episode
-from chaoskit.engine import ErrorResult
+from chaoskit.engine import ErrorResult, ModelCall, begin_model_call
 
 from ._common import read_since_last_step, record_step
 from ._intercept import CallInterceptor
+from ._modelfaults import fault_response, lc_error
 
 __all__ = ["ChaosMiddleware"]
 
@@ -103,24 +106,62 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
         return out
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        """Run one model call and record it as a step of the open episode (``create_agent``'s sync hook)."""
+        """Run one model call, with the plan's model fault, and record it as a step (``create_agent``'s sync
+        hook). An error fault raises before the model is called; chaoskit never retries the call."""
+        call = begin_model_call(_model_of(request))
         start = time.time()
-        response = handler(request)
-        self._record(request, response, start)
+        try:
+            if call.delay_s:
+                time.sleep(call.delay_s)
+            injected = call.error(lc_error)
+            if injected is not None:
+                raise injected
+            response = fault_response(call, handler(request))
+        except GraphBubbleUp:
+            raise  # an interrupt or a handoff inside the model call: no failed call
+        except Exception as exc:
+            self._record(request, None, start, call, exc)
+            raise
+        self._record(request, response, start, call)
         return response
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        """Run one model call and record it as a step of the open episode (``create_agent``'s async hook)."""
+        """Run one model call, with the plan's model fault, and record it as a step (``create_agent``'s async
+        hook)."""
+        call = begin_model_call(_model_of(request))
         start = time.time()
-        response = await handler(request)
-        self._record(request, response, start)
+        try:
+            if call.delay_s:
+                await asyncio.sleep(call.delay_s)
+            injected = call.error(lc_error)
+            if injected is not None:
+                raise injected
+            response = fault_response(call, await handler(request))
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            self._record(request, None, start, call, exc)
+            raise
+        self._record(request, response, start, call)
         return response
 
-    def _record(self, request: Any, response: Any, start: float) -> None:
+    def _record(
+        self, request: Any, response: Any, start: float, call: ModelCall, error: BaseException | None = None
+    ) -> None:
         episode = current_episode() if self.record_steps else None
         if episode is None:
             return
         try:
+            if error is not None:
+                # a failed model call is a step too: a retry storm or an ignored Retry-After shows in the trace
+                episode.step(
+                    model=call.model,
+                    start_time=start,
+                    end_time=time.time(),
+                    attributes=call.attributes(),
+                    error=error,
+                )
+                return
             record_step(
                 episode,
                 _answer(response),
@@ -128,6 +169,7 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
                 model=_model_of(request),
                 start=start,
                 capture=self.capture_content,
+                attributes=call.attributes(),
             )
         except Exception:  # recording a step must never break the agent's run
             log.exception("chaoskit: could not record a model step; ignored")

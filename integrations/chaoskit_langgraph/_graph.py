@@ -273,6 +273,7 @@ def instrument_graph(
     error_result: ErrorResult | Mapping[str, ErrorResult] | None = None,
     record_steps: bool = True,
     capture_content: bool | None = None,
+    model_faults: bool = False,
 ) -> Any:
     """Route every tool of every ToolNode in ``graph`` through chaoskit, in place; returns ``graph``.
 
@@ -291,7 +292,8 @@ def instrument_graph(
     With ``record_steps`` (the default) a :class:`~chaoskit_langchain.StepRecorder` joins the graph's callbacks,
     so every chat model call of a run inside an open episode is recorded as a model step; ``capture_content``
     is handed to it (content is recorded only when True, or with
-    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``).
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``). ``model_faults=True`` makes that recorder
+    inject the plan's model error faults into the graph's model calls too (see docs/faults.md).
     """
     table = SpecTable(
         plan,
@@ -310,8 +312,8 @@ def instrument_graph(
         )
     for node in nodes:
         _instrument_node(node, table)
-    if record_steps and getattr(graph, _STEPS, None) is None:
-        recorder = StepRecorder(capture_content=capture_content)
+    if (record_steps or model_faults) and getattr(graph, _STEPS, None) is None:
+        recorder = StepRecorder(capture_content=capture_content, model_faults=model_faults)
         if add_graph_callback(graph, recorder):
             object.__setattr__(graph, _STEPS, recorder)
     if getattr(graph, _WATCH, None) is None:
