@@ -56,6 +56,17 @@ def test_prices_load_with_exact_names_first_then_patterns(tmp_path: Path) -> Non
         ("per_tokens: 0\nmodels: {m: {input: 1, output: 1}}\n", "per_tokens must be a whole number > 0"),
         ("model: {}\n", "unknown field(s) ['model']"),
         ("models: [\n", "not valid YAML"),
+        # the one YAML loader's rules: a model given twice, and an alias bomb, are refused with the line
+        (
+            "models:\n  m: {input: 1, output: 1}\n  m: {input: 0, output: 0}\n",
+            "line 3: not valid YAML: key 'm' is given twice",
+        ),
+        (
+            "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+            "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+            "e: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nmodels: {m: {input: 1, output: 1}}\n",
+            "not valid YAML",
+        ),
         ("- 1\n", "expected a mapping with 'models'"),
     ],
 )

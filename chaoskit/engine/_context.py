@@ -60,12 +60,6 @@ class Scope:
         # is suspended, so other scopes pay one test)
         self.resumes: dict[tuple[str, str | None], int] | None = None
 
-    def tool_plan(self, plan: Plan, tool: str) -> tuple[bool, bool]:
-        """``(targeted, keeps_history)``: whether a fault of ``plan`` targets ``tool``, and whether a ``stale``
-        fault may replay its results (kept on the plan per tool, see :meth:`Plan.rules`)."""
-        rules = plan.rules(tool)
-        return rules.targeted, rules.history
-
     def counter(self, tool: str) -> itertools.count[int]:
         """The call counter of ``tool`` in this scope (``next()`` of it is the call's number)."""
         counter = self.counters.get(tool)
@@ -292,24 +286,18 @@ except AttributeError:  # another Python: ask os.environ itself
 
 
 #: for a test inline on the hot path: ``DISABLE_KEY not in ENV_DATA and os.environ is ENVIRON`` holds only
-#: when ``CHAOSKIT_DISABLE`` is surely not set (without ``os.environ._data``, never: then ask :func:`_disabled`)
+#: when ``CHAOSKIT_DISABLE`` is surely not set (without ``os.environ._data``, never: then read it with
+#: :func:`chaoskit.engine._config.disabled`)
 ENVIRON, DISABLE_KEY = _ENVIRON, "CHAOSKIT_DISABLE"
 ENV_DATA: Any = _ENV_DATA if _ENV_DATA is not None else {DISABLE_KEY: ""}
 if _ENV_DATA is not None:
     DISABLE_KEY = _DISABLE_KEY
 
 
-def _disabled() -> bool:
-    """``CHAOSKIT_DISABLE`` as :func:`chaoskit.engine._config.disabled` reads it, cheaply when it is not set."""
-    if _ENV_DATA is not None and os.environ is _ENVIRON and _DISABLE_KEY not in _ENV_DATA:
-        return False
-    return _config.disabled()
-
-
 def resolve(pinned: Plan | None) -> tuple[Plan | None, Scope, Any]:
     """For one tool call: the plan that applies (``CHAOSKIT_DISABLE``, the tool's own, the active one, then
     ``CHAOSKIT_PLAN``), the Scope that counts the call, and the open episode."""
-    # live_active() and _disabled() inline: this runs on every tool call
+    # live_active() and the CHAOSKIT_DISABLE test inline: this runs on every tool call
     active = ACTIVE.get()
     episode = active.episode if active is not None else None
     if episode is not None and episode._ended:
@@ -322,7 +310,7 @@ def resolve(pinned: Plan | None) -> tuple[Plan | None, Scope, Any]:
         plan = active.plan
     else:
         plan = _config.env_plan()
-    # the environment is read only where a plan would apply, and _disabled()'s test of it inline
+    # the environment is read only where a plan would apply, and then cheaply when it is not set
     unset = _ENV_DATA is not None and os.environ is _ENVIRON and _DISABLE_KEY not in _ENV_DATA
     if plan is not None and not unset and _config.disabled():
         plan = None

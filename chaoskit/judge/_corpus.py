@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from chaoskit._errors import ChaoskitError, ConfigError
+from chaoskit._errors import ChaoskitError, ConfigError, PlanError
 from chaoskit.plan._model import Plan
+from chaoskit.plan._yaml import load_yaml
 
 __all__ = [
     "CORPUS_LABELS",
@@ -328,9 +327,10 @@ def _load_file(path: Path, text: str, known: Mapping[str, Situation]) -> tuple[l
     """One domain file's situations and answers (``known``: the situations of the files read before)."""
     w = _Where(path, text)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CorpusError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from None
+        data, _ = load_yaml(text, str(path))  # the one YAML loader: its limits, and no key given twice
+    except PlanError as exc:
+        line = f", line {exc.line}" if exc.line else ""
+        raise CorpusError(f"{path}: not valid YAML{line}: {exc.reason}".replace("\n", " ")) from None
     if not isinstance(data, Mapping):
         raise w.fail("file", None, "domain", "expected a mapping {domain, situations, answers}")
     unknown = set(data) - {"domain", "situations", "answers"}

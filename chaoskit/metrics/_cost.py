@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from chaoskit._errors import ConfigError
+from chaoskit._errors import ConfigError, PlanError
 from chaoskit.metrics._steps import StepRecord
 from chaoskit.metrics._trajectory import Trajectory
+from chaoskit.plan._yaml import load_yaml
 
 __all__ = ["EpisodeCost", "Price", "Prices", "episode_cost", "load_prices"]
 
@@ -85,31 +84,16 @@ def load_prices(path: str | os.PathLike[str]) -> Prices:
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read the price table: {exc.strerror or exc}") from None
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f", line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{p}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        # the one YAML loader: size, depth and alias limits, and a key given twice refused (a second entry for a
+        # model would silently replace the first, and could make it free)
+        data, _ = load_yaml(text, str(p))
+    except PlanError as exc:
+        line = f", line {exc.line}" if exc.line else ""
+        raise ConfigError(f"{p}{line}: not valid YAML: {exc.reason}") from None
     try:
         return Prices.from_dict(data, str(p))
     except ConfigError as exc:
         raise ConfigError(_with_line(str(exc), text, str(p))) from None
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that rejects a key written twice in one mapping: a second entry for a model would silently
-    replace the first (and could make it free)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (each model may appear once)", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 def _with_line(message: str, text: str, source: str) -> str:

@@ -36,6 +36,7 @@ from chaoskit.plan._registry import (
     require_modules,
 )
 from chaoskit.plan._triggers import CallState, Trigger
+from chaoskit.plan._yaml import load_yaml
 
 __all__ = [
     "DEFAULT_INJECTION",
@@ -69,6 +70,7 @@ __all__ = [
     "Trigger",
     "TruncatedFault",
     "UnknownToolCallFault",
+    "load_yaml",
     "registered_types",
     "require_modules",
     "set_runtime",

@@ -171,10 +171,6 @@ def _clean_loc(loc: tuple[Any, ...], tagged: Mapping[str, type[BaseModel]]) -> t
     return tuple(out)
 
 
-def _allowed_keys(model: type[BaseModel]) -> str:
-    return ", ".join(model.model_fields)
-
-
 def validation_to_plan_error(
     exc: ValidationError,
     *,

@@ -88,7 +88,7 @@ class Plan(_PlanErrorsInit):
         return id(self)
 
     # A plain attribute, not a pydantic private one: reading one of those costs microseconds, and decide() and
-    # keeps_history() run on every tool call.
+    # rules() run on every tool call.
     @functools.cached_property
     def _memo(self) -> dict[str, ToolRules]:
         return {}
@@ -161,10 +161,6 @@ class Plan(_PlanErrorsInit):
     def candidates(self, tool: str) -> tuple[tuple[int, _FaultBase], ...]:
         """The faults (with their plan index) that can ever fire for ``tool``; cached per tool name."""
         return self.rules(tool).candidates
-
-    def keeps_history(self, tool: str) -> bool:
-        """Whether a ``stale`` fault may replay this tool's earlier result (only then is it kept)."""
-        return self.rules(tool).history
 
     def rules(self, tool: str) -> ToolRules:
         """Everything the decision for ``tool`` needs, worked out on its first call and kept (plans are frozen)."""

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from chaoskit._errors import ChaoskitError
+from chaoskit.plan._yaml import load_yaml
 
 __all__ = ["DISTRACTORS", "FRAMES", "REWRITES", "SYNONYMS", "VALUE", "Perturbation", "perturb"]
 
@@ -36,8 +35,8 @@ _DATA = "paraphrases.yaml"
 def _load() -> dict[str, Any]:
     """The template set, checked: a template may hold no value of its own (no digit, no "$")."""
     text = resources.files("chaoskit.runner").joinpath(_DATA).read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
     where = f"chaoskit/runner/{_DATA}"
+    data, _ = load_yaml(text, where)
     for key in ("frames", "rewrites", "lowercase_starts", "synonyms", "distractors"):
         if key not in data:
             raise ChaoskitError(f"{where}: {key}: missing")

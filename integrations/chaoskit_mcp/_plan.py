@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
 from chaoskit import Plan, PlanError
+from chaoskit.plan import load_yaml
 
 __all__ = [
     "MALFORMED_SHAPES",
@@ -145,7 +144,8 @@ def load_plan(path: str | Path | None) -> tuple[Plan, Plan, list[ProtocolFault]]
     plan = Plan.from_yaml(Path(path))
     if not any(f.type in PROTOCOL_FAULT_TYPES for f in plan.faults):
         return plan, Plan.from_dict({"faults": []}), []
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    # the one YAML loader (size, depth and alias limits), as Plan.from_yaml read it a moment ago
+    data, _ = load_yaml(Path(path).read_text(encoding="utf-8"), str(path))
     return split_plan(data, source=str(path))
 
 
