@@ -11,53 +11,35 @@ Model faults (``target: model``, docs/faults.md) name their model with ``model``
 replace or alter the data the caller gets back (an entry point that cannot touch results cannot do those).
 """
 
+import warnings
+from typing import Any
+
 from chaoskit._errors import ToolHTTPError, ToolTimeout
 from chaoskit.engine._effects import DATA as DATA_FAULTS
 from chaoskit.engine._effects import RAISING as RAISING_FAULTS
-from chaoskit.plan._faults import (
-    FAULT_TYPES,
-    MODEL_TYPES,
-    AuthExpiredFault,
-    CascadingFailureFault,
-    EmptyCompletionFault,
-    EmptyFault,
-    ErrorFault,
-    Fault,
-    GarbageFault,
-    HTTPFault,
-    LatencyFault,
-    MalformedToolCallFault,
-    OverloadedFault,
-    PartialFault,
-    PromptInjectionFault,
-    RateLimitFault,
-    RefusalFault,
-    SchemaDriftFault,
-    StaleStateFault,
-    TimeoutFault,
-    TruncatedFault,
-    UnknownToolCallFault,
-)
+from chaoskit.plan import _faults as _classes
+from chaoskit.plan._faults import FAULT_TYPES, MODEL_TYPES, Fault
 
-Error = ErrorFault
-Timeout = TimeoutFault
-HTTP = HTTPFault
-RateLimit = RateLimitFault
-AuthExpired = AuthExpiredFault
-Latency = LatencyFault
-Empty = EmptyFault
-Partial = PartialFault
-SchemaDrift = SchemaDriftFault
-Garbage = GarbageFault
-PromptInjection = PromptInjectionFault
-StaleState = StaleStateFault
-CascadingFailure = CascadingFailureFault
-Overloaded = OverloadedFault
-EmptyCompletion = EmptyCompletionFault
-Truncated = TruncatedFault
-MalformedToolCall = MalformedToolCallFault
-UnknownToolCall = UnknownToolCallFault
-Refusal = RefusalFault
+# one name per fault type (the class behind it is ``chaoskit.plan.<Name>Fault``)
+Error = _classes.ErrorFault
+Timeout = _classes.TimeoutFault
+HTTP = _classes.HTTPFault
+RateLimit = _classes.RateLimitFault
+AuthExpired = _classes.AuthExpiredFault
+Latency = _classes.LatencyFault
+Empty = _classes.EmptyFault
+Partial = _classes.PartialFault
+SchemaDrift = _classes.SchemaDriftFault
+Garbage = _classes.GarbageFault
+PromptInjection = _classes.PromptInjectionFault
+StaleState = _classes.StaleStateFault
+CascadingFailure = _classes.CascadingFailureFault
+Overloaded = _classes.OverloadedFault
+EmptyCompletion = _classes.EmptyCompletionFault
+Truncated = _classes.TruncatedFault
+MalformedToolCall = _classes.MalformedToolCallFault
+UnknownToolCall = _classes.UnknownToolCallFault
+Refusal = _classes.RefusalFault
 
 __all__ = [
     "DATA_FAULTS",
@@ -66,43 +48,37 @@ __all__ = [
     "MODEL_TYPES",
     "RAISING_FAULTS",
     "AuthExpired",
-    "AuthExpiredFault",
     "CascadingFailure",
-    "CascadingFailureFault",
     "Empty",
     "EmptyCompletion",
-    "EmptyCompletionFault",
-    "EmptyFault",
     "Error",
-    "ErrorFault",
     "Fault",
     "Garbage",
-    "GarbageFault",
-    "HTTPFault",
     "Latency",
-    "LatencyFault",
     "MalformedToolCall",
-    "MalformedToolCallFault",
     "Overloaded",
-    "OverloadedFault",
     "Partial",
-    "PartialFault",
     "PromptInjection",
-    "PromptInjectionFault",
     "RateLimit",
-    "RateLimitFault",
     "Refusal",
-    "RefusalFault",
     "SchemaDrift",
-    "SchemaDriftFault",
     "StaleState",
-    "StaleStateFault",
     "Timeout",
-    "TimeoutFault",
     "ToolHTTPError",
     "ToolTimeout",
     "Truncated",
-    "TruncatedFault",
     "UnknownToolCall",
-    "UnknownToolCallFault",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The second names of earlier releases (``faults.HTTPFault``): still served, with a DeprecationWarning."""
+    short = name.removesuffix("Fault")
+    if name.endswith("Fault") and short in __all__ and hasattr(_classes, name):
+        warnings.warn(
+            f"chaoskit.faults.{name} is deprecated; use chaoskit.faults.{short} (one name per fault)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(_classes, name)
+    raise AttributeError(f"module 'chaoskit.faults' has no attribute {name!r}")
