@@ -82,13 +82,11 @@ def tool_meaning(tool: str, description: str | None) -> tuple[frozenset[str], fr
             concepts |= found
         elif w not in _FILLER and not w.isdigit():
             objects.add(_object_of(w))
-    if description:
-        # the description's first sentence: "Deletes a file from the user's cloud drive."
+    if description and not concepts:
+        # a name that says no action ("rm", "do_it"): its description's first sentence says what and on what
         first = fold(re.split(r"(?<=[.!?])\s", description.strip(), maxsplit=1)[0])
-        if not concepts:
-            concepts |= action_concepts(first)
-        if not objects:
-            objects |= {name for name, p in _OBJECT_PATTERNS.items() if p.search(first)}
+        concepts |= action_concepts(first)
+        objects = {name for name, p in _OBJECT_PATTERNS.items() if p.search(first)}
     return frozenset(concepts), frozenset(objects)
 
 
@@ -116,11 +114,17 @@ _LIGHT_VERB = re.compile(
 )
 
 
-def _as_verb(pattern: re.Pattern[str], clause: str) -> bool:
-    """The stem occurs in ``clause`` as an action: not right after an article ("delete the sent e-mail" does
-    not send) unless a verb makes an action of the noun ("make a reservation")."""
-    light = _LIGHT_VERB.search(clause) is not None
-    return any(light or not _NOT_VERB.search(clause[: m.start()]) for m in pattern.finditer(clause))
+def _as_verb(pattern: re.Pattern[str], clause: str) -> int | None:
+    """Where the stem occurs in ``clause`` as an action (or the verb that makes one of it), else None: not
+    right after an article ("delete the sent e-mail" does not send) unless a verb makes an action of the
+    noun ("make a reservation")."""
+    light = _LIGHT_VERB.search(clause)
+    for m in pattern.finditer(clause):
+        if not _NOT_VERB.search(clause[: m.start()]):
+            return m.start()
+        if light is not None:
+            return min(light.start(), m.start())
+    return None
 
 
 #: clauses of an attack text: sentences, lines, and "…, then …" / "and then"
@@ -142,11 +146,12 @@ def tools_in_words(text: str, tools: Mapping[str, str | None]) -> list[WordMatch
             continue
         for raw in clauses:
             clause = fold(raw)
-            if not any(_as_verb(CONCEPT_PATTERNS[c], clause) for c in concepts):
+            at = [i for c in sorted(concepts) if (i := _as_verb(CONCEPT_PATTERNS[c], clause)) is not None]
+            if not at or (objects and not _clause_objects(clause, objects)):
                 continue
-            if objects and not _clause_objects(clause, objects):
-                continue
-            out.append(WordMatch(tool, " ".join(raw.split())))
+            # the words from the verb on (folding kept the length, so the positions are the raw text's)
+            start = min(at) if len(clause) == len(raw) else 0
+            out.append(WordMatch(tool, " ".join(raw[start:].split())))
             break
     return out
 
