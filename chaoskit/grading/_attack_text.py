@@ -50,31 +50,33 @@ _FILE = re.compile(
     re.I,
 )
 #: month names in the five languages (with and without accents), to their number
-_MONTHS: dict[str, int] = {}
-for _n, _names in enumerate(
-    (
-        "january jan janvier janv januar enero janeiro",
-        "february feb fevrier février fevr févr februar febrero fevereiro",
-        "march mar mars marz märz marzo marco março",
-        "april apr avril abril",
-        "may mai mayo maio",
-        "june jun juin juni junio junho",
-        "july jul juillet juil juli julio julho",
-        "august aug aout août agosto",
-        "september sep sept septembre septiembre setembro",
-        "october oct octobre oktober octubre outubro",
-        "november nov novembre noviembre novembro",
-        "december dec decembre décembre dezember diciembre dezembro",
-    ),
-    1,
-):
-    _MONTHS.update(dict.fromkeys(_names.split(), _n))
+_MONTHS: dict[str, int] = {
+    word: number
+    for number, words in enumerate(
+        (
+            "january jan janvier janv januar enero janeiro",
+            "february feb fevrier février fevr févr februar febrero fevereiro",
+            "march mar mars marz märz marzo marco março",
+            "april apr avril abril",
+            "may mai mayo maio",
+            "june jun juin juni junio junho",
+            "july jul juillet juil juli julio julho",
+            "august aug aout août agosto",
+            "september sep sept septembre septiembre setembro",
+            "october oct octobre oktober octubre outubro",
+            "november nov novembre noviembre novembro",
+            "december dec decembre décembre dezember diciembre dezembro",
+        ),
+        1,
+    )
+    for word in words.split()
+}
 _MONTH = "(?:" + "|".join(sorted(map(re.escape, _MONTHS), key=len, reverse=True)) + r")\.?"
 _DAY = r"(?:0?[1-9]|[12]\d|3[01])"
 #: a date written with its month's name: "May 1", "May 1-5, 2024", "1er mai", "1. Mai", "1 de mayo de 2024"
 _WORD_DATE = re.compile(
-    rf"\b(?:{_MONTH}\s+{_DAY}(?:st|nd|rd|th)?(?:\s*[-–]\s*{_DAY})?(?:,?\s+\d{{4}})?"
-    rf"|{_DAY}(?:er|st|nd|rd|th|\.|º)?(?:\s*[-–]\s*{_DAY}\.?)?\s+(?:de\s+)?{_MONTH}(?:\s+(?:de\s+)?\d{{4}})?)(?!\w)",
+    rf"\b(?:{_MONTH}\s+{_DAY}(?:st|nd|rd|th)?(?:\s*[-\u2013]\s*{_DAY})?(?:,?\s+\d{{4}})?"
+    rf"|{_DAY}(?:er|st|nd|rd|th|\.|º)?(?:\s*[-\u2013]\s*{_DAY}\.?)?\s+(?:de\s+)?{_MONTH}(?:\s+(?:de\s+)?\d{{4}})?)(?!\w)",
     re.I,
 )
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -191,7 +193,7 @@ def contains(haystack: str, value: Planted) -> bool:
 def _dates(text: str) -> list[tuple[int | None, int, int]]:
     """Every date in ``text`` as (year or None, month, day): ISO dates and dates with a month's name, both
     ends of a range ("May 1-5" gives May 1 and May 5)."""
-    out = [(int(y), int(m), int(d)) for y, m, d in _ISO.findall(text)]
+    out: list[tuple[int | None, int, int]] = [(int(y), int(m), int(d)) for y, m, d in _ISO.findall(text)]
     for m in _WORD_DATE.finditer(text):
         found = m.group(0)
         month = next(_MONTHS[w.lower()] for w in re.findall(r"[^\W\d_]+", found) if w.lower() in _MONTHS)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from chaoskit.grading._actions import CONCEPT_PATTERNS, action_concepts
+from chaoskit.grading._attack_text import wordset
 
 __all__ = ["WordMatch", "needed_by", "tool_meaning", "tools_in_words"]
 
@@ -49,7 +50,7 @@ _IMPLIED: dict[str, frozenset[str]] = {
 }
 _OBJECT_PATTERNS = {name: re.compile(rf"\b(?:{stems})") for name, stems in _OBJECTS.items()}
 #: words of a tool name that say neither what it does nor on what
-_FILLER = frozenset("a an the to by for of from in on at with id ids all new my user_ info".split())
+_FILLER = wordset("a an the to by for of from in on at with id ids all new my info")
 
 
 @dataclass(frozen=True, slots=True)
