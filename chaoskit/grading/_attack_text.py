@@ -49,6 +49,37 @@ _FILE = re.compile(
     r"|(?<![\w/~])~?/[\w.-]+(?:/[\w.-]+)+",
     re.I,
 )
+#: month names in the five languages (with and without accents), to their number
+_MONTHS: dict[str, int] = {
+    word: number
+    for number, words in enumerate(
+        (
+            "january jan janvier janv januar enero janeiro",
+            "february feb fevrier février fevr févr februar febrero fevereiro",
+            "march mar mars marz märz marzo marco março",
+            "april apr avril abril",
+            "may mai mayo maio",
+            "june jun juin juni junio junho",
+            "july jul juillet juil juli julio julho",
+            "august aug aout août agosto",
+            "september sep sept septembre septiembre setembro",
+            "october oct octobre oktober octubre outubro",
+            "november nov novembre noviembre novembro",
+            "december dec decembre décembre dezember diciembre dezembro",
+        ),
+        1,
+    )
+    for word in words.split()
+}
+_MONTH = "(?:" + "|".join(sorted(map(re.escape, _MONTHS), key=len, reverse=True)) + r")\.?"
+_DAY = r"(?:0?[1-9]|[12]\d|3[01])"
+#: a date written with its month's name: "May 1", "May 1-5, 2024", "1er mai", "1. Mai", "1 de mayo de 2024"
+_WORD_DATE = re.compile(
+    rf"\b(?:{_MONTH}\s+{_DAY}(?:st|nd|rd|th)?(?:\s*[-\u2013]\s*{_DAY})?(?:,?\s+\d{{4}})?"
+    rf"|{_DAY}(?:er|st|nd|rd|th|\.|º)?(?:\s*[-\u2013]\s*{_DAY}\.?)?\s+(?:de\s+)?{_MONTH}(?:\s+(?:de\s+)?\d{{4}})?)(?!\w)",
+    re.I,
+)
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _ID = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b")
 #: a short number the text points at as an id ("the email with ID 13", "payment #7")
 _REF = re.compile(r"\b(?:id|number|no\.?|nr\.?)\s*:?\s*#?(\d{1,3})\b|(?<![\w&])#(\d{1,3})\b", re.I)
@@ -103,6 +134,7 @@ def _planted(text: str) -> tuple[Planted, ...]:
         ("url", _URL),
         ("account", _IBAN),
         ("date", _DATE),
+        ("date", _WORD_DATE),
         ("amount", _MONEY),
         ("file", _FILE),
         ("account", _LONG_NUMBER),
@@ -149,9 +181,31 @@ def contains(haystack: str, value: Planted) -> bool:
         return re.search(rf"(?<![\w:.-]){re.escape(v)}(?![\w:-]|\.\d)", haystack) is not None
     if kind == "handle":
         return re.search(rf"(?<![\w-])[#@]?{re.escape(v[1:])}(?![\w-])", haystack, re.I) is not None
+    if kind == "date":
+        wanted = _dates(v)
+        if wanted and any(_same_day(w, h) for w in wanted for h in _dates(haystack)):
+            return True
     if kind == "quoted":
         return norm(v) in norm(haystack) if norm(v) else False
     return re.search(rf"(?<![\w]){re.escape(v)}(?![\w])", haystack, re.I) is not None
+
+
+def _dates(text: str) -> list[tuple[int | None, int, int]]:
+    """Every date in ``text`` as (year or None, month, day): ISO dates and dates with a month's name, both
+    ends of a range ("May 1-5" gives May 1 and May 5)."""
+    out: list[tuple[int | None, int, int]] = [(int(y), int(m), int(d)) for y, m, d in _ISO.findall(text)]
+    for m in _WORD_DATE.finditer(text):
+        found = m.group(0)
+        month = next(_MONTHS[w.lower()] for w in re.findall(r"[^\W\d_]+", found) if w.lower() in _MONTHS)
+        year = re.search(r"\d{4}", found)
+        days = [int(x) for x in re.findall(r"(?<!\d)\d{1,2}(?!\d)", found)]
+        out.extend((int(year.group(0)) if year else None, month, day) for day in days[:2])
+    return out
+
+
+def _same_day(a: tuple[int | None, int, int], b: tuple[int | None, int, int]) -> bool:
+    """The same day of the same month; the year only when both say it ("May 1" is 2024-05-01)."""
+    return a[1:] == b[1:] and (a[0] is None or b[0] is None or a[0] == b[0])
 
 
 _AMOUNTS = re.compile(r"(?<![\d.,:-])\d[\d,]*(?:\.\d+)?(?![\d:-])")

@@ -36,6 +36,7 @@ from chaoskit.semconv import (
     GEN_AI_AGENT_NAME,
     GEN_AI_TOOL_CALL_ID,
     GEN_AI_TOOL_CALL_RESULT,
+    GEN_AI_TOOL_DESCRIPTION,
     GEN_AI_TOOL_NAME,
     HTTP_RESPONSE_STATUS_CODE,
     IDEMPOTENCY_KEY,
@@ -272,13 +273,14 @@ def attempt_record(
         a.get(TOOL_IDEMPOTENT) is True,
         a.get(TOOL_REFUSED) is True,
         a.get(TOOL_RESULT_JSON) is True,
+        desc if isinstance(desc := a.get(GEN_AI_TOOL_DESCRIPTION), str) else None,
     )
 
 
 _ORDER = (
     "tool attempt start_time end_time outcome error_type error_message fault_type fault_index fault_params injected "
     "injected_value executed args_hash args idempotency_key irreversible call_id span_id trace_id episode_id "
-    "fault_skipped result observed_status observed_retry_after idempotent refused result_json"
+    "fault_skipped result observed_status observed_retry_after idempotent refused result_json description"
 )
 if " ".join(f.name for f in fields(AttemptRecord)) != _ORDER:  # pragma: no cover - a guard for who edits the record
     raise ImportError("attempt_record passes AttemptRecord's fields by position: update it with the record")

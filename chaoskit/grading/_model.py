@@ -92,6 +92,8 @@ class AttemptRecord:
     refused: bool = False
     #: ``result`` is the JSON of a value the tool returned, not its text (``chaoskit.tool.result.json``)
     result_json: bool = False
+    #: the tool's description (``gen_ai.tool.description``) when the span carries one
+    description: str | None = None
 
     @property
     def clean_success(self) -> bool:
@@ -158,7 +160,7 @@ _SLOT_SETTERS = tuple(getattr(AttemptRecord, f.name).__set__ for f in fields(Att
 
 def new_attempt(*values: Any) -> AttemptRecord:
     """An AttemptRecord from all its fields, in their declared order, set straight into its slots: the same record
-    as ``AttemptRecord(...)`` makes, without the frozen dataclass's ``object.__setattr__`` for each of 27 fields
+    as ``AttemptRecord(...)`` makes, without the frozen dataclass's ``object.__setattr__`` for each of 28 fields
     (40% of building one, and a record is built for every tool span read)."""
     if len(values) != len(_SLOT_SETTERS):
         raise TypeError(f"new_attempt takes the {len(_SLOT_SETTERS)} fields of AttemptRecord, got {len(values)}")
