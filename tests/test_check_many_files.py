@@ -56,7 +56,7 @@ def _check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[st
 def test_an_episode_split_across_rotated_files_is_graded_once_whole(
     template: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    whole, d, spans = _rotated(tmp_path, template)
+    whole, d, _ = _rotated(tmp_path, template)
     files = sorted(p for p in d.iterdir() if p.stat().st_size)
     rc_whole, ref, _ = _check(capsys, str(whole))
     assert rc_whole == 1 and len(ref["episodes"]) == 13
@@ -89,7 +89,7 @@ def test_serial_processes_and_ray_give_the_same_verdicts(
 def test_an_episode_cut_across_files_cannot_be_graded(
     template: Any, tmp_path: Path, executor: str | None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, d, spans = _rotated(tmp_path, template)
+    _, d, _ = _rotated(tmp_path, template)
     # the middle file lost: the episodes it held part of are missing attempts
     (d / "traces-2026-12-04T11-00.jsonl").unlink()
     extra = ["--executor", executor] if executor else []
