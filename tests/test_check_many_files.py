@@ -138,3 +138,21 @@ def test_check_start_up_imports_no_ray(template: Any, tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert "ray imported" not in proc.stderr
+
+
+def test_an_extra_attempt_in_a_later_file_is_graded_as_the_files_read_whole(
+    template: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an episode complete in the first file, one more attempt of it in the next: read all whole, as one file
+    spans, res, scope = template
+    extra = json.loads(json.dumps(next(s for s in spans if s["name"].startswith("execute_tool issue_refund"))))
+    extra["spanId"] = "00000000000000ff"
+    d = tmp_path / "d"
+    d.mkdir()
+    _write(d / "a.jsonl", spans, res, scope, per_line=3)
+    _write(d / "b.jsonl", [extra], res, scope, per_line=1)
+    one = _write(tmp_path / "one.jsonl", [*spans, extra], res, scope, per_line=3)
+    rc_one, ref, err_one = _check(capsys, str(one))
+    rc, report, err = _check(capsys, str(d))
+    assert rc == rc_one and err.replace(str(d / "b.jsonl"), "F") == err_one.replace(str(one), "F")
+    assert _by_id(report) == _by_id(ref)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.cli._check_files import expand_traces, grade_files, grade_shards
+from chaoskit.cli._check_files import PARALLEL_BYTES, expand_traces, grade_files, grade_shards
 from chaoskit.cli._check_sources import add_source_options, check_sources, read_sources, write_back
 from chaoskit.cli._judge_options import add_judge_options, judge_and_gate
 from chaoskit.grading._build import LateSpanError, TraceBuilder
@@ -46,8 +46,6 @@ with contextlib.suppress(ImportError):
     from orjson import OPT_INDENT_2 as _INDENT
     from orjson import dumps as _dumps
 
-#: a JSON Lines file at least this large is graded by one process per core
-_PARALLEL_BYTES = 48 << 20
 
 _EXIT_CODES = """exit status:
   0  graded: every check passed (warnings allowed)
@@ -120,7 +118,7 @@ def add_parser(sub: Any) -> None:
         type=int,
         metavar="N",
         help="grade a JSON Lines trace file in N processes (default: one per core, at most 8, for a file of "
-        f"{_PARALLEL_BYTES >> 20} MB or more; else 1)",
+        f"{PARALLEL_BYTES >> 20} MB or more; else 1)",
     )
     p.add_argument(
         "--executor",
@@ -229,7 +227,7 @@ def _grade_file(path: str, fmt: str | None, workers: int | None, grader: _Grader
         workers = 1
     if workers is None:
         try:
-            large = file.is_file() and file.stat().st_size >= _PARALLEL_BYTES
+            large = file.is_file() and file.stat().st_size >= PARALLEL_BYTES
         except (OSError, ValueError):
             large = False
         workers = min(os.cpu_count() or 1, 8) if large else 1
@@ -238,7 +236,9 @@ def _grade_file(path: str, fmt: str | None, workers: int | None, grader: _Grader
     builder: TraceBuilder
     try:
         if bounds is not None:
-            shards = [(str(file), a, b) for a, b in itertools.pairwise(bounds)]
+            shards: list[tuple[str, int | None, int | None]] = [
+                (str(file), a, b) for a, b in itertools.pairwise(bounds)
+            ]
             builder = grade_shards(shards, fmt, grader, "process", len(shards))
         else:
             stream = EpisodeStream(path, fmt)

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaoskit.grading._build import LateSpanError, TraceBuilder
 from chaoskit.grading._chunks import read_part, split_jsonl
@@ -25,15 +25,14 @@ from chaoskit.grading._model import EpisodeRecord, TraceReadError
 from chaoskit.grading._readers import file_documents, guarded, nothing_to_grade
 from chaoskit.semconv import EPISODE_ID
 
-if TYPE_CHECKING:
-    from chaoskit.cli._check import _Grader
-
-__all__ = ["expand_traces", "grade_files", "grade_shards"]
+__all__ = ["PARALLEL_BYTES", "expand_traces", "grade_files", "grade_shards"]
 
 #: a shard: a file, and the bytes of it to read (``None, None``: the whole file)
 Shard = tuple[str, int | None, int | None]
 
 _GLOB_CHARS = frozenset("*?[")
+#: a JSON Lines file at least this large is graded by one process per core
+PARALLEL_BYTES = 48 << 20
 
 
 def expand_traces(args: list[str]) -> list[str]:
@@ -71,7 +70,7 @@ def grade_files(
     files: list[str],
     fmt: str | None,
     workers: int | None,
-    grader: _Grader,
+    grader: Any,  # chaoskit.cli._check's _Grader: its class goes to the workers in each job
     executor: str | None,
     ray_address: str | None = None,
 ) -> None:
@@ -79,7 +78,7 @@ def grade_files(
     from chaoskit.runner._executor_process import default_workers
 
     if workers is None:
-        big = sum(os.path.getsize(f) for f in files if os.path.isfile(f)) >= _parallel_bytes()
+        big = sum(os.path.getsize(f) for f in files if os.path.isfile(f)) >= PARALLEL_BYTES
         workers = min(default_workers(), 8) if (big or executor is not None) else 1
     shards: list[Shard] = []
     for f in files:
@@ -98,15 +97,9 @@ def grade_files(
         raise nothing_to_grade(", ".join(files), merged)
 
 
-def _parallel_bytes() -> int:
-    from chaoskit.cli._check import _PARALLEL_BYTES
-
-    return _PARALLEL_BYTES
-
-
 def _large(path: str) -> bool:
     try:
-        return os.path.getsize(path) >= _parallel_bytes()
+        return os.path.getsize(path) >= PARALLEL_BYTES
     except OSError:
         return False
 
@@ -135,7 +128,7 @@ def _source_of(builder: TraceBuilder, ep: EpisodeRecord) -> str:
 def grade_shards(
     shards: list[Shard],
     fmt: str | None,
-    grader: _Grader,
+    grader: Any,  # chaoskit.cli._check's _Grader: its class goes to the workers in each job
     executor: str | None,
     workers: int,
     ray_address: str | None = None,
@@ -143,7 +136,8 @@ def grade_shards(
     """Grade each shard on ``executor`` (None: here, one after the other), then here the episodes whose spans
     were left open in several shards, joined; the builder that joined them, for a "nothing to grade" message."""
     jobs = [
-        (path, fmt, a, b, grader.names, grader.params, grader.json_mode, executor == "ray") for path, a, b in shards
+        (type(grader), path, fmt, a, b, grader.names, grader.params, grader.json_mode, executor == "ray")
+        for path, a, b in shards
     ]
     run = {None: _serial, "process": _processes, "ray": _ray_tasks}[executor]
     parts = run(jobs, workers, ray_address)
@@ -151,7 +145,7 @@ def grade_shards(
         for job, part in zip(jobs, parts, strict=True):
             if "error" in part:
                 reason, line, late = part["error"]
-                raise (LateSpanError if late else TraceReadError)(reason, source=job[0], line=line)
+                raise (LateSpanError if late else TraceReadError)(reason, source=job[1], line=line)
         _each_file_holds_spans(jobs, parts)
         merged = TraceBuilder(shards[0][0])
         for part in parts:
@@ -160,9 +154,9 @@ def grade_shards(
             merged.notes += part["notes"]
         for i, (job, part) in enumerate(zip(jobs, parts, strict=True)):
             for content, line in part["open"]:
-                _not_graded_elsewhere(content, line, parts, i, job[0])
-            where = f"part {i + 1} of {len(parts)}" if job[2] is not None else f"file {i + 1} of {len(parts)}"
-            merged.adopt(part["open"], where, job[0])
+                _not_graded_elsewhere(content, line, parts, i, job[1])
+            where = f"part {i + 1} of {len(parts)}" if job[3] is not None else f"file {i + 1} of {len(parts)}"
+            merged.adopt(part["open"], where, job[1])
         with guarded(merged, fmt):
             episodes = merged.build()
     finally:
@@ -179,11 +173,11 @@ def _each_file_holds_spans(jobs: list[tuple[Any, ...]], parts: list[dict[str, An
     met: dict[str, TraceBuilder] = {}
     holding: set[str] = set()
     for job, part in zip(jobs, parts, strict=True):
-        seen = met.setdefault(job[0], TraceBuilder(job[0]))
+        seen = met.setdefault(job[1], TraceBuilder(job[1]))
         seen.spans_seen += part["spans_seen"]
         seen.notes += part["notes"]
         if part["n"] or part["open"]:
-            holding.add(job[0])
+            holding.add(job[1])
     for path, seen in met.items():
         if path not in holding:
             raise nothing_to_grade(path, seen)
@@ -262,12 +256,10 @@ def _not_graded_elsewhere(content: Any, line: int | None, parts: list[dict[str, 
 def grade_shard(job: tuple[Any, ...]) -> dict[str, Any]:
     """In a worker: grade the episodes complete within one shard; their report in a file (``inline``: in the
     answer, for a worker on another machine), and what the joining needs: the spans left open, those graded."""
-    from chaoskit.cli._check import _Grader
-
-    path, fmt, start, end, names, params, json_mode, inline = job
+    grader_class, path, fmt, start, end, names, params, json_mode, inline = job
     builder = TraceBuilder(path, stream=True)
     builder.keep_closed_ids = True
-    grader = _Grader(names, params, json_mode=json_mode)
+    grader = grader_class(names, params, json_mode=json_mode)
     out: dict[str, Any] = {}
     try:
         for ep in read_part(Path(path), fmt, start or 0, end, builder):
