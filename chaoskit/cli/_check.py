@@ -26,19 +26,19 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from chaoskit._errors import ChaoskitError
+from chaoskit.cli._check_files import PARALLEL_BYTES, expand_traces, grade_files, grade_shards
 from chaoskit.cli._check_sources import add_source_options, check_sources, read_sources, write_back
 from chaoskit.cli._judge_options import add_judge_options, judge_and_gate
 from chaoskit.grading._build import LateSpanError, TraceBuilder
-from chaoskit.grading._chunks import read_part, split_jsonl
+from chaoskit.grading._chunks import split_jsonl
 from chaoskit.grading._evidence import CANNOT_GRADE
 from chaoskit.grading._model import EpisodeRecord, TraceReadError
-from chaoskit.grading._readers import FORMATS, guarded, nothing_to_grade, read_with_builder
+from chaoskit.grading._readers import FORMATS, nothing_to_grade, read_with_builder
 from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import Score, score
 from chaoskit.grading._stream import EpisodeStream
 from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
-from chaoskit.semconv import EPISODE_ID
 
 _dumps: Callable[..., bytes] | None = None
 _INDENT = 0
@@ -46,8 +46,6 @@ with contextlib.suppress(ImportError):
     from orjson import OPT_INDENT_2 as _INDENT
     from orjson import dumps as _dumps
 
-#: a JSON Lines file at least this large is graded by one process per core
-_PARALLEL_BYTES = 48 << 20
 
 _EXIT_CODES = """exit status:
   0  graded: every check passed (warnings allowed)
@@ -73,7 +71,13 @@ def add_parser(sub: Any) -> None:
         epilog=_EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("traces", nargs="*", metavar="TRACES", help="trace files (format sniffed from content)")
+    p.add_argument(
+        "traces",
+        nargs="*",
+        metavar="TRACES",
+        help="trace files, directories of them (a Collector's rotating file exporter) or globs (format sniffed "
+        "from content); an episode split across files is graded once, whole",
+    )
     p.add_argument("--format", choices=FORMATS, help="force the file format instead of sniffing it")
     p.add_argument(
         "--checks",
@@ -114,7 +118,19 @@ def add_parser(sub: Any) -> None:
         type=int,
         metavar="N",
         help="grade a JSON Lines trace file in N processes (default: one per core, at most 8, for a file of "
-        f"{_PARALLEL_BYTES >> 20} MB or more; else 1)",
+        f"{PARALLEL_BYTES >> 20} MB or more; else 1)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=("process", "ray"),
+        help="grade the files (and the parts of large JSON Lines files) as tasks of this executor, as chaoskit run "
+        "does: a pool of processes, or Ray tasks each reading its file where it lies (pip install "
+        "'chaoskit[ray]'); the verdicts are the same (default: in this process, or processes for a large file)",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="with --executor ray: join this Ray cluster (default $RAY_ADDRESS, else a local Ray in this process)",
     )
     add_source_options(p)
     add_judge_options(p)
@@ -146,8 +162,14 @@ def run(args: argparse.Namespace) -> int:
         raise ChaoskitError(f"--workers must be a whole number >= 1, got {args.workers}")
     check_sources(args)
     judge, gates = judge_and_gate(args)
-    if judge is not None and args.workers is not None and args.workers > 1:
-        raise ChaoskitError("--judge grades in one process (the model is the bottleneck): leave out --workers")
+    if judge is not None and (args.executor is not None or (args.workers is not None and args.workers > 1)):
+        raise ChaoskitError(
+            "--judge grades in one process (the model is the bottleneck): leave out --workers and --executor"
+        )
+    if args.ray_address is not None and args.executor != "ray":
+        raise ChaoskitError("--ray-address is for --executor ray")
+    if args.executor is not None and (args.from_jaeger is not None or args.from_phoenix is not None):
+        raise ChaoskitError("--executor grades trace files; leave it out with --from-jaeger or --from-phoenix")
     params: dict[str, Any] = {
         "n": args.retry_storm,
         "required_tools": args.require or None,
@@ -167,8 +189,11 @@ def run(args: argparse.Namespace) -> int:
                 for ep in trace.episodes:
                     grader.add(source, ep)
         else:
-            for path in args.traces:
-                _grade_file(path, args.format, args.workers, grader)
+            files = expand_traces(args.traces)
+            if len(files) == 1 and args.executor is None:
+                _grade_file(files[0], args.format, args.workers, grader)
+            else:
+                grade_files(files, args.format, args.workers, grader, args.executor, args.ray_address)
         grader.emit(sys.stdout)
     except TraceReadError as exc:
         print(f"chaoskit: cannot grade: {exc}", file=sys.stderr)
@@ -202,7 +227,7 @@ def _grade_file(path: str, fmt: str | None, workers: int | None, grader: _Grader
         workers = 1
     if workers is None:
         try:
-            large = file.is_file() and file.stat().st_size >= _PARALLEL_BYTES
+            large = file.is_file() and file.stat().st_size >= PARALLEL_BYTES
         except (OSError, ValueError):
             large = False
         workers = min(os.cpu_count() or 1, 8) if large else 1
@@ -211,7 +236,10 @@ def _grade_file(path: str, fmt: str | None, workers: int | None, grader: _Grader
     builder: TraceBuilder
     try:
         if bounds is not None:
-            builder = _grade_parts(file, fmt, bounds, grader)
+            shards: list[tuple[str, int | None, int | None]] = [
+                (str(file), a, b) for a, b in itertools.pairwise(bounds)
+            ]
+            builder = grade_shards(shards, fmt, grader, "process", len(shards))
         else:
             stream = EpisodeStream(path, fmt)
             builder = stream.builder
@@ -224,98 +252,6 @@ def _grade_file(path: str, fmt: str | None, workers: int | None, grader: _Grader
             grader.add(path, ep)
     if grader.n == mark[1]:
         raise nothing_to_grade(path, builder)
-
-
-def _grade_parts(file: Path, fmt: str | None, bounds: list[int], grader: _Grader) -> TraceBuilder:
-    """Grade each part of ``file`` in its own process, then here the episodes that straddle parts."""
-    import multiprocessing
-    import threading
-    from concurrent.futures import ProcessPoolExecutor
-
-    # fork shares the imported modules (no second start-up); spawn where fork is unsafe: other platforms, or
-    # other threads running (one may hold a lock the child needs, e.g. when check runs inside a test process)
-    method = "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
-    jobs = [
-        (str(file), fmt, a, b, grader.names, grader.params, grader.json_mode) for a, b in itertools.pairwise(bounds)
-    ]
-    with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context(method)) as pool:
-        parts = list(pool.map(_grade_part, jobs))
-    try:
-        for part in parts:
-            if "error" in part:
-                reason, line, late = part["error"]
-                raise (LateSpanError if late else TraceReadError)(reason, source=str(file), line=line)
-        merged = TraceBuilder(str(file))
-        for part in parts:
-            grader.append(part)
-            merged.spans_seen += part["spans_seen"]
-            merged.notes += part["notes"]
-        for i, part in enumerate(parts):
-            for content, line in part["open"]:
-                _not_graded_elsewhere(content, line, parts, i, str(file))
-            merged.adopt(part["open"], f"part {i + 1} of {len(parts)}")
-        with guarded(merged, fmt):
-            episodes = merged.build()
-    finally:
-        for part in parts:
-            if "report" in part:
-                os.unlink(part["report"])
-    for ep in episodes:
-        grader.add(str(file), ep)
-    return merged
-
-
-def _not_graded_elsewhere(content: Any, line: int | None, parts: list[dict[str, Any]], i: int, source: str) -> None:
-    """A span left open in part ``i`` must not belong to an episode another part already graded."""
-    is_root = isinstance(content, dict)
-    tid, sid = (content["trace_id"], content["span_id"]) if is_root else (content.trace_id, content.span_id)
-    eid = content["attrs"].get(EPISODE_ID) if is_root else content.episode_id
-    fp = bytes.fromhex(sid + tid[-16:])
-    for j, other in enumerate(parts):
-        if j == i:
-            continue
-        spans, ids, windows = other["closed"]
-        at = spans.find(fp)
-        while at >= 0 and at % 24:
-            at = spans.find(fp, at + 1)
-        if at >= 0 or (eid is not None and eid in ids):
-            raise LateSpanError(f"span {sid}: episode {eid} was graded before this span", source=source, line=line)
-        if eid is None and not is_root:
-            # an attempt made in another process (a proxy's) for an episode that part graded
-            start, end = content.start_time * 1e6 + 0.5, content.end_time * 1e6 - 0.5
-            if any(a <= start and end <= b for a, b in windows.get(tid, ())):
-                raise LateSpanError(f"span {sid}: its episode was graded before this span", source=source, line=line)
-
-
-def _grade_part(job: tuple[Any, ...]) -> dict[str, Any]:
-    """In a worker process: grade the episodes complete within one part of a file into a report file."""
-    path, fmt, start, end, names, params, json_mode = job
-    builder = TraceBuilder(path, stream=True)
-    builder.keep_closed_ids = True
-    grader = _Grader(names, params, json_mode=json_mode)
-    try:
-        for ep in read_part(Path(path), fmt, start, end, builder):
-            grader.add(path, ep)
-        fd, report = tempfile.mkstemp(prefix="chaoskit-check-", suffix=".txt")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            grader.out.seek(0)
-            shutil.copyfileobj(grader.out, fh, 1 << 20)
-    except TraceReadError as exc:
-        return {"error": (exc.reason, exc.line, isinstance(exc, LateSpanError))}
-    finally:
-        grader.close()
-    return {
-        "report": report,
-        "n": grader.n,
-        "n_fail": grader.n_fail,
-        "n_warn": grader.n_warn,
-        "failed": grader.failed,
-        "ungradable": grader.ungradable,
-        "open": builder.open_spans(),
-        "closed": builder.closed_spans(),
-        "spans_seen": builder.spans_seen,
-        "notes": builder.notes,
-    }
 
 
 class _Grader:
@@ -382,8 +318,11 @@ class _Grader:
 
     def append(self, part: dict[str, Any]) -> None:
         """Add the report of a part graded by a worker process."""
-        with open(part["report"], encoding="utf-8") as fh:
-            shutil.copyfileobj(fh, self.out, 1 << 20)
+        if "text" in part:  # from a worker on another machine
+            self.out.write(part["text"])
+        else:
+            with open(part["report"], encoding="utf-8") as fh:
+                shutil.copyfileobj(fh, self.out, 1 << 20)
         self.n += part["n"]
         self.n_fail += part["n_fail"]
         self.n_warn += part["n_warn"]

@@ -83,6 +83,8 @@ class TraceBuilder:
         self._digests: dict[tuple[str, str], int] = {}
         #: attempts without an episode id (a proxy's), seated in the episode each was made for
         self._guests = Guests()
+        #: spans adopted from another file (see adopt's ``origin``): the file each was read from, for messages
+        self._origins: dict[tuple[str, str], str] = {}
 
     def error(self, message: str, anchor: tuple[str, str] | None = None) -> TraceReadError:
         """An error at the current line; ``anchor`` (a key and its string value, e.g. ``("spanId", "ab…")``)
@@ -283,9 +285,10 @@ class TraceBuilder:
         whether it holds more of them (an attempt without an episode id within one of those windows)."""
         return b"".join(self._closed.values()), frozenset(self._closed_ids), dict(self._guests.closed)
 
-    def adopt(self, spans: list[tuple[Any, int | None]], where: str) -> None:
+    def adopt(self, spans: list[tuple[Any, int | None]], where: str, origin: str | None = None) -> None:
         """Add spans from :meth:`open_spans` of another builder (``where`` names it in messages), with the
-        duplicate rules of :meth:`add`."""
+        duplicate rules of :meth:`add`; ``origin``: the file they were read from, when not this builder's."""
+        source = origin or self.source
         for content, line in spans:
             is_root = isinstance(content, dict)
             key = (content["trace_id"], content["span_id"]) if is_root else (content.trace_id, content.span_id)
@@ -298,10 +301,12 @@ class TraceBuilder:
                     f"span {key[1]} ({where}): span id {key[1]} of trace {key[0]} appears twice with different "
                     f"content (first at line {first}); a span id must be unique, so this trace may have been "
                     "tampered with",
-                    source=self.source,
+                    source=source,
                     line=line,
                 )
             self._seen[key] = (content, (line, None, None))
+            if origin is not None:
+                self._origins[key] = origin
             if not is_root:
                 self._parts(content.episode_id).attempts.append(content)
                 continue
@@ -311,10 +316,14 @@ class TraceBuilder:
                 raise TraceReadError(
                     f"span {key[1]} ({where}): episode {eid} has two invoke_agent spans ({parts.root['span_id']} "
                     f"and {key[1]}); an episode has exactly one",
-                    source=self.source,
+                    source=source,
                     line=line,
                 )
             parts.root = content
+
+    def origin(self, key: tuple[str, str]) -> str:
+        """The file the span ``key`` (trace id, span id) was read from."""
+        return self._origins.get(key, self.source)
 
     def _episode(self, eid: str | None, parts: _EpisodeParts) -> EpisodeRecord:
         attempts = tuple(sorted(parts.attempts, key=attempt_order))
@@ -343,7 +352,7 @@ class TraceBuilder:
                 f"span {root['span_id']} (episode {eid}): the episode recorded {counted} tool attempt(s) but "
                 f"the trace holds {len(attempts)} execute_tool span(s) for it; spans are missing (a lost "
                 "export batch or a file cut short), and the missing attempts could change the verdict",
-                source=self.source,
+                source=self.origin((root["trace_id"], root["span_id"])),
                 line=_line_at(self._seen[(root["trace_id"], root["span_id"])][1]),
             )
         name = ra.get(SCENARIO) or ra.get(GEN_AI_AGENT_NAME)
@@ -377,7 +386,7 @@ class TraceBuilder:
                     f"episode, but the trace holds {count[tool]} {TOOL} span(s) of {tool} for it; spans are missing "
                     "(a lost export batch, a file cut short, or an edit), and the missing attempts could change "
                     "the verdict",
-                    source=self.source,
+                    source=self.origin((a.trace_id, a.span_id)),
                     line=_line_at(self._seen[(a.trace_id, a.span_id)][1]),
                 )
 

@@ -14,7 +14,7 @@ from typing import BinaryIO
 
 from chaoskit.grading._build import TraceBuilder
 from chaoskit.grading._model import EpisodeRecord, TraceReadError
-from chaoskit.grading._readers import guarded, jsonl_documents, open_trace_file
+from chaoskit.grading._readers import file_documents, guarded, jsonl_documents, open_trace_file
 
 __all__ = ["read_part", "split_jsonl"]
 
@@ -52,24 +52,34 @@ def split_jsonl(path: Path, parts: int) -> list[int] | None:
     return bounds if len(bounds) > 2 else None
 
 
-def read_part(path: Path, fmt: str | None, start: int, end: int, builder: TraceBuilder) -> Iterator[EpisodeRecord]:
+def read_part(
+    path: Path, fmt: str | None, start: int, end: int | None, builder: TraceBuilder
+) -> Iterator[EpisodeRecord]:
     """The episodes that complete within bytes ``start`` to ``end`` of the JSON Lines file at ``path`` (``start``
-    at a line start); afterwards ``builder.open_spans()`` holds the spans of the others."""
+    at a line start), or within the whole file (of any format) when ``end`` is None: one file of several, such as
+    a rotated one; afterwards ``builder.open_spans()`` holds the spans of the others."""
+    if end is None:
+        yield from _complete(file_documents(path, fmt, builder), builder, fmt)
+        return
     source = str(path)
     with open_trace_file(path, fmt) as fh:
         try:
             lineno = _lines_before(fh, start)
             fh.seek(start)
-            docs = jsonl_documents(_lines(fh, end - start), fmt, builder, lineno)
-            while True:
-                with guarded(builder, fmt):
-                    more = next(docs, False) is None
-                    done = builder.take_complete() if more else []
-                yield from done
-                if not more:
-                    return
+            yield from _complete(jsonl_documents(_lines(fh, end - start), fmt, builder, lineno), builder, fmt)
         except OSError as exc:
             raise TraceReadError(f"cannot read the file ({exc.strerror or exc})", source=source) from None
+
+
+def _complete(docs: Iterator[None], builder: TraceBuilder, fmt: str | None) -> Iterator[EpisodeRecord]:
+    """After each document read into ``builder``, the episodes it completed; the others are left open."""
+    while True:
+        with guarded(builder, fmt):
+            more = next(docs, False) is None
+            done = builder.take_complete() if more else []
+        yield from done
+        if not more:
+            return
 
 
 def _lines_before(fh: BinaryIO, start: int) -> int:
