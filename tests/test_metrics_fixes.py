@@ -203,7 +203,7 @@ def test_a_dated_response_model_is_priced_by_the_exact_request_entry_and_longest
 def test_a_model_written_twice_in_the_price_table_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "prices.yaml"
     path.write_text("models:\n  m: {input: 1, output: 1}\n  m: {input: 0, output: 0}\n")
-    with pytest.raises(ConfigError, match=r"line 3.*duplicate key 'm'"):
+    with pytest.raises(ConfigError, match=r"line 3: not valid YAML: key 'm' is given twice"):
         load_prices(path)
 
 

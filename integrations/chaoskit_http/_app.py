@@ -217,8 +217,9 @@ class HttpProxy:
             return await self._fail(attempt, pre.exc, send)
         if not pre.call:
             data, headers = answers.encode(pre.value)
-            await answers.respond(send, 200, headers, data)
+            # the span ends before the answer leaves: the next attempt's gap (Retry-After) is never short
             attempt.succeed(pre.value)
+            await answers.respond(send, 200, headers, data)
             return 200
         attempt.executed = True
         try:
@@ -230,8 +231,8 @@ class HttpProxy:
             status = 504 if isinstance(exc, TIMED_OUT) else 502
             message = f"the upstream {self._host} failed: {type(exc).__name__}: {str(exc) or 'no detail'}"
             attempt.span.set_attribute(sc.HTTP_RESPONSE_STATUS_CODE, status)
-            await answers.respond(send, status, answers.JSON, wire.json_error(status, message))
             attempt.fail(exc)
+            await answers.respond(send, status, answers.JSON, wire.json_error(status, message))
             return status
         try:
             return await self._answer(attempt, resp, send)
@@ -261,8 +262,10 @@ class HttpProxy:
     async def _fail(self, attempt: Attempt, exc: BaseException, send: Any) -> int:
         status, headers, body = answers.fault_response(exc)
         attempt.span.set_attribute(sc.HTTP_RESPONSE_STATUS_CODE, status)
-        await answers.respond(send, status, headers, body)
+        # the span ends before the answer leaves: an agent that waits the Retry-After it was given is measured
+        # from the span's end, which must not come after the moment the agent got the answer
         attempt.fail(exc)
+        await answers.respond(send, status, headers, body)
         return status
 
     async def _forward(self, req: _Request) -> Response:
