@@ -20,6 +20,8 @@ __all__ = ["Answer", "Clause", "action_concepts", "claimed_in", "fold", "read_an
 
 def fold(text: str) -> str:
     """Lower case, accents stripped, typographic apostrophes made plain: ``Réservé`` -> ``reserve``."""
+    if text.isascii():
+        return text.lower()  # nothing to strip or replace: the same answer, without decomposing each character
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u00df", "ss")
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
