@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chaoskit.report._metrics_text import metrics_lines
+from chaoskit.runner._breakdowns import breakdowns
 from chaoskit.runner._expect import expected_pairs
 from chaoskit.runner._results import BatteryResult, Cell
 from chaoskit.runner._surface import surface_stats
@@ -197,33 +198,31 @@ def _full(r: _Report, result: BatteryResult, max_failures: int) -> None:
     _metrics(r, getattr(s, "metrics", None))
 
 
-def _expected_pairs(result: BatteryResult) -> set[tuple[str, str]]:
-    return expected_pairs(getattr(result.verdict, "expectations", None))
-
-
 def _agents(r: _Report, result: BatteryResult) -> None:
-    """One line per agent: episodes, passed, pass@1, mean score, failing (and how many were expected)."""
-    expected = _expected_pairs(result)
-    by_agent: dict[str, list[Any]] = {}
+    """One line per agent, in the order they ran: the per-agent breakdown's episodes, passes, pass@1 and mean
+    score, and how many of its failing episodes the expected-outcome table expected."""
+    expected = expected_pairs(getattr(result.verdict, "expectations", None))
+    stats = (getattr(result.summary, "breakdowns", None) or {}).get("agent") or breakdowns(result.episodes)["agent"]
+    failing: dict[str, list[Any]] = {}
     for e in result.episodes:
-        by_agent.setdefault(_label(e.agent), []).append(e)
-    if not by_agent:
+        failing.setdefault(e.agent_label, [])
+        if not e.passed:
+            failing[e.agent_label].append(e)
+    if not failing:
         return
     rows = []
-    for label, eps in by_agent.items():
-        n = len(eps)
-        passed = sum(e.passed for e in eps)
-        failing = [e for e in eps if not e.passed]
-        exp_n = sum((e.scenario, e.agent) in expected for e in failing)
-        note = f"{len(failing)}" + (f" ({exp_n} expected)" if expected and failing else "")
+    for label, bad in failing.items():
+        st = stats[label]
+        exp_n = sum((e.scenario, e.agent) in expected for e in bad)
+        note = f"{len(bad)}" + (f" ({exp_n} expected)" if expected else "") if bad else "-"
         rows.append(
             [
                 label,
-                str(n),
-                str(passed),
-                f"{passed / n * 100:.0f}%",
-                f"{sum(e.score for e in eps) / n:.1f}",
-                note if failing else "-",
+                str(st["n"]),
+                str(st["passes"]),
+                f"{st['pass_at_1']['value'] * 100:.0f}%",
+                f"{st['mean_score']:.1f}",
+                note,
             ]
         )
     r.line()
@@ -232,7 +231,7 @@ def _agents(r: _Report, result: BatteryResult) -> None:
 
 def _failing_checks(r: _Report, result: BatteryResult) -> None:
     """The failing checks grouped by check: episodes, how many were expected, one replay command."""
-    expected = _expected_pairs(result)
+    expected = expected_pairs(getattr(result.verdict, "expectations", None))
     groups: dict[str, list[Any]] = {}
     for e in result.episodes:
         if e.passed:
@@ -381,7 +380,7 @@ def _surface(r: _Report, s: Any) -> None:
 
 
 def _failing(r: _Report, result: BatteryResult, max_failures: int) -> None:
-    expected = _expected_pairs(result)
+    expected = expected_pairs(getattr(result.verdict, "expectations", None))
     failing = [e for e in result.episodes if not e.passed]
     if not failing:
         return
