@@ -93,3 +93,27 @@ def test_background_faults_the_scenario_did_not_plan_never_fail_it(tmp_path: Pat
     )
     again = chaoskit.run_battery([plain], agent=WeatherAgent, intensities=[1.0], profile="heavy", repeat=10)
     assert "fault_not_injected" not in _checks(again)
+
+
+class SilentOrderSearchAgent(OrderSearchAgent):
+    """The same corrected search, but it states the emptied result as a fact."""
+
+    def invoke(self, task: str) -> str:
+        found = self.search_orders("ana.example.com")
+        if isinstance(found, dict) and found.get("error"):
+            found = self.search_orders("ana@example.com")
+        orders = found.get("orders") if isinstance(found, dict) else None
+        return "Ana has no orders." if not orders else f"Orders: {orders}"
+
+
+def test_a_corrected_read_whose_answer_a_fault_emptied_is_still_graded(tmp_path: Path) -> None:
+    # the superseded typo call owes no report, but the corrected call's emptied answer stated as fact must fail
+    path = tmp_path / "search-empty.yaml"
+    path.write_text(
+        'name: search-empty\ntask: "List the orders of ana@example.com"\n'
+        "faults:\n  - {type: empty, tool: search_orders, times: 1}\n",
+        encoding="utf-8",
+    )
+    result = chaoskit.run_battery([path], agent=SilentOrderSearchAgent)
+    assert not result.episodes[0].passed
+    assert {"reports_failure", "no_fabrication"} & set(_checks(result))
