@@ -49,6 +49,9 @@ ATTEMPT: Final = "chaoskit.attempt"
 OUTCOME: Final = "chaoskit.outcome"
 ARGS: Final = "chaoskit.args"
 ARGS_HASH: Final = "chaoskit.args.hash"
+#: the arguments ``chaoskit.args`` shows as ``[REDACTED]``, as a JSON object of dotted path -> a digest keyed by a
+#: per-episode salt that is never recorded (``chaoskit.engine._digests``): matchable, never readable
+ARGS_REDACTED_DIGESTS: Final = "chaoskit.args.redacted_digests"
 IDEMPOTENCY_KEY: Final = "chaoskit.idempotency_key"
 RETRY_AFTER: Final = "chaoskit.retry_after"
 TOOL_EXECUTED: Final = "chaoskit.tool.executed"
@@ -77,6 +80,8 @@ FAULT_INJECTED: Final = "chaoskit.fault.injected"
 FAULT_SKIPPED: Final = "chaoskit.fault.skipped"
 FAULT_VALUE: Final = "chaoskit.fault.value"
 FAULT_TEXT: Final = "chaoskit.fault.text"
+#: the digests, under the episode's salt, of the words and quoted stretches of an injected text
+FAULT_TEXT_DIGESTS: Final = "chaoskit.fault.text_digests"
 FAULT_ASKS_FOR: Final = "chaoskit.fault.asks_for"
 FAULT_HTTP_STATUS: Final = "chaoskit.fault.http.status"
 FAULT_RETRY_AFTER: Final = "chaoskit.fault.retry_after"
@@ -101,6 +106,8 @@ EPISODE_ERROR: Final = "chaoskit.episode.error"
 EPISODE_ATTEMPTS: Final = "chaoskit.episode.attempts"
 EPISODE_SUCCESS: Final = "chaoskit.episode.success"
 EPISODE_TASK: Final = "chaoskit.episode.task"
+#: the digests, under the episode's salt, of the task's words: a redacted value the user gave is the user's
+EPISODE_TASK_DIGESTS: Final = "chaoskit.episode.task_digests"
 EPISODE_REQUIRED_TOOLS: Final = "chaoskit.episode.required_tools"
 #: the tool calls the model asked for at the steps recorded through chaoskit (``Episode.step``): a JSON object of
 #: tool name -> count, written whatever the content capture; evidence that tools ran, for "cannot grade"

@@ -32,6 +32,7 @@ import chaoskit.engine._config as _config
 import chaoskit.engine._effects as _effects
 import chaoskit.semconv as sc
 from chaoskit._errors import ChaosWarning
+from chaoskit.engine._digests import salt_for, text_digests
 from chaoskit.engine._info import AttemptInfo
 from chaoskit.engine._plain import (
     close_error,
@@ -143,6 +144,11 @@ class Attempt:
             attrs[sc.FAULT_SKIPPED] = self.skipped
         if fault is not None:
             fault_attributes(attrs, fault, index)
+            if fault.type == "prompt_injection":
+                # under the episode's salt, so that a redacted argument of a later call can be matched to it
+                attrs[sc.FAULT_TEXT_DIGESTS] = text_digests(
+                    getattr(fault, "text", ""), salt_for(attrs.get(sc.EPISODE_ID))
+                )
         return attrs
 
     def skip(self, reason: str, *, stacklevel: int = 2, counted: bool = True) -> None:

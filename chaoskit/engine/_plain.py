@@ -23,6 +23,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 import chaoskit.engine._attrs as _attrs
 import chaoskit.engine._config as _config
 import chaoskit.semconv as sc
+from chaoskit.engine._digests import add_redacted_digests
 from chaoskit.engine._spanattrs import add_http_error
 from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
 from chaoskit.engine._steps import Decided, idempotency_key, keeps, record, records, suspended
@@ -44,6 +45,7 @@ _OK, _ERROR, _CANCELLED = sc.OUTCOME_OK, sc.OUTCOME_ERROR, sc.OUTCOME_CANCELLED
 # the attribute names of the hot path, as module constants (one look-up each, not two)
 _ATTEMPT, _OUTCOME, _EXECUTED, _EPISODE_ID = sc.ATTEMPT, sc.OUTCOME, sc.TOOL_EXECUTED, sc.EPISODE_ID
 _ARGS, _ARGS_HASH = sc.ARGS, sc.ARGS_HASH
+_REDACTED = _attrs.REDACTED
 
 
 def start_attributes(
@@ -100,8 +102,11 @@ def start_span(spec: ToolSpec, attrs: dict[str, Any], args: Mapping[str, Any] | 
 
 def _describe(spec: ToolSpec, attrs: dict[str, Any], args: Mapping[str, Any]) -> str:
     # the hash and the bounded JSON of the arguments, in one encoding
-    args_hash, attrs[sc.ARGS] = _attrs.describe_args(args, exclude=spec.idempotency_arg, exact=spec.irreversible)
+    args_hash, text = _attrs.describe_args(args, exclude=spec.idempotency_arg, exact=spec.irreversible)
+    attrs[sc.ARGS] = text
     attrs[sc.ARGS_HASH] = args_hash
+    if _REDACTED in text:
+        add_redacted_digests(attrs, args, _config.CONFIG.is_secret)
     return args_hash
 
 
@@ -188,10 +193,11 @@ def _open(spec: ToolSpec, decided: Decided, call_id: str | None) -> tuple[Any, s
         span = tracer.start_span(spec.span_name, parent() if TRACEPARENT_SET else None, _INTERNAL)
         if span.is_recording():
             if args is not None:
-                args_hash, attrs[sc.ARGS] = _attrs.describe_args(
-                    args, exclude=spec.idempotency_arg, exact=spec.irreversible
-                )
+                args_hash, text = _attrs.describe_args(args, exclude=spec.idempotency_arg, exact=spec.irreversible)
+                attrs[sc.ARGS] = text
                 attrs[sc.ARGS_HASH] = args_hash
+                if _REDACTED in text:
+                    add_redacted_digests(attrs, args, _config.CONFIG.is_secret)
             put(span, attrs)
         return span, args_hash, idem
     except Exception:
@@ -241,22 +247,21 @@ def plain_sync(
             target = store_of(span) if constant is not None and (episode is None or type(eid) is str) else None
             if target is None or constant is None:
                 attrs = {**spec.span_attributes, _ATTEMPT: decided[3], _OUTCOME: _OK, _EXECUTED: True}
-                if episode is not None:
-                    attrs[_EPISODE_ID] = eid
-                if text is not None:
-                    attrs[_ARGS] = text
-                    attrs[_ARGS_HASH] = args_hash
-                put(span, attrs)
             else:
-                target.update(constant)
-                target[_ATTEMPT] = decided[3]
-                target[_OUTCOME] = _OK
-                target[_EXECUTED] = True
-                if episode is not None:
-                    target[_EPISODE_ID] = eid
-                if text is not None:
-                    target[_ARGS] = text
-                    target[_ARGS_HASH] = args_hash
+                attrs = target
+                attrs.update(constant)
+                attrs[_ATTEMPT] = decided[3]
+                attrs[_OUTCOME] = _OK
+                attrs[_EXECUTED] = True
+            if episode is not None:
+                attrs[_EPISODE_ID] = eid
+            if text is not None:
+                attrs[_ARGS] = text
+                attrs[_ARGS_HASH] = args_hash
+                if _REDACTED in text:
+                    add_redacted_digests(attrs, bound, _config.CONFIG.is_secret)
+            if attrs is not target:
+                put(span, attrs)
         elif span.is_recording():
             # not the SDK's own span after all: the general path's attributes
             attrs = start_attributes(spec, decided[3], True, episode, None, None)

@@ -14,6 +14,7 @@ from chaoskit.grading._model import AttemptRecord, new_attempt, param_key, show
 from chaoskit.semconv import (
     ARGS,
     ARGS_HASH,
+    ARGS_REDACTED_DIGESTS,
     ATTEMPT,
     EPISODE_ATTEMPTS,
     EPISODE_ERROR,
@@ -31,6 +32,7 @@ from chaoskit.semconv import (
     FAULT_RETRY_AFTER,
     FAULT_SKIPPED,
     FAULT_TEXT,
+    FAULT_TEXT_DIGESTS,
     FAULT_TYPE,
     FAULT_VALUE,
     GEN_AI_AGENT_NAME,
@@ -91,6 +93,7 @@ _STR_KEYS = frozenset(
         OUTCOME,
         ARGS,
         ARGS_HASH,
+        ARGS_REDACTED_DIGESTS,
         IDEMPOTENCY_KEY,
         FAULT_TYPE,
         FAULT_SKIPPED,
@@ -106,7 +109,9 @@ _STR_KEYS = frozenset(
 #: whole numbers and the least value allowed
 _INT_KEYS = {FAULT_INDEX: 0, EPISODE_ATTEMPTS: 0, FAULT_HTTP_STATUS: 100, HTTP_RESPONSE_STATUS_CODE: 0}
 _SECONDS_KEYS = frozenset({RETRY_AFTER, FAULT_RETRY_AFTER})
-_CHECKED = frozenset({ATTEMPT, EPISODE_ID, FAULT_ASKS_FOR, *_BOOL_KEYS, *_STR_KEYS, *_INT_KEYS, *_SECONDS_KEYS})
+#: list attributes (a tuple in memory, a list once exported): read as lists of strings, of what each holds
+_LISTS = {FAULT_ASKS_FOR: "tool names", FAULT_TEXT_DIGESTS: "digests (strings)"}
+_CHECKED = frozenset({ATTEMPT, EPISODE_ID, *_LISTS, *_BOOL_KEYS, *_STR_KEYS, *_INT_KEYS, *_SECONDS_KEYS})
 #: the checked attributes whose value needs no look beyond its type (``type(v) is t``); None for the others
 _FAST: dict[str, type | None] = {
     **dict.fromkeys(_CHECKED),
@@ -197,10 +202,10 @@ def checked(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
                 problem = f"expected {key} to be a number of seconds >= 0"
             elif x is not value:
                 changed[key] = x
-        elif key == FAULT_ASKS_FOR:
+        elif key in _LISTS:
             names = _as_list(value)
             if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
-                problem = "expected chaoskit.fault.asks_for to be a list of tool names"
+                problem = f"expected {key} to be a list of {_LISTS[key]}"
             elif names is not value:
                 changed[key] = names
         if problem is not None:
@@ -274,13 +279,29 @@ def attempt_record(
         a.get(TOOL_REFUSED) is True,
         a.get(TOOL_RESULT_JSON) is True,
         desc if isinstance(desc := a.get(GEN_AI_TOOL_DESCRIPTION), str) else None,
+        _digests(a.get(ARGS_REDACTED_DIGESTS)),
     )
+
+
+def _digests(raw: str | None) -> dict[str, str] | None:
+    """The redacted arguments' digests (``chaoskit.args.redacted_digests``); what is not an object of strings is
+    ignored, as a missing attribute is: it can only hide a match, never make one."""
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    return {str(k): v for k, v in value.items() if isinstance(v, str)} or None
 
 
 _ORDER = (
     "tool attempt start_time end_time outcome error_type error_message fault_type fault_index fault_params injected "
     "injected_value executed args_hash args idempotency_key irreversible call_id span_id trace_id episode_id "
-    "fault_skipped result observed_status observed_retry_after idempotent refused result_json description"
+    "fault_skipped result observed_status observed_retry_after idempotent refused result_json description "
+    "redacted_digests"
 )
 if " ".join(f.name for f in fields(AttemptRecord)) != _ORDER:  # pragma: no cover - a guard for who edits the record
     raise ImportError("attempt_record passes AttemptRecord's fields by position: update it with the record")

@@ -94,6 +94,9 @@ class AttemptRecord:
     result_json: bool = False
     #: the tool's description (``gen_ai.tool.description``) when the span carries one
     description: str | None = None
+    #: dotted argument path -> the salted digest of the value ``args`` shows as ``[REDACTED]``
+    #: (``chaoskit.args.redacted_digests``): equal digests in one episode are equal values
+    redacted_digests: dict[str, str] | None = None
 
     @property
     def clean_success(self) -> bool:
