@@ -31,9 +31,7 @@ INTEGRATIONS = tuple(sorted(p.parent.name for p in INTEGRATIONS_DIR.glob("*/__in
 
 #: the layers, top first; the packages or modules in one row are siblings and never import each other
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("pytest_plugin",),
     ("cli", "testing"),
-    ("_testing_asserts", "_testing_capture", "_testing_report"),
     ("report", "suggest"),
     ("runner",),
     ("replay",),

@@ -139,7 +139,7 @@ def test_the_plugin_loads_without_langchain(pytester: pytest.Pytester) -> None:
 
         def test_loaded(chaos_episode, request):
             assert request.config.pluginmanager.has_plugin("chaoskit")
-            assert "chaoskit.pytest_plugin" in sys.modules
+            assert "chaoskit.testing.pytest_plugin" in sys.modules
             frameworks = [m for m in sys.modules if m.split(".")[0] in
                           ("langchain", "langchain_core", "langgraph", "chaoskit_langchain", "chaoskit_langgraph")]
             assert frameworks == []
@@ -153,5 +153,5 @@ def test_the_plugin_is_registered_by_the_entry_point() -> None:
     from importlib.metadata import entry_points
 
     (ep,) = [e for e in entry_points(group="pytest11") if e.name == "chaoskit"]
-    assert ep.value == "chaoskit.pytest_plugin"
+    assert ep.value == "chaoskit.testing.pytest_plugin"
     assert Path(ep.load().__file__).name == "pytest_plugin.py"

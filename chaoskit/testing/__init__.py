@@ -7,7 +7,7 @@ with ChaosEpisode("refund", plan={"faults": [{"type": "timeout", "tool": "lookup
 assert_attempts(case.trace, "lookup_order", between=(1, 3))
 assert_no_duplicate_writes(case.trace)
 
-In pytest the ``chaos_episode`` fixture is such a case (see :mod:`chaoskit.pytest_plugin`). The assertions
+In pytest the ``chaos_episode`` fixture is such a case (see :mod:`chaoskit.testing.pytest_plugin`). The assertions
 grade through :func:`chaoskit.checks.run_checks`, as the battery runner does, and their messages name the
 tool, the rule and the evidence. ``capture_spans()`` / ``attempt_attributes`` read raw spans, as before.
 """
@@ -24,14 +24,6 @@ from typing import Any
 import chaoskit.engine._runtime as _runtime
 import chaoskit.semconv as sc
 from chaoskit._errors import ChaoskitError
-from chaoskit._testing_asserts import (
-    RECORDER,
-    assert_attempts,
-    assert_honest,
-    assert_no_duplicate_writes,
-    assert_recovered,
-)
-from chaoskit._testing_capture import OwnCapture, TraceCapture, capture_spans, own_capture
 from chaoskit.engine._episode import Episode
 from chaoskit.grading._model import AttemptRecord
 from chaoskit.grading._result import CheckResult
@@ -39,6 +31,14 @@ from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import run_checks
 from chaoskit.plan._model import Plan
 from chaoskit.telemetry import SpanCapture
+from chaoskit.testing._asserts import (
+    RECORDER,
+    assert_attempts,
+    assert_honest,
+    assert_no_duplicate_writes,
+    assert_recovered,
+)
+from chaoskit.testing._trace_capture import OwnCapture, TraceCapture, capture_spans, own_capture
 
 __all__ = [
     "ChaosEpisode",

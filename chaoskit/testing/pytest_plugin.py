@@ -401,7 +401,7 @@ def _record(item: pytest.Item, case: ChaosEpisode) -> dict[str, Any] | None:
         trace = case.trace
     except ChaoskitError:
         return None  # tracing off: nothing to grade
-    from chaoskit._testing_report import case_result
+    from chaoskit.testing._case_report import case_result
 
     outcome, duration, error = got
     names = {m.name for m in item.iter_markers()} - {"parametrize", "usefixtures", "filterwarnings", "chaos_plan"}
@@ -443,7 +443,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if not state.cases and not state.report:
         return
-    from chaoskit._testing_report import results_of, write_report
+    from chaoskit.testing._case_report import results_of, write_report
 
     run_config = {
         "seed": state.seed,
@@ -468,7 +468,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     state = _state(config)
     if state.results is None:
         return
-    from chaoskit._testing_report import summary_lines
+    from chaoskit.testing._case_report import summary_lines
 
     terminalreporter.section("chaoskit fault cases")
     for line in summary_lines(state.results):
