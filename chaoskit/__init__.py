@@ -7,137 +7,30 @@ commands load only the layers they need, not the engine, the runner and the Open
 
 from __future__ import annotations
 
+import ast
 import importlib
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
-from chaoskit._version import __version__
+from chaoskit._version import __version__ as __version__
 
-if TYPE_CHECKING:
-    from chaoskit import checks, faults, telemetry
-    from chaoskit._errors import (
-        ChaoskitError,
-        ChaosWarning,
-        ConfigError,
-        ModelHTTPError,
-        ModelTimeout,
-        PlanError,
-        ToolHTTPError,
-        ToolTimeout,
-    )
-    from chaoskit.adapters._decorator import chaos
-    from chaoskit.engine._attempt import Attempt, begin, call_async, call_sync
-    from chaoskit.engine._config import configure
-    from chaoskit.engine._context import active_plan
-    from chaoskit.engine._episode import Episode, current_episode
-    from chaoskit.engine._info import AttemptInfo
-    from chaoskit.engine._runtime import reset
-    from chaoskit.engine._spec import ToolSpec
-    from chaoskit.grading._build import LateSpanError
-    from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
-    from chaoskit.grading._phoenix import fetch_phoenix
-    from chaoskit.grading._result import CheckResult
-    from chaoskit.grading._score import Score, score
-    from chaoskit.grading._trace import Trace
-    from chaoskit.plan._model import Plan
-    from chaoskit.replay import ReplayMiss, episode
-    from chaoskit.runner._battery import run_battery
-    from chaoskit.runner._results import BatteryResult, EpisodeResult
-    from chaoskit.runner._scenario import Scenario, load_battery, load_scenario
 
-#: every fault type a plan accepts (defined in ``chaoskit.plan``; imported on first use, as every name here)
-FAULT_TYPES: tuple[str, ...]
+def _public_names() -> dict[str, str]:
+    """Each public name and the module that defines it ("" for a submodule of the same name), read from the
+    stub beside this file (``__init__.pyi``), where each public name is written once."""
+    where: dict[str, str] = {}
+    stub = ast.parse(Path(__file__).with_suffix(".pyi").read_text(encoding="utf-8"))
+    for node in stub.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                where[alias.asname or alias.name] = "" if node.module == "chaoskit" else node.module
+    return where
 
-#: each public name and the module that defines it ("" for a submodule of the same name)
-_WHERE = {
-    "checks": "",
-    "faults": "",
-    "telemetry": "",
-    "ChaoskitError": "chaoskit._errors",
-    "ChaosWarning": "chaoskit._errors",
-    "ConfigError": "chaoskit._errors",
-    "PlanError": "chaoskit._errors",
-    "ModelHTTPError": "chaoskit._errors",
-    "ModelTimeout": "chaoskit._errors",
-    "ToolHTTPError": "chaoskit._errors",
-    "ToolTimeout": "chaoskit._errors",
-    "chaos": "chaoskit.adapters._decorator",
-    "Attempt": "chaoskit.engine._attempt",
-    "begin": "chaoskit.engine._attempt",
-    "call_async": "chaoskit.engine._attempt",
-    "call_sync": "chaoskit.engine._attempt",
-    "configure": "chaoskit.engine._config",
-    "active_plan": "chaoskit.engine._context",
-    "Episode": "chaoskit.engine._episode",
-    "current_episode": "chaoskit.engine._episode",
-    "episode": "chaoskit.replay._episode",
-    "ReplayMiss": "chaoskit.replay._cassette",
-    "AttemptInfo": "chaoskit.engine._info",
-    "reset": "chaoskit.engine._runtime",
-    "ToolSpec": "chaoskit.engine._spec",
-    "LateSpanError": "chaoskit.grading._build",
-    "AttemptRecord": "chaoskit.grading._model",
-    "EpisodeRecord": "chaoskit.grading._model",
-    "TraceReadError": "chaoskit.grading._model",
-    "fetch_phoenix": "chaoskit.grading._phoenix",
-    "CheckResult": "chaoskit.grading._result",
-    "Score": "chaoskit.grading._score",
-    "score": "chaoskit.grading._score",
-    "Trace": "chaoskit.grading._trace",
-    "FAULT_TYPES": "chaoskit.plan._faults",
-    "Plan": "chaoskit.plan._model",
-    "run_battery": "chaoskit.runner._battery",
-    "BatteryResult": "chaoskit.runner._results",
-    "EpisodeResult": "chaoskit.runner._results",
-    "Scenario": "chaoskit.runner._scenario",
-    "load_battery": "chaoskit.runner._scenario",
-    "load_scenario": "chaoskit.runner._scenario",
-}
 
-__all__ = [
-    "FAULT_TYPES",
-    "Attempt",
-    "AttemptInfo",
-    "AttemptRecord",
-    "BatteryResult",
-    "ChaosWarning",
-    "ChaoskitError",
-    "CheckResult",
-    "ConfigError",
-    "Episode",
-    "EpisodeRecord",
-    "EpisodeResult",
-    "LateSpanError",
-    "ModelHTTPError",
-    "ModelTimeout",
-    "Plan",
-    "PlanError",
-    "ReplayMiss",
-    "Scenario",
-    "Score",
-    "ToolHTTPError",
-    "ToolSpec",
-    "ToolTimeout",
-    "Trace",
-    "TraceReadError",
-    "__version__",
-    "active_plan",
-    "begin",
-    "call_async",
-    "call_sync",
-    "chaos",
-    "checks",
-    "configure",
-    "current_episode",
-    "episode",
-    "faults",
-    "fetch_phoenix",
-    "load_battery",
-    "load_scenario",
-    "reset",
-    "run_battery",
-    "score",
-    "telemetry",
-]
+_WHERE = _public_names()
+_WHERE.pop("__version__")
+
+__all__ = sorted([*_WHERE, "__version__"])
 
 
 def _hook_trace_reader() -> None:

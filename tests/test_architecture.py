@@ -451,6 +451,10 @@ def _documented_in_source(module: str, name: str, seen: frozenset[str] = frozens
     lines = text.splitlines()
     tree = ast.parse(text)
     body = tree.body
+    stub = Path(spec.origin).with_suffix(".pyi")
+    if stub.exists():
+        # a lazily importing package names its public names in its stub: follow the stub's imports too
+        body = [*body, *(s for s in ast.parse(stub.read_text(encoding="utf-8")).body if isinstance(s, ast.ImportFrom))]
     for i, stmt in enumerate(body):
         targets: list[ast.expr] = (
             stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
