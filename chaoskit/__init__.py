@@ -7,9 +7,8 @@ commands load only the layers they need, not the engine, the runner and the Open
 
 from __future__ import annotations
 
-import ast
 import importlib
-from pathlib import Path
+import os
 from typing import Any
 
 from chaoskit._version import __version__ as __version__
@@ -17,13 +16,17 @@ from chaoskit._version import __version__ as __version__
 
 def _public_names() -> dict[str, str]:
     """Each public name and the module that defines it ("" for a submodule of the same name), read from the
-    stub beside this file (``__init__.pyi``), where each public name is written once."""
+    stub beside this file (``__init__.pyi``), where each public name is written once, as ``from MODULE import
+    NAME as NAME`` (read word by word, not with ``ast`` or ``re``: ``import chaoskit`` stays light)."""
+    with open(os.path.join(os.path.dirname(__file__), "__init__.pyi"), encoding="utf-8") as stub:
+        words = stub.read().split('"""')[-1].replace("(", " ").replace(")", " ").replace(",", " ").split()
     where: dict[str, str] = {}
-    stub = ast.parse(Path(__file__).with_suffix(".pyi").read_text(encoding="utf-8"))
-    for node in stub.body:
-        if isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:
-                where[alias.asname or alias.name] = "" if node.module == "chaoskit" else node.module
+    module = ""
+    for i, word in enumerate(words):
+        if word == "from":
+            module = words[i + 1]
+        elif word == "as":
+            where[words[i + 1]] = "" if module == "chaoskit" else module
     return where
 
 
