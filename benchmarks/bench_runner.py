@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from chaoskit import chaos  # noqa: E402
 from chaoskit.runner._battery import run_battery  # noqa: E402
-from chaoskit.runner._scenario import Scenario, load_battery  # noqa: E402
+from chaoskit.scenarios._scenario import Scenario, load_battery  # noqa: E402
 
 PLAIN = (
     "refund-after-500.yaml",

@@ -73,6 +73,6 @@ from chaoskit.replay._episode import episode as episode
 from chaoskit.runner._battery import run_battery as run_battery
 from chaoskit.runner._results import BatteryResult as BatteryResult
 from chaoskit.runner._results import EpisodeResult as EpisodeResult
-from chaoskit.runner._scenario import Scenario as Scenario
-from chaoskit.runner._scenario import load_battery as load_battery
-from chaoskit.runner._scenario import load_scenario as load_scenario
+from chaoskit.scenarios._scenario import Scenario as Scenario
+from chaoskit.scenarios._scenario import load_battery as load_battery
+from chaoskit.scenarios._scenario import load_scenario as load_scenario

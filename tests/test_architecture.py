@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "testing"),
     ("report", "suggest"),
     ("runner",),
+    ("scenarios",),
     ("replay",),
     ("judge",),
     ("metrics",),

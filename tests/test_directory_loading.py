@@ -10,8 +10,8 @@ from _battery_world import FETCH, PLAIN, SAVE, write
 
 from chaoskit._errors import ChaoskitError, PlanError
 from chaoskit.runner._battery import run_battery
-from chaoskit.runner._battery_file import filter_tags, parse_tags, select
-from chaoskit.runner._scenario import load_battery, load_scenarios
+from chaoskit.scenarios._battery_file import filter_tags, parse_tags, select
+from chaoskit.scenarios._scenario import load_battery, load_scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
 

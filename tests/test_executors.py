@@ -23,8 +23,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from chaoskit.report._merge import merge_results
 from chaoskit.runner._battery import run_battery
-from chaoskit.runner._battery_file import select
 from chaoskit.runner._grid import RunConfig, count_episodes, plan_episodes
+from chaoskit.scenarios._battery_file import select
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = [str(ROOT / "examples" / "scenarios")]

@@ -197,7 +197,13 @@ def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
         ("--plan", str(tmp_path / "none.yaml"), *up): "none.yaml",
         ("--plan", str(plan_file), "--upstream", "ftp://x"): "--upstream 'ftp://x'",
         ("--plan", str(good), *up, "--listen", "here"): "--listen 'here': expected HOST:PORT",
-        ("--plan", str(good), *up, "--openapi", str(good)): "expected an OpenAPI document",
+        (
+            "--plan",
+            str(good),
+            *up,
+            "--openapi",
+            str(good),
+        ): f"--openapi {good}: not an OpenAPI file: expected a mapping with 'openapi' and 'paths'",
     }
     for args, message in cases.items():
         out = _run(tmp_path / str(len(message)), "http-proxy", *args)

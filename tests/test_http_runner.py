@@ -16,7 +16,7 @@ import pytest
 from _badinput import run_cli
 
 from chaoskit import PlanError
-from chaoskit.runner import load_scenario
+from chaoskit.scenarios import load_scenario
 
 pytest.importorskip("uvicorn", reason="the http extra is not installed (pip install 'chaoskit[http]')")
 pytest.importorskip("httpx", reason="the example agent needs httpx")

@@ -10,7 +10,7 @@ import pytest
 
 from chaoskit.cli._main import main
 from chaoskit.runner._grid import RunConfig, plan_episodes
-from chaoskit.runner._scenario import load_battery
+from chaoskit.scenarios._scenario import load_battery
 
 ROOT = Path(__file__).resolve().parents[1]
 BATTERY = ROOT / "examples" / "scenarios"

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from chaoskit import PlanError
-from chaoskit.runner._scenario import load_battery, load_scenario
+from chaoskit.scenarios._scenario import load_battery, load_scenario
 
 GOOD = """\
 name: refund

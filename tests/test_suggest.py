@@ -14,7 +14,7 @@ import yaml
 
 from chaoskit import chaos
 from chaoskit.cli._main import main
-from chaoskit.runner._scenario import load_scenario
+from chaoskit.scenarios._scenario import load_scenario
 from chaoskit.suggest import FAULTS, SuggestError, discover, suggest
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ import pytest
 
 from chaoskit import chaos
 from chaoskit.cli._main import main
-from chaoskit.runner._scenario import load_scenario
+from chaoskit.scenarios._scenario import load_scenario
 from chaoskit.suggest import Param, SuggestError, ToolInfo, classify, declared_findings, register_describer, suggest
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
 from chaoskit.replay import ON_MISS, Cassette, episode
 from chaoskit.runner._agents import PythonAgent, resolve_agent
-from chaoskit.runner._scenario import load_scenario
+from chaoskit.scenarios._scenario import load_scenario
 from chaoskit.semconv import EPISODE_PREFIX, PLAN
 from chaoskit.telemetry import capture
 

@@ -10,8 +10,8 @@ from chaoskit._errors import ChaoskitError
 from chaoskit.cli._gate_output import add_gate_options, baseline_from, finish
 from chaoskit.cli._judge_options import add_judge_options, battery_judge, judge_and_gate
 from chaoskit.runner._battery import run_battery
-from chaoskit.runner._battery_file import parse_tags, select
 from chaoskit.runner._summary import apply_contracts
+from chaoskit.scenarios._battery_file import parse_tags, select
 from chaoskit.suggest._suggest import declared_for
 
 

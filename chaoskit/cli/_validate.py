@@ -11,7 +11,7 @@ from chaoskit._errors import PlanError
 from chaoskit.plan._locate import _SYNONYMS
 from chaoskit.plan._model import Plan
 from chaoskit.plan._yaml import load_yaml, read_source
-from chaoskit.runner._scenario import Scenario, load_scenario
+from chaoskit.scenarios._scenario import Scenario, load_scenario
 
 
 def add_parser(sub: Any) -> None:

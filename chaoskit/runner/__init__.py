@@ -1,4 +1,4 @@
-"""Layer 5, the battery runner: scenarios, the (k, epsilon, lambda) grid, episodes and their results."""
+"""The battery runner: the run config, the (k, epsilon, lambda) grid, executors, episodes, results and the gate."""
 
 from chaoskit.runner._agents import AgentError, CommandAgent, PythonAgent, resolve_agent
 from chaoskit.runner._battery import run_battery
@@ -9,7 +9,6 @@ from chaoskit.runner._grid import EpisodePlan, RunConfig, derive_seed, plan_epis
 from chaoskit.runner._intensity import Profile, load_profile
 from chaoskit.runner._progress import Progress
 from chaoskit.runner._results import BatteryResult, Cell, EpisodeResult, Summary, Verdict
-from chaoskit.runner._scenario import Scenario, Success, load_battery, load_scenario
 from chaoskit.runner._summary import summarize
 
 __all__ = [
@@ -26,16 +25,12 @@ __all__ = [
     "Progress",
     "PythonAgent",
     "RunConfig",
-    "Scenario",
-    "Success",
     "Summary",
     "Verdict",
     "check_gate",
     "derive_seed",
     "load_baseline",
-    "load_battery",
     "load_profile",
-    "load_scenario",
     "make_baseline",
     "plan_episodes",
     "resolve_agent",

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chaoskit._errors import ChaoskitError, PlanError
-from chaoskit.runner._scenario import _is_ref, resolve_ref
+from chaoskit.scenarios._scenario import _is_ref, resolve_ref
 
 __all__ = ["AgentError", "CommandAgent", "PythonAgent", "resolve_agent"]
 

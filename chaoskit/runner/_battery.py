@@ -16,7 +16,6 @@ import chaoskit.telemetry as telemetry
 from chaoskit._errors import ChaoskitError
 from chaoskit.metrics._cost import Prices
 from chaoskit.runner._agents import AgentError, CommandAgent, PythonAgent
-from chaoskit.runner._battery_file import Selection, filter_tags, select
 from chaoskit.runner._episode_runner import EpisodeRunner
 from chaoskit.runner._executor import Executor, LocalExecutor
 from chaoskit.runner._executor_process import ProcessExecutor, default_workers
@@ -27,11 +26,12 @@ from chaoskit.runner._grid import EpisodePlan, RunConfig, agents_for, count_epis
 from chaoskit.runner._intensity import Profile, load_profile
 from chaoskit.runner._progress import Progress
 from chaoskit.runner._results import BatteryResult, EpisodeResult
-from chaoskit.runner._scenario import Scenario
 from chaoskit.runner._spans import SpanCollector, TraceSink
 from chaoskit.runner._summary import summarize
 from chaoskit.runner._tools import check_agent_tools, check_trace_tools
 from chaoskit.runner._workers import SpanMerger, parts_dir
+from chaoskit.scenarios._battery_file import Selection, filter_tags, select
+from chaoskit.scenarios._scenario import Scenario
 
 __all__ = ["SPOOL_OVER", "run_battery"]
 
@@ -76,7 +76,7 @@ def run_battery(
     on_miss: str = "error",
 ) -> BatteryResult:
     """Run a battery and grade it. ``paths`` are scenario files, directories, globs or battery files (or pass
-    ``scenarios``, or a ``selection`` from :func:`chaoskit.runner._battery_file.select`)::
+    ``scenarios``, or a ``selection`` from :func:`chaoskit.scenarios._battery_file.select`)::
 
         result = chaoskit.run_battery(["examples/scenarios"], agent="examples.plain.agents:careful",
                                       repeat=3, intensities=[0, 0.1, 0.3], seed=1)

@@ -31,9 +31,9 @@ from chaoskit.runner._intensity import with_background
 from chaoskit.runner._metrics import run_metrics
 from chaoskit.runner._proxies import tool_proxies
 from chaoskit.runner._results import EpisodeResult
-from chaoskit.runner._scenario import Scenario
 from chaoskit.runner._spans import SpanCollector, TraceSink
 from chaoskit.runner._spawn import spawn
+from chaoskit.scenarios._scenario import Scenario
 from chaoskit.semconv import (
     EPISODE_PREFIX,
     EPISODE_SCORE,

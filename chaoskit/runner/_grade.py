@@ -15,7 +15,7 @@ from chaoskit.grading._score import score
 from chaoskit.grading._trace import Trace
 from chaoskit.grading._truth import episode_truth
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
-from chaoskit.runner._scenario import Scenario
+from chaoskit.scenarios._scenario import Scenario
 
 __all__ = [
     "TIMELINE_MAX",

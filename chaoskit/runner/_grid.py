@@ -13,7 +13,7 @@ from chaoskit.runner._agents import AgentError
 from chaoskit.runner._gate import check_gate
 from chaoskit.runner._intensity import Profile, load_profile
 from chaoskit.runner._perturb import Perturbation, perturb
-from chaoskit.runner._scenario import Scenario
+from chaoskit.scenarios._scenario import Scenario
 
 __all__ = ["EpisodePlan", "RunConfig", "agents_for", "count_episodes", "derive_seed", "iter_episodes", "plan_episodes"]
 

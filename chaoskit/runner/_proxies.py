@@ -9,6 +9,7 @@ itself is a ``chaoskit`` subcommand from an extra, started as a process, so the 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import shlex
@@ -27,8 +28,9 @@ from chaoskit._errors import ChaoskitError, PlanError
 from chaoskit.plan._locate import _line_for
 from chaoskit.plan._model import Plan
 from chaoskit.plan._yaml import load_yaml, read_source
-from chaoskit.runner._scenario import Scenario
-from chaoskit.runner._servers import PORT, READY_FILE, HttpUpstream, McpServer, http_route, openapi_operations
+from chaoskit.scenarios import operation_ids, read_document
+from chaoskit.scenarios._scenario import Scenario
+from chaoskit.scenarios._servers import PORT, READY_FILE, HttpUpstream, McpServer, http_route
 
 __all__ = ["PROXIES", "ProxyError", "tool_proxies"]
 
@@ -174,9 +176,8 @@ def _openapi(api: HttpUpstream, path: Path) -> Path | None:
         return Path(api.openapi) if api.openapi else None
     doc: dict[str, Any] = {"openapi": "3.0.3", "info": {"title": "chaoskit", "version": "0"}, "paths": {}}
     if api.openapi:
-        text = Path(api.openapi).read_text(encoding="utf-8")
-        doc = json.loads(text) if api.openapi.lower().endswith(".json") else yaml.safe_load(text)
-    ops = openapi_operations(api.openapi) if api.openapi else {}
+        doc = copy.deepcopy(dict(read_document(api.openapi)))
+    ops = operation_ids(api.openapi) if api.openapi else {}
     paths = doc.setdefault("paths", {})
     for tool in api.irreversible:
         method, template = http_route(tool) or ops[tool]
@@ -189,7 +190,7 @@ def _openapi(api: HttpUpstream, path: Path) -> Path | None:
 
 def _check_tools(api: HttpUpstream, plan: Plan) -> None:
     """Every tool the plan names is a route or an operationId of the API, else a PlanError at the fault's line."""
-    ops = openapi_operations(api.openapi) if api.openapi else {}
+    ops = operation_ids(api.openapi) if api.openapi else {}
     for i, fault in enumerate(plan.faults):
         for name in fault.tool_names():
             if http_route(name) is not None or name in ops:

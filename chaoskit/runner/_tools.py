@@ -12,7 +12,7 @@ from chaoskit._errors import ChaoskitError, PlanError
 from chaoskit.plan._locate import _line_for, _suggest
 from chaoskit.plan._yaml import load_yaml
 from chaoskit.runner._results import EpisodeResult
-from chaoskit.runner._scenario import Scenario
+from chaoskit.scenarios._scenario import Scenario
 
 __all__ = ["check_agent_tools", "check_trace_tools"]
 

@@ -22,8 +22,8 @@ from chaoskit.runner._grade import grade_or_refuse, task_criteria
 from chaoskit.runner._grid import EpisodePlan, RunConfig
 from chaoskit.runner._perturb import perturb
 from chaoskit.runner._results import EpisodeResult
-from chaoskit.runner._scenario import Scenario
 from chaoskit.runner._spans import SpanCollector, TraceSink
+from chaoskit.scenarios._scenario import Scenario
 
 __all__ = [
     "EpisodeRef",

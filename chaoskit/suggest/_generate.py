@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaoskit.runner._scenario import load_scenario
+from chaoskit.scenarios._scenario import load_scenario
 from chaoskit.suggest._model import Classification, SuggestError
 from chaoskit.suggest._tasks import Task
 

@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from chaoskit._errors import ChaoskitError
-from chaoskit.plan._yaml import load_yaml
+from chaoskit.scenarios import OpenAPIError, read_document, read_operations
 from chaoskit.suggest._model import Param, SuggestError, ToolInfo
 
 __all__ = ["read_openapi"]
-
-_METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
-
-
-def _flag(op: Mapping[str, Any], key: str, where: str) -> bool | None:
-    value = op.get(key)
-    if value is None or isinstance(value, bool):
-        return value
-    raise SuggestError(f"{where}.{key}: expected true or false, got {value!r}")
 
 
 def _ref(doc: Mapping[str, Any], schema: Any, where: str) -> Any:
@@ -90,66 +78,31 @@ def _result(doc: Mapping[str, Any], op: Mapping[str, Any], where: str) -> Any:
     return None
 
 
-def _parse(text: str, src: str) -> Any:
-    """The file's document. JSON (what large public specs ship as) is read by ``json``, with no limit on how many
-    values it holds; YAML by chaoskit's safe loader, which refuses more than its limit of values (alias bombs)."""
-    if src.lower().endswith(".json") or text.lstrip().startswith("{"):
-        try:
-            return json.loads(text)
-        except ValueError as exc:
-            if src.lower().endswith(".json"):
-                raise SuggestError(f"{src}: cannot parse the OpenAPI file as JSON: {exc}") from None
-    try:
-        return load_yaml(text, src)[0]
-    except ChaoskitError as exc:
-        if "values" in str(exc) and "limited" in str(exc):
-            raise SuggestError(
-                f"{src}: the OpenAPI file holds more values than the YAML reader takes ({exc}); give the same "
-                "spec as JSON (e.g. the provider's openapi.json), which is read without that limit"
-            ) from None
-        raise SuggestError(f"cannot parse the OpenAPI file: {exc}") from None
-
-
 def read_openapi(path: str | os.PathLike[str]) -> list[ToolInfo]:
     """The operations of an OpenAPI file as tools. ``x-chaoskit-irreversible`` / ``x-chaoskit-idempotent`` on
     an operation are explicit marks; the method is the next-best declaration (as the HTTP proxy reads it)."""
     src = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuggestError(f"{src}: cannot read the OpenAPI file: {type(exc).__name__}: {exc}") from None
-    doc = _parse(text, src)
-    if not isinstance(doc, Mapping) or not isinstance(doc.get("paths"), Mapping):
-        raise SuggestError(
-            f"{src}: not an OpenAPI file: expected a mapping with 'openapi' and 'paths' (path -> method -> operation)"
-        )
+        doc = read_document(path)
+        operations = read_operations(path, doc)
+    except OpenAPIError as exc:
+        raise SuggestError(str(exc)) from None
     tools: list[ToolInfo] = []
-    for route, item in doc["paths"].items():
-        if not isinstance(item, Mapping):
-            raise SuggestError(f"{src}: paths.{route}: expected a mapping of HTTP methods to operations")
-        for method in _METHODS:
-            op = item.get(method)
-            if op is None:
-                continue
-            where = f"{src}: paths.{route}.{method}"
-            if not isinstance(op, Mapping):
-                raise SuggestError(f"{where}: expected an operation (a mapping), got {type(op).__name__}")
-            name = op.get("operationId") or f"{method.upper()} {route}"
-            if not isinstance(name, str):
-                raise SuggestError(f"{where}.operationId: expected a string, got {name!r}")
-            tools.append(
-                ToolInfo(
-                    name=name,
-                    description=op.get("summary") or op.get("description"),
-                    params=_params(doc, op, item.get("parameters"), where),
-                    result=_result(doc, op, where),
-                    irreversible=_flag(op, "x-chaoskit-irreversible", where),
-                    idempotent=_flag(op, "x-chaoskit-idempotent", where),
-                    http=f"{method.upper()} {route}",
-                    statuses=tuple(str(s) for s in (op.get("responses") or {})),
-                    source=f"openapi:{src}",
-                )
+    for op in operations:
+        raw = op.op
+        tools.append(
+            ToolInfo(
+                name=op.name,
+                description=raw.get("summary") or raw.get("description"),
+                params=_params(doc, raw, op.item.get("parameters"), op.where),
+                result=_result(doc, raw, op.where),
+                irreversible=op.irreversible,
+                idempotent=op.idempotent,
+                http=f"{op.method} {op.template}",
+                statuses=tuple(str(s) for s in (raw.get("responses") or {})),
+                source=f"openapi:{src}",
             )
+        )
     if not tools:
         raise SuggestError(f"{src}: the OpenAPI file has no operations under 'paths'")
     return tools

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.runner._discover import has_top_level_key, in_scenarios_folder
-from chaoskit.runner._scenario import Scenario, load_scenario
+from chaoskit.scenarios._files import has_top_level_key, in_scenarios_folder
+from chaoskit.scenarios._scenario import Scenario, load_scenario
 
 __all__ = ["Task", "agent_scenarios", "pick_tasks"]
 

@@ -12,18 +12,15 @@ operation may say otherwise with ``x-chaoskit-irreversible`` / ``x-chaoskit-idem
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from chaoskit import ChaoskitError, Plan, PlanError
 from chaoskit.engine import ToolSpec
+from chaoskit.scenarios import OpenAPIError, read_operations
 
 __all__ = ["DATA_FAULTS", "IDEMPOTENCY_ARG", "METHODS", "Route", "RouteTable", "load_openapi", "parse_route"]
 
@@ -80,62 +77,15 @@ class Route:
 
 
 def load_openapi(path: str | os.PathLike[str]) -> list[Route]:
-    """The operations of an OpenAPI (3.x or Swagger 2) file, JSON or YAML; a bad file is a ChaoskitError."""
-    p = Path(path)
+    """The operations of an OpenAPI (3.x or Swagger 2) file, JSON or YAML, read by chaoskit's one OpenAPI reader;
+    a bad file is a ChaoskitError naming ``--openapi``, the file and the place."""
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ChaoskitError(f"--openapi {p}: cannot read it ({exc.strerror or exc})") from exc
-    try:
-        doc = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise ChaoskitError(f"--openapi {p}: not valid JSON or YAML ({exc})") from exc
-    paths = doc.get("paths") if isinstance(doc, Mapping) else None
-    if not isinstance(paths, Mapping):
-        raise ChaoskitError(f"--openapi {p}: expected an OpenAPI document with a 'paths' mapping")
-    routes: list[Route] = []
-    seen: dict[str, str] = {}
-    for template, ops in paths.items():
-        if not isinstance(template, str) or not template.startswith("/") or not isinstance(ops, Mapping):
-            raise ChaoskitError(f"--openapi {p}: paths: {template!r} must be a path starting with '/', mapping methods")
-        for method, op in ops.items():
-            if not isinstance(method, str) or method.upper() not in METHODS:
-                continue  # parameters, summary, servers, x-...: not operations
-            where = f"--openapi {p}: paths.{template}.{method}"
-            if not isinstance(op, Mapping):
-                raise ChaoskitError(f"{where}: expected an operation mapping")
-            op_id = op.get("operationId")
-            if op_id is not None and (not isinstance(op_id, str) or not op_id):
-                raise ChaoskitError(f"{where}.operationId: expected a non-empty string, got {op_id!r}")
-            if op_id is not None and op_id in seen:
-                raise ChaoskitError(f"{where}.operationId: {op_id!r} is also the operationId of {seen[op_id]}")
-            route = Route(
-                method.upper(),
-                template,
-                op_id,
-                _summary(op),
-                _flag(op, "x-chaoskit-irreversible", where),
-                _flag(op, "x-chaoskit-idempotent", where),
-            )
-            if op_id is not None:
-                seen[op_id] = route.key
-            routes.append(route)
-    return routes
-
-
-def _summary(op: Mapping[str, Any]) -> str | None:
-    for key in ("summary", "description"):
-        text = op.get(key)
-        if isinstance(text, str) and text.strip():
-            return text.strip().splitlines()[0]
-    return None
-
-
-def _flag(op: Mapping[str, Any], key: str, where: str) -> bool | None:
-    value = op.get(key)
-    if value is not None and not isinstance(value, bool):
-        raise ChaoskitError(f"{where}.{key}: expected true or false, got {value!r}")
-    return value
+        operations = read_operations(path)
+    except OpenAPIError as exc:
+        raise ChaoskitError(f"--openapi {exc}") from None
+    return [
+        Route(op.method, op.template, op.operation_id, op.summary, op.irreversible, op.idempotent) for op in operations
+    ]
 
 
 class RouteTable:

@@ -23,9 +23,9 @@ from chaoskit.plan._fields import _is_int
 from chaoskit.plan._locate import _line_for, _PlanErrorsInit, _suggest, raw_validation, validation_to_plan_error
 from chaoskit.plan._model import Plan
 from chaoskit.plan._yaml import load_yaml, read_source
-from chaoskit.runner._discover import expand
-from chaoskit.runner._harness import success_from_list, success_list_with_lines, with_max_retries
-from chaoskit.runner._servers import HttpUpstream, McpServer
+from chaoskit.scenarios._files import expand
+from chaoskit.scenarios._harness import success_from_list, success_list_with_lines, with_max_retries
+from chaoskit.scenarios._servers import HttpUpstream, McpServer
 
 __all__ = ["Scenario", "Success", "check_registry", "load_battery", "load_scenario", "load_scenarios", "resolve_ref"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -10,14 +9,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from chaoskit._errors import PlanError
 from chaoskit.plan._locate import _PlanErrorsInit, _suggest
 from chaoskit.plan._model import Plan
+from chaoskit.scenarios._openapi import operation_ids
 
-__all__ = ["PORT", "READY_FILE", "HttpUpstream", "McpServer", "command_argv", "http_route", "openapi_operations"]
+__all__ = ["PORT", "READY_FILE", "HttpUpstream", "McpServer", "command_argv", "http_route"]
 
 
 def command_argv(v: Any, what: str) -> Any:
@@ -103,30 +102,6 @@ def http_route(text: str) -> tuple[str, str] | None:
     return m.group(1).upper(), m.group(2)
 
 
-def openapi_operations(path: str | os.PathLike[str]) -> dict[str, tuple[str, str]]:
-    """The operationIds of an OpenAPI file (JSON or YAML) -> (method, path template); a bad file: ValueError."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read the OpenAPI file {str(p)!r} ({exc.strerror or exc})") from None
-    try:
-        doc = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise ValueError(
-            f"the OpenAPI file {str(p)!r} is not valid JSON or YAML ({str(exc).splitlines()[0]})"
-        ) from None
-    paths = doc.get("paths") if isinstance(doc, Mapping) else None
-    if not isinstance(paths, Mapping):
-        raise ValueError(f"the OpenAPI file {str(p)!r} has no 'paths' mapping")
-    out: dict[str, tuple[str, str]] = {}
-    for template, ops in paths.items():
-        for method, op in (ops or {}).items() if isinstance(ops, Mapping) else ():
-            if isinstance(op, Mapping) and isinstance(op.get("operationId"), str):
-                out[op["operationId"]] = (str(method).upper(), str(template))
-    return out
-
-
 class HttpUpstream(_PlanErrorsInit):
     """``http:``: the REST API whose routes are the agent's tools; the runner puts ``chaoskit http-proxy`` in front.
 
@@ -184,7 +159,7 @@ class HttpUpstream(_PlanErrorsInit):
         if v is not None:
             if not Path(v).is_file():
                 raise ValueError(f"no such file {v!r} (relative to the current directory, {os.getcwd()})")
-            openapi_operations(v)
+            operation_ids(v)
         return v
 
     @field_validator("irreversible", mode="before")
@@ -208,7 +183,7 @@ class HttpUpstream(_PlanErrorsInit):
             raise ValueError("give the API either as command: [...] (the runner starts it) or as url: http://...")
         ids = [t for t in self.irreversible if http_route(t) is None]
         if ids:
-            known = openapi_operations(self.openapi) if self.openapi else {}
+            known = operation_ids(self.openapi) if self.openapi else {}
             unknown = [t for t in ids if t not in known]
             if unknown:
                 where = (

@@ -21,8 +21,8 @@ from typing import Any
 from chaoskit._errors import ChaoskitError, PlanError
 from chaoskit.plan._locate import _line_for, _suggest
 from chaoskit.plan._yaml import load_yaml, read_source
-from chaoskit.runner._discover import has_top_level_key
-from chaoskit.runner._scenario import Scenario, load_scenarios
+from chaoskit.scenarios._files import has_top_level_key
+from chaoskit.scenarios._scenario import Scenario, load_scenarios
 
 __all__ = ["Selection", "battery_file_of", "filter_tags", "parse_tags", "select"]
 
