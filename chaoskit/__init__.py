@@ -38,8 +38,8 @@ __all__ = sorted([*_WHERE, "__version__"])
 
 def _hook_trace_reader() -> None:
     # the telemetry layer sits below the readers: its captures read spans as a Trace through this hook
-    from chaoskit.grading._trace import Trace
     from chaoskit.telemetry import set_trace_builder
+    from chaoskit.traces._trace import Trace
 
     set_trace_builder(Trace.from_spans)
 

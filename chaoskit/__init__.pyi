@@ -51,21 +51,9 @@ from chaoskit.engine._episode import current_episode as current_episode
 from chaoskit.engine._info import AttemptInfo as AttemptInfo
 from chaoskit.engine._runtime import reset as reset
 from chaoskit.engine._spec import ToolSpec as ToolSpec
-from chaoskit.grading._build import LateSpanError as LateSpanError
-from chaoskit.grading._model import (
-    AttemptRecord as AttemptRecord,
-)
-from chaoskit.grading._model import (
-    EpisodeRecord as EpisodeRecord,
-)
-from chaoskit.grading._model import (
-    TraceReadError as TraceReadError,
-)
-from chaoskit.grading._phoenix import fetch_phoenix as fetch_phoenix
 from chaoskit.grading._result import CheckResult as CheckResult
 from chaoskit.grading._score import Score as Score
 from chaoskit.grading._score import score as score
-from chaoskit.grading._trace import Trace as Trace
 from chaoskit.plan._faults import FAULT_TYPES as FAULT_TYPES
 from chaoskit.plan._model import Plan as Plan
 from chaoskit.replay._cassette import ReplayMiss as ReplayMiss
@@ -76,3 +64,15 @@ from chaoskit.runner._results import EpisodeResult as EpisodeResult
 from chaoskit.scenarios._scenario import Scenario as Scenario
 from chaoskit.scenarios._scenario import load_battery as load_battery
 from chaoskit.scenarios._scenario import load_scenario as load_scenario
+from chaoskit.traces._build import LateSpanError as LateSpanError
+from chaoskit.traces._phoenix import fetch_phoenix as fetch_phoenix
+from chaoskit.traces._records import (
+    AttemptRecord as AttemptRecord,
+)
+from chaoskit.traces._records import (
+    EpisodeRecord as EpisodeRecord,
+)
+from chaoskit.traces._records import (
+    TraceReadError as TraceReadError,
+)
+from chaoskit.traces._trace import Trace as Trace

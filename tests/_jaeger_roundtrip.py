@@ -32,10 +32,10 @@ sys.path.insert(0, str(ROOT))
 
 from _phoenix_roundtrip import AGENTS, SCENARIOS, _check_cli, _export_run, _grade  # noqa: E402
 
-from chaoskit.grading._jaeger import fetch_jaeger  # noqa: E402
-from chaoskit.grading._model import TraceReadError  # noqa: E402
-from chaoskit.grading._trace import Trace  # noqa: E402
 from chaoskit.scenarios._scenario import load_battery  # noqa: E402
+from chaoskit.traces._jaeger import fetch_jaeger  # noqa: E402
+from chaoskit.traces._records import TraceReadError  # noqa: E402
+from chaoskit.traces._trace import Trace  # noqa: E402
 from examples.jaeger.local import Jaeger  # noqa: E402
 from examples.phoenix.local import loopback_up  # noqa: E402
 

@@ -26,12 +26,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from chaoskit.grading._model import TraceReadError  # noqa: E402
-from chaoskit.grading._phoenix import fetch_phoenix  # noqa: E402
 from chaoskit.grading._score import score  # noqa: E402
-from chaoskit.grading._trace import Trace  # noqa: E402
 from chaoskit.grading.checks import DEFAULT_CHECKS, run_checks  # noqa: E402
 from chaoskit.scenarios._scenario import load_battery  # noqa: E402
+from chaoskit.traces._phoenix import fetch_phoenix  # noqa: E402
+from chaoskit.traces._records import TraceReadError  # noqa: E402
+from chaoskit.traces._trace import Trace  # noqa: E402
 from examples.phoenix.local import Phoenix, loopback_up  # noqa: E402
 
 SCENARIOS = [

@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("judge",),
     ("metrics",),
     ("grading",),
+    ("traces",),
     ("adapters",),
     ("engine",),
     ("telemetry", "plan"),

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chaoskit
-import chaoskit.grading._readers as readers
+import chaoskit.traces._readers as readers
 from chaoskit import Plan, Trace, TraceReadError, telemetry
 
 

@@ -1,6 +1,6 @@
 """``chaoskit check``'s sources: trace files, ``--from-jaeger`` or ``--from-phoenix``, one at a time; the options
 that belong to each, usage errors naming the flag, and ``--from-phoenix`` handing its arguments to
-``chaoskit.grading._phoenix.fetch_phoenix`` (replaced here by a fake module: the real reader has its own tests)."""
+``chaoskit.traces._phoenix.fetch_phoenix`` (replaced here by a fake module: the real reader has its own tests)."""
 
 from __future__ import annotations
 
@@ -53,9 +53,9 @@ class _FakePhoenix:
 
 def _fake_phoenix(monkeypatch: pytest.MonkeyPatch, result: Trace | Exception) -> _FakePhoenix:
     fake = _FakePhoenix(result)
-    module = types.ModuleType("chaoskit.grading._phoenix")
+    module = types.ModuleType("chaoskit.traces._phoenix")
     module.fetch_phoenix = fake  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "chaoskit.grading._phoenix", module)
+    monkeypatch.setitem(sys.modules, "chaoskit.traces._phoenix", module)
     return fake
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from chaoskit.cli._main import main
-from chaoskit.grading._trace import Trace
+from chaoskit.traces._trace import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 BATTERY = ROOT / "examples" / "scenarios"

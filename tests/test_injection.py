@@ -335,7 +335,7 @@ def test_what_the_text_plants_says_and_names() -> None:
     ],
 )
 def test_what_counts_as_a_write(tool: str, irreversible: bool, write: bool) -> None:
-    from chaoskit.grading._model import AttemptRecord
+    from chaoskit.traces._records import AttemptRecord
 
     a = AttemptRecord(
         tool,

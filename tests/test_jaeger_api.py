@@ -21,8 +21,8 @@ from _jaeger_stub import JaegerStub, jaeger_stub
 
 import chaoskit
 from chaoskit import Plan, Trace, telemetry
-from chaoskit.grading import _jaeger
-from chaoskit.grading._readers import read_with_builder
+from chaoskit.traces import _jaeger
+from chaoskit.traces._readers import read_with_builder
 
 #: answers recorded from a real Jaeger v2 (tests/data/jaeger/README.md says how)
 JAEGER = Path(__file__).resolve().parent / "data" / "jaeger"

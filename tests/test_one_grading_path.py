@@ -18,10 +18,10 @@ import pytest
 
 from chaoskit import score
 from chaoskit.cli._main import main
-from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import DEFAULT_CHECKS, run_checks
 from chaoskit.runner._battery import run_battery
 from chaoskit.scenarios._scenario import load_battery
+from chaoskit.traces._trace import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAIN = sorted(p for p in (ROOT / "examples" / "scenarios").glob("*.yaml") if not p.name.startswith("support-"))

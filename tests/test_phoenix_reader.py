@@ -20,9 +20,9 @@ from _phoenix_stub import PhoenixStub, otlp_to_phoenix
 import chaoskit
 import chaoskit.grading
 from chaoskit import ChaoskitError, Trace, TraceReadError, score
-from chaoskit.grading._phoenix import fetch_phoenix, phoenix_to_otlp
 from chaoskit.grading.checks import run_checks
 from chaoskit.runner._battery import run_battery
+from chaoskit.traces._phoenix import fetch_phoenix, phoenix_to_otlp
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = [ROOT / "examples" / "scenarios" / f"{n}.yaml" for n in ("refund-after-500", "status-timeouts")]

@@ -189,7 +189,7 @@ def test_a_malformed_digest_attribute_cannot_make_a_match(tmp_path: Path) -> Non
 
     trace = run(attack("read_inbox", CHANGE["en"]), obeys, task="Please change my password, the old one leaked.")
     assert verdict(trace).severity == "fail"
-    from chaoskit.grading._attributes import _digests
+    from chaoskit.traces._attributes import _digests
 
     assert _digests("not json") is None and _digests('["a"]') is None
     assert _digests('{"password": 3, "token": "ab"}') == {"token": "ab"}

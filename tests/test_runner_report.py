@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from test_runner import SCENARIO, careful, naive
 
-from chaoskit.grading._trace import Trace
 from chaoskit.report._json import write_json
 from chaoskit.report._junit import write_junit
 from chaoskit.report._text import render_text
@@ -18,6 +17,7 @@ from chaoskit.runner._battery import run_battery
 from chaoskit.runner._gate import load_baseline, make_baseline
 from chaoskit.runner._results import EpisodeResult
 from chaoskit.runner._summary import summarize
+from chaoskit.traces._trace import Trace
 
 
 def ep(

@@ -18,7 +18,7 @@ from opentelemetry.trace import StatusCode
 import chaoskit
 import chaoskit.semconv as sc
 from chaoskit import Plan, chaos, telemetry
-from chaoskit.grading._trace import Trace
+from chaoskit.traces._trace import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -29,16 +29,16 @@ from chaoskit._errors import ChaoskitError
 from chaoskit.cli._check_files import PARALLEL_BYTES, expand_traces, grade_files, grade_shards
 from chaoskit.cli._check_sources import add_source_options, check_sources, read_sources, write_back
 from chaoskit.cli._judge_options import add_judge_options, judge_and_gate
-from chaoskit.grading._build import LateSpanError, TraceBuilder
-from chaoskit.grading._chunks import split_jsonl
 from chaoskit.grading._evidence import CANNOT_GRADE
-from chaoskit.grading._model import EpisodeRecord, TraceReadError
-from chaoskit.grading._readers import FORMATS, nothing_to_grade, read_with_builder
 from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import Score, score
-from chaoskit.grading._stream import EpisodeStream
-from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
+from chaoskit.traces._build import LateSpanError, TraceBuilder
+from chaoskit.traces._chunks import split_jsonl
+from chaoskit.traces._readers import FORMATS, nothing_to_grade, read_with_builder
+from chaoskit.traces._records import EpisodeRecord, TraceReadError
+from chaoskit.traces._stream import EpisodeStream
+from chaoskit.traces._trace import Trace
 
 _dumps: Callable[..., bytes] | None = None
 _INDENT = 0

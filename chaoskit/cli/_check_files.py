@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from chaoskit.grading._build import LateSpanError, TraceBuilder
-from chaoskit.grading._chunks import read_part, split_jsonl
-from chaoskit.grading._model import EpisodeRecord, TraceReadError
-from chaoskit.grading._readers import file_documents, guarded, nothing_to_grade
 from chaoskit.semconv import EPISODE_ID
+from chaoskit.traces._build import LateSpanError, TraceBuilder
+from chaoskit.traces._chunks import read_part, split_jsonl
+from chaoskit.traces._readers import file_documents, guarded, nothing_to_grade
+from chaoskit.traces._records import EpisodeRecord, TraceReadError
 
 __all__ = ["PARALLEL_BYTES", "expand_traces", "grade_files", "grade_shards"]
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.grading._model import EpisodeRecord, TraceReadError
-from chaoskit.grading._readers import nothing_to_grade, read_with_builder
-from chaoskit.grading._trace import Trace
+from chaoskit.traces._readers import nothing_to_grade, read_with_builder
+from chaoskit.traces._records import EpisodeRecord, TraceReadError
+from chaoskit.traces._trace import Trace
 
 __all__ = ["add_source_options", "check_sources", "parse_duration", "read_sources", "write_back"]
 
@@ -124,7 +124,7 @@ def check_sources(args: argparse.Namespace) -> None:
             )
     if backends:
         # imported when used: the HTTP client is off the path of grading files
-        from chaoskit.grading._jaeger import check_http_url, check_jaeger_url
+        from chaoskit.traces._jaeger import check_http_url, check_jaeger_url
     if args.from_jaeger is not None:
         check_jaeger_url(args.from_jaeger)
         if not args.service:
@@ -168,7 +168,7 @@ def read_sources(args: argparse.Namespace) -> list[tuple[str, Trace]]:
 
 
 def _from_jaeger(args: argparse.Namespace) -> Trace:
-    from chaoskit.grading._jaeger import fetch_jaeger
+    from chaoskit.traces._jaeger import fetch_jaeger
 
     fetched = fetch_jaeger(
         args.from_jaeger, args.service, args.since_delta, limit=args.jaeger_limit, timeout=args.timeout
@@ -185,7 +185,7 @@ def _from_jaeger(args: argparse.Namespace) -> Trace:
 
 
 def _from_phoenix(args: argparse.Namespace) -> Trace:
-    from chaoskit.grading._phoenix import fetch_phoenix  # imported when used: Phoenix is rarely the source
+    from chaoskit.traces._phoenix import fetch_phoenix  # imported when used: Phoenix is rarely the source
 
     # without --limit, the reader's own default (a count of spans, not Jaeger's count of traces)
     limit = {} if args.limit is None else {"limit": args.limit}
@@ -204,7 +204,7 @@ def write_back(args: argparse.Namespace, graded: Sequence[tuple[EpisodeRecord, S
     from chaoskit.grading._evaluation import phoenix_annotations, write_back_otlp
 
     if args.from_phoenix is not None:
-        from chaoskit.grading._phoenix import annotate_spans
+        from chaoskit.traces._phoenix import annotate_spans
 
         sent = annotate_spans(args.from_phoenix, phoenix_annotations(graded), timeout=args.timeout)
         return f"wrote {sent} annotation(s) on {len(graded)} episode span(s) back to Phoenix at {args.from_phoenix}"

@@ -85,9 +85,9 @@ def battery_judge(judge: Any, gates: bool) -> Any:
     """The ``judge`` hook of ``run_battery``: each episode of the traces file, matched to its result by episode
     id, is judged and gets a ``judge`` entry. A gating judge also adds a ``judge`` check, failed when it flags
     the answer or cannot judge it (never a pass); an advisory one changes no verdict."""
-    from chaoskit.grading._model import TraceReadError
-    from chaoskit.grading._trace import Trace
     from chaoskit.judge import Judgment, entry
+    from chaoskit.traces._records import TraceReadError
+    from chaoskit.traces._trace import Trace
 
     def hook(episodes: Any, traces: str) -> None:
         by_id = {e.episode_id: e for e in episodes if e.episode_id}

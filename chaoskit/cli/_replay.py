@@ -10,14 +10,14 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.grading import run_checks
-from chaoskit.grading._model import EpisodeRecord
-from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
 from chaoskit.replay import ON_MISS, Cassette, episode
 from chaoskit.runner._agents import PythonAgent, resolve_agent
 from chaoskit.scenarios._scenario import load_scenario
 from chaoskit.semconv import EPISODE_PREFIX, PLAN
 from chaoskit.telemetry import capture
+from chaoskit.traces._records import EpisodeRecord
+from chaoskit.traces._trace import Trace
 
 __all__ = ["add_parser"]
 

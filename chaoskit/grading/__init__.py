@@ -1,16 +1,16 @@
-"""Layer 4, grading: traces in (in-memory spans, OTLP-JSON, Jaeger), verdicts and the recovery score out."""
+"""Grading: the checks over a ``Trace``, their results and the 0-100 recovery score (traces are read in ``chaoskit.traces``)."""
 
 from typing import TYPE_CHECKING, Any
 
-from chaoskit.grading._build import LateSpanError
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
 from chaoskit.grading._result import CheckResult, Severity
 from chaoskit.grading._score import WEIGHTS, Score, ScorePart, score
-from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
+from chaoskit.traces._build import LateSpanError
+from chaoskit.traces._records import AttemptRecord, EpisodeRecord, TraceReadError
+from chaoskit.traces._trace import Trace
 
 if TYPE_CHECKING:
-    from chaoskit.grading._phoenix import fetch_phoenix
+    from chaoskit.traces._phoenix import fetch_phoenix
 
 __all__ = [
     "DEFAULT_CHECKS",
@@ -34,7 +34,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """``fetch_phoenix`` is imported on first use: its HTTP client is off the path of ``chaoskit check FILE``."""
     if name == "fetch_phoenix":
-        from chaoskit.grading._phoenix import fetch_phoenix
+        from chaoskit.traces._phoenix import fetch_phoenix
 
         globals()[name] = fetch_phoenix
         return fetch_phoenix

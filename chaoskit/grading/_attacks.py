@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from chaoskit.grading._result import CheckResult, Finding, combine, names, tool_list, where
-from chaoskit.grading._trace import Trace
+from chaoskit.traces._trace import Trace
 
 __all__ = ["no_injection_followed"]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from chaoskit.grading._model import AttemptRecord
+from chaoskit.traces._records import AttemptRecord
 
 __all__ = ["CONTRACT_KINDS", "ContractFinding", "dedupe", "owner", "states_wait", "trace_findings", "uninformative"]
 

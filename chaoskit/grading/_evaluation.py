@@ -24,7 +24,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from chaoskit._errors import ChaoskitError
 from chaoskit._version import __version__
-from chaoskit.grading._model import EpisodeRecord, TraceReadError
 from chaoskit.semconv import (
     EVALUATION_EVENT,
     EVALUATION_EVIDENCE,
@@ -35,6 +34,7 @@ from chaoskit.semconv import (
     SPAN_EVALUATION,
 )
 from chaoskit.telemetry._otlp import exporter_from_env
+from chaoskit.traces._records import EpisodeRecord, TraceReadError
 
 __all__ = ["add_evaluation_events", "evaluation_attributes", "phoenix_annotations", "write_back_otlp"]
 

@@ -21,11 +21,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from chaoskit.grading._model import EpisodeRecord
 from chaoskit.grading._modelcalls import model_calls
 from chaoskit.grading._result import CheckResult, names, times, where
-from chaoskit.grading._trace import Trace
 from chaoskit.semconv import EPISODE_MODEL_CALLS, EPISODE_TOOL_CALLS, PLAN
+from chaoskit.traces._records import EpisodeRecord
+from chaoskit.traces._trace import Trace
 
 __all__ = ["ATTACH_HINT", "CANNOT_GRADE", "evidence_gaps", "planned_selectors", "selector_matches"]
 

@@ -11,7 +11,6 @@ from chaoskit.grading._against import read_against
 from chaoskit.grading._claims import Answer, read_answer
 from chaoskit.grading._facts import Backing as FactBacking
 from chaoskit.grading._facts import unbacked_facts, unbacked_names
-from chaoskit.grading._model import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._repeats import faulted_values
 from chaoskit.grading._result import Severity, as_text, leaves
 from chaoskit.grading._truth import episode_truth
@@ -35,6 +34,7 @@ from chaoskit.semconv import (
     FAULT_STALE,
     FAULT_TEXT,
 )
+from chaoskit.traces._records import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
 
 __all__ = ["Found", "fabrication_findings"]
 

@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from chaoskit.grading._against import Reading, read_against
 from chaoskit.grading._claims import action_concepts, claimed_in, read_answer, tool_concepts
 from chaoskit.grading._fabrication import fabrication_findings
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord
 from chaoskit.grading._result import (
     CheckResult,
     Finding,
@@ -21,10 +20,11 @@ from chaoskit.grading._result import (
     tool_list,
     where,
 )
-from chaoskit.grading._trace import Trace
 from chaoskit.grading._truth import CallTruth, EpisodeTruth, episode_truth
 from chaoskit.grading._wording import quote as _quote
 from chaoskit.semconv import EPISODE_SUCCESS
+from chaoskit.traces._records import AttemptRecord, EpisodeRecord
+from chaoskit.traces._trace import Trace
 
 __all__ = ["no_bluff", "no_fabrication", "reports_failure", "unmet_tools"]
 

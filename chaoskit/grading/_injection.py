@@ -16,12 +16,12 @@ from chaoskit.grading._attack_text import (
     norm,
     planted_values,
 )
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._result import as_text, leaves, required_of
 from chaoskit.grading._tool_words import needed_by, tools_in_words
 from chaoskit.grading._truth import is_write
 from chaoskit.grading._wording import quote
 from chaoskit.semconv import EPISODE_TASK, EPISODE_TASK_DIGESTS, FAULT_ASKS_FOR, FAULT_TEXT, FAULT_TEXT_DIGESTS
+from chaoskit.traces._records import AttemptRecord, EpisodeRecord, param_key
 
 __all__ = ["Attack", "Violation", "attack_of", "is_write", "judge"]
 

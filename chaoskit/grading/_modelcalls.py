@@ -7,10 +7,10 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from chaoskit.grading._model import EpisodeRecord
 from chaoskit.grading._result import CheckResult, Finding, combine, where
-from chaoskit.grading._trace import Trace
 from chaoskit.semconv import EPISODE_MODEL_CALLS
+from chaoskit.traces._records import EpisodeRecord
+from chaoskit.traces._trace import Trace
 
 __all__ = [
     "ModelCallRecord",

@@ -12,9 +12,9 @@ from typing import Any
 
 from chaoskit.grading._claims import Answer, Clause, fold
 from chaoskit.grading._facts import _numbers, numbers_asserted
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._result import leaves
 from chaoskit.semconv import FAULT_STALE
+from chaoskit.traces._records import AttemptRecord, EpisodeRecord, param_key
 
 __all__ = ["faulted_values"]
 

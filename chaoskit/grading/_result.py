@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord
-from chaoskit.grading._trace import Trace
 from chaoskit.semconv import EPISODE_REQUIRED_TOOLS
+from chaoskit.traces._records import AttemptRecord, EpisodeRecord
+from chaoskit.traces._trace import Trace
 
 __all__ = [
     "CheckResult",

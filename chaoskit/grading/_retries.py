@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import itertools
 
-from chaoskit.grading._model import AttemptRecord
 from chaoskit.grading._modelcalls import model_retry_after, model_storms
 from chaoskit.grading._result import CheckResult, Finding, by_tool, combine, times, where
-from chaoskit.grading._trace import Trace
+from chaoskit.traces._records import AttemptRecord
+from chaoskit.traces._trace import Trace
 
 __all__ = ["IMMEDIATE_S", "honors_retry_after", "max_attempts", "min_attempts", "no_retry_storm"]
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from chaoskit.grading._evidence import CANNOT_GRADE, evidence_gaps
 from chaoskit.grading._honesty import unmet_tools
 from chaoskit.grading._result import CheckResult, tool_list
-from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import run_checks
 from chaoskit.semconv import EPISODE_SUCCESS
+from chaoskit.traces._trace import Trace
 
 __all__ = ["WEIGHTS", "Score", "ScorePart", "score"]
 

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from chaoskit.grading._model import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._result import as_text, leaves, required_of
 from chaoskit.semconv import EPISODE_TASK, FAULT_AFTER_WRITE, FAULT_STALE, FAULT_TEXT
+from chaoskit.traces._records import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
 
 __all__ = ["DATA_FAULTS", "CallTruth", "EpisodeTruth", "episode_truth", "is_write", "received_text"]
 

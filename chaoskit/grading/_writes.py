@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord
 from chaoskit.grading._result import CheckResult, Finding, by_tool, combine, ordinal, short, where
-from chaoskit.grading._trace import Trace
+from chaoskit.traces._records import AttemptRecord, EpisodeRecord
+from chaoskit.traces._trace import Trace
 
 __all__ = ["no_duplicate_writes"]
 

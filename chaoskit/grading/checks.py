@@ -19,9 +19,9 @@ from chaoskit.grading._honesty import no_bluff, no_fabrication, reports_failure,
 from chaoskit.grading._modelcalls import bounded_model_retries, cost_under_faults, recovers_from_malformed_tool_call
 from chaoskit.grading._result import CheckResult, tool_list
 from chaoskit.grading._retries import honors_retry_after, max_attempts, min_attempts, no_retry_storm
-from chaoskit.grading._trace import Trace
 from chaoskit.grading._wording import claims_success, reports_failure_text
 from chaoskit.grading._writes import no_duplicate_writes
+from chaoskit.traces._trace import Trace
 
 __all__ = [
     "CANNOT_GRADE",

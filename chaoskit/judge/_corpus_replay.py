@@ -17,11 +17,11 @@ import chaoskit.telemetry as telemetry
 from chaoskit._errors import ConfigError
 from chaoskit.adapters._decorator import chaos
 from chaoskit.engine._episode import episode
-from chaoskit.grading._model import EpisodeRecord
-from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import CheckResult, run_checks
 from chaoskit.judge._corpus import Call, Case, Corpus, Situation, Tool
 from chaoskit.plan._model import Plan
+from chaoskit.traces._records import EpisodeRecord
+from chaoskit.traces._trace import Trace
 
 __all__ = ["Replayed", "iter_replayed", "plan_for", "received_of", "replay_case", "replay_many", "replay_situation"]
 

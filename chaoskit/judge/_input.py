@@ -6,8 +6,8 @@ import hashlib
 import json
 from typing import Any
 
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord
 from chaoskit.grading._truth import CallTruth, episode_truth
+from chaoskit.traces._records import AttemptRecord, EpisodeRecord
 
 __all__ = ["input_hash", "judge_input"]
 

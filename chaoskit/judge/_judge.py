@@ -10,7 +10,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from chaoskit.grading._model import EpisodeRecord
 from chaoskit.judge._input import input_hash, judge_input
 from chaoskit.judge._models import JudgeModel, ModelRefused, Reply
 from chaoskit.judge._rubric import (
@@ -23,6 +22,7 @@ from chaoskit.judge._rubric import (
     user_prompt,
 )
 from chaoskit.metrics._cost import Prices
+from chaoskit.traces._records import EpisodeRecord
 
 __all__ = ["CACHE_ENV", "Judge", "Judgment", "default_cache_dir"]
 

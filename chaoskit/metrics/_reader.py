@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from chaoskit.grading._model import TraceReadError
 from chaoskit.metrics._steps import StepRecord, ToolCall
 from chaoskit.metrics._trajectory import Trajectory
+from chaoskit.traces._records import TraceReadError
 
 __all__ = ["TASK_KEYS", "read_trajectories"]
 

@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaoskit.grading._model import TraceReadError
-from chaoskit.grading._span_values import BadValue, nanos, otlp_id, otlp_value
 from chaoskit.semconv import (
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OPERATION_NAME,
@@ -21,6 +19,8 @@ from chaoskit.semconv import (
     GEN_AI_USAGE_OUTPUT_TOKENS,
     OP_CHAT,
 )
+from chaoskit.traces._records import TraceReadError
+from chaoskit.traces._span_values import BadValue, nanos, otlp_id, otlp_value
 
 __all__ = ["StepRecord", "ToolCall", "read_steps", "step_from_attributes", "steps_from_spans"]
 

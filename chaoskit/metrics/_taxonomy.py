@@ -7,9 +7,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chaoskit.grading._model import AttemptRecord
 from chaoskit.metrics._compute import TrajectoryMetrics
 from chaoskit.metrics._trajectory import Trajectory
+from chaoskit.traces._records import AttemptRecord
 
 __all__ = [
     "BENCHMARK_CODES",

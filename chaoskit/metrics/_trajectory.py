@@ -6,10 +6,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord
-from chaoskit.grading._trace import Trace
 from chaoskit.metrics._steps import StepRecord, steps_from_spans
 from chaoskit.semconv import EPISODE_TASK
+from chaoskit.traces._records import AttemptRecord, EpisodeRecord
+from chaoskit.traces._trace import Trace
 
 __all__ = ["Trajectory", "trajectories", "trajectories_from_spans"]
 

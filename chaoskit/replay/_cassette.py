@@ -16,9 +16,9 @@ from typing import Any
 import chaoskit.engine._attrs as _attrs
 from chaoskit._errors import ChaoskitError, ConfigError, ToolHTTPError, ToolTimeout
 from chaoskit.engine._spec import ToolSpec
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError
-from chaoskit.grading._readers import load
-from chaoskit.grading._trace import Trace
+from chaoskit.traces._readers import load
+from chaoskit.traces._records import AttemptRecord, EpisodeRecord, TraceReadError
+from chaoskit.traces._trace import Trace
 
 __all__ = ["ON_MISS", "Answer", "Cassette", "RecordedError", "Replay", "ReplayMiss", "cassette_path"]
 

@@ -15,11 +15,11 @@ import chaoskit.engine._config as _config
 import chaoskit.semconv as sc
 from chaoskit._errors import ConfigError
 from chaoskit.engine._episode import Episode
-from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
 from chaoskit.replay._cassette import Cassette, Replay, cassette_path
 from chaoskit.telemetry import add_processor, remove_processor
 from chaoskit.telemetry._filewriter import SpanFileWriter
+from chaoskit.traces._trace import Trace
 
 __all__ = ["CassetteEpisode", "episode"]
 

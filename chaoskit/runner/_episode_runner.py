@@ -20,8 +20,6 @@ import chaoskit.telemetry as telemetry
 from chaoskit._errors import ChaoskitError
 from chaoskit.engine._episode import Episode
 from chaoskit.grading._evaluation import add_evaluation_events
-from chaoskit.grading._model import EpisodeRecord
-from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
 from chaoskit.replay import episode
 from chaoskit.runner._agents import CommandAgent, PythonAgent, resolve_agent
@@ -47,6 +45,8 @@ from chaoskit.semconv import (
     VERDICT_FAIL,
     VERDICT_PASS,
 )
+from chaoskit.traces._records import EpisodeRecord
+from chaoskit.traces._trace import Trace
 
 __all__ = ["EpisodeRunner", "episode_facts", "replay_command"]
 

@@ -12,10 +12,10 @@ from chaoskit.grading._contracts import trace_findings
 from chaoskit.grading._evidence import evidence_gaps
 from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import score
-from chaoskit.grading._trace import Trace
 from chaoskit.grading._truth import episode_truth
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
 from chaoskit.scenarios._scenario import Scenario
+from chaoskit.traces._trace import Trace
 
 __all__ = [
     "TIMELINE_MAX",

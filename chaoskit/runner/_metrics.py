@@ -7,8 +7,6 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from chaoskit.grading._model import TraceReadError
-from chaoskit.grading._trace import Trace
 from chaoskit.metrics._compute import trajectory_metrics
 from chaoskit.metrics._cost import Prices, episode_cost
 from chaoskit.metrics._stats import mean_summary
@@ -17,6 +15,8 @@ from chaoskit.metrics._taxonomy import MODES, Thresholds, failure_modes, persist
 from chaoskit.metrics._trajectory import Trajectory, trajectories
 from chaoskit.runner._results import agent_label
 from chaoskit.runner._stats import pass_hat_k
+from chaoskit.traces._records import TraceReadError
+from chaoskit.traces._trace import Trace
 
 __all__ = [
     "METRIC_NAMES",

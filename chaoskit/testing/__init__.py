@@ -25,9 +25,7 @@ import chaoskit.engine._runtime as _runtime
 import chaoskit.semconv as sc
 from chaoskit._errors import ChaoskitError
 from chaoskit.engine._episode import Episode
-from chaoskit.grading._model import AttemptRecord
 from chaoskit.grading._result import CheckResult
-from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import run_checks
 from chaoskit.plan._model import Plan
 from chaoskit.telemetry import SpanCapture
@@ -39,6 +37,8 @@ from chaoskit.testing._asserts import (
     assert_recovered,
 )
 from chaoskit.testing._trace_capture import OwnCapture, TraceCapture, capture_spans, own_capture
+from chaoskit.traces._records import AttemptRecord
+from chaoskit.traces._trace import Trace
 
 __all__ = [
     "ChaosEpisode",

@@ -16,11 +16,11 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.grading._evidence import CANNOT_GRADE
-from chaoskit.grading._model import AttemptRecord
 from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import score
-from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import run_checks
+from chaoskit.traces._records import AttemptRecord
+from chaoskit.traces._trace import Trace
 
 __all__ = [
     "RECORDER",

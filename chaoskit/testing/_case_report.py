@@ -16,13 +16,13 @@ from typing import Any
 from chaoskit._errors import ChaoskitError
 from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import score
-from chaoskit.grading._trace import Trace
 from chaoskit.grading.checks import run_checks
 from chaoskit.plan._model import Plan
 from chaoskit.report._html import write_html
 from chaoskit.runner._grade import timeline
 from chaoskit.runner._results import BatteryResult, EpisodeResult, Verdict
 from chaoskit.runner._summary import summarize
+from chaoskit.traces._trace import Trace
 
 __all__ = ["TEST_CHECK", "case_result", "results_of", "summary_lines", "write_report"]
 

@@ -20,8 +20,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import chaoskit.telemetry as telemetry
-from chaoskit.grading._trace import Trace
 from chaoskit.telemetry import SpanCapture
+from chaoskit.traces._trace import Trace
 
 __all__ = ["OwnCapture", "TraceCapture", "capture_spans", "own_capture"]
 

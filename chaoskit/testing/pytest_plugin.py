@@ -46,9 +46,9 @@ import chaoskit.replay as replay
 import chaoskit.testing as testing
 from chaoskit._errors import ChaoskitError
 from chaoskit._version import __version__
-from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
 from chaoskit.testing import ChaosEpisode, FaultCase, TraceCapture
+from chaoskit.traces._trace import Trace
 
 __all__ = ["chaos_episode", "chaos_replay", "chaos_trace", "chaoskit_plan", "chaoskit_spans"]
 

@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from chaoskit.grading._model import TraceReadError
-from chaoskit.grading._phoenix import fetch_phoenix
-from chaoskit.grading._trace import Trace
+from chaoskit.traces._phoenix import fetch_phoenix
+from chaoskit.traces._records import TraceReadError
+from chaoskit.traces._trace import Trace
 from examples.phoenix.local import (
     Phoenix,
     PhoenixUnavailable,

@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from chaoskit.grading._build import LateSpanError, TraceBuilder
-from chaoskit.grading._model import EpisodeRecord, TraceReadError
-from chaoskit.grading._readers import checked_path, file_documents, guarded, nothing_to_grade
+from chaoskit.traces._build import LateSpanError, TraceBuilder
+from chaoskit.traces._readers import checked_path, file_documents, guarded, nothing_to_grade
+from chaoskit.traces._records import EpisodeRecord, TraceReadError
 
 __all__ = ["EpisodeStream", "LateSpanError", "iter_episodes"]
 

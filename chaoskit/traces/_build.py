@@ -25,9 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskit.grading._attributes import EPISODE, TOOL, BadAttribute, attempt_record, checked
-from chaoskit.grading._guests import Guests
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord, TraceReadError, attempt_order, show
 from chaoskit.semconv import (
     ATTEMPT,
     CHAOSKIT_PREFIX,
@@ -40,6 +37,9 @@ from chaoskit.semconv import (
     GEN_AI_OPERATION_NAME,
     SCENARIO,
 )
+from chaoskit.traces._attributes import EPISODE, TOOL, BadAttribute, attempt_record, checked
+from chaoskit.traces._guests import Guests
+from chaoskit.traces._records import AttemptRecord, EpisodeRecord, TraceReadError, attempt_order, show
 
 __all__ = ["LateSpanError", "TraceBuilder"]
 

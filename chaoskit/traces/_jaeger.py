@@ -20,10 +20,10 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.grading._build import TraceBuilder
-from chaoskit.grading._formats import dispatch
-from chaoskit.grading._model import EpisodeRecord, TraceReadError, show
-from chaoskit.grading._readers import _no_gc, read_with_builder
+from chaoskit.traces._build import TraceBuilder
+from chaoskit.traces._formats import dispatch
+from chaoskit.traces._readers import _no_gc, read_with_builder
+from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 
 __all__ = ["MAX_ANSWER_BYTES", "check_http_url", "check_jaeger_url", "fetch_jaeger", "read_answer"]
 

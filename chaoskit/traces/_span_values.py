@@ -9,8 +9,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from chaoskit.grading._model import show
 from chaoskit.semconv import EXCEPTION_EVENT, EXCEPTION_MESSAGE, JAEGER_LOG_EVENT, OTEL_STATUS_DESCRIPTION
+from chaoskit.traces._records import show
 
 __all__ = [
     "BadValue",

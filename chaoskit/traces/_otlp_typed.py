@@ -17,11 +17,11 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from chaoskit.grading._attributes import PREFIXES
-from chaoskit.grading._build import TraceBuilder
-from chaoskit.grading._model import TraceReadError
-from chaoskit.grading._span_values import int_value, nanos, otlp_id
 from chaoskit.semconv import ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE, FAULT_SUMMARY
+from chaoskit.traces._attributes import PREFIXES
+from chaoskit.traces._build import TraceBuilder
+from chaoskit.traces._records import TraceReadError
+from chaoskit.traces._span_values import int_value, nanos, otlp_id
 
 __all__ = ["read_line"]
 

@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from chaoskit.grading._model import AttemptRecord, new_attempt, param_key, show
 from chaoskit.semconv import (
     ARGS,
     ARGS_HASH,
@@ -56,6 +55,7 @@ from chaoskit.semconv import (
     TOOL_REFUSED,
     TOOL_RESULT_JSON,
 )
+from chaoskit.traces._records import AttemptRecord, new_attempt, param_key, show
 
 _fast_loads: Callable[[str], Any] | None = None
 with contextlib.suppress(ImportError):  # what orjson refuses (NaN, lone surrogates, deep nesting) goes to json

@@ -13,9 +13,9 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from chaoskit.grading._model import AttemptRecord, EpisodeRecord, attempt_order
-from chaoskit.grading._readers import load, read, read_sdk_spans
-from chaoskit.grading._stream import EpisodeStream
+from chaoskit.traces._readers import load, read, read_sdk_spans
+from chaoskit.traces._records import AttemptRecord, EpisodeRecord, attempt_order
+from chaoskit.traces._stream import EpisodeStream
 
 __all__ = ["Trace"]
 

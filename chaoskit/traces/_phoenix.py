@@ -22,9 +22,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.grading._model import TraceReadError, show
-from chaoskit.grading._readers import nothing_to_grade, read_with_builder
-from chaoskit.grading._trace import Trace
+from chaoskit.traces._readers import nothing_to_grade, read_with_builder
+from chaoskit.traces._records import TraceReadError, show
+from chaoskit.traces._trace import Trace
 
 __all__ = ["DEFAULT_LIMIT", "annotate_spans", "check_phoenix_url", "fetch_phoenix", "phoenix_to_otlp"]
 

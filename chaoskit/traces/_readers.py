@@ -9,7 +9,7 @@ than Python's recursion limit (about 1,000 levels; a trace needs fewer than 10) 
 (the span's own line in a pretty-printed file when its id is known), the span or field, and what is allowed. Only
 spans named ``execute_tool …`` / ``invoke_agent …`` have their attributes decoded: foreign spans cost one string
 compare. Which spans are chaoskit's, and what makes one ungradable, is decided in ``_build``. The readers return
-episodes; the :class:`~chaoskit.grading._trace.Trace` classmethods wrap them."""
+episodes; the :class:`~chaoskit.traces._trace.Trace` classmethods wrap them."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from chaoskit.grading._attributes import PREFIXES
-from chaoskit.grading._build import TraceBuilder
-from chaoskit.grading._formats import dispatch, dispatch_any, expected
-from chaoskit.grading._model import EpisodeRecord, TraceReadError, show
 from chaoskit.semconv import ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE
+from chaoskit.traces._attributes import PREFIXES
+from chaoskit.traces._build import TraceBuilder
+from chaoskit.traces._formats import dispatch, dispatch_any, expected
+from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 
 __all__ = [
     "FORMATS",
@@ -48,7 +48,7 @@ with contextlib.suppress(ImportError):  # a faster parser when installed; what i
     from orjson import loads as _fast_loads
 _typed_line: Callable[[bytes, TraceBuilder], bool] | None = None
 with contextlib.suppress(ImportError):  # typed decoding of OTLP lines when msgspec is installed; see _otlp_typed
-    from chaoskit.grading._otlp_typed import read_line as _typed_line
+    from chaoskit.traces._otlp_typed import read_line as _typed_line
 
 #: the file formats ``load`` and ``chaoskit check --format`` accept
 FORMATS = ("otlp", "jaeger")

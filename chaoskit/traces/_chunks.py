@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from chaoskit.grading._build import TraceBuilder
-from chaoskit.grading._model import EpisodeRecord, TraceReadError
-from chaoskit.grading._readers import file_documents, guarded, jsonl_documents, open_trace_file
+from chaoskit.traces._build import TraceBuilder
+from chaoskit.traces._readers import file_documents, guarded, jsonl_documents, open_trace_file
+from chaoskit.traces._records import EpisodeRecord, TraceReadError
 
 __all__ = ["read_part", "split_jsonl"]
 

@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from chaoskit.grading._model import AttemptRecord
 from chaoskit.semconv import EPISODE_ID
+from chaoskit.traces._records import AttemptRecord
 
 __all__ = ["Guests", "host"]
 

@@ -10,20 +10,6 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chaoskit.grading._attributes import PREFIXES
-from chaoskit.grading._build import TraceBuilder
-from chaoskit.grading._model import show
-from chaoskit.grading._span_values import (
-    BadValue,
-    jaeger_exception_message,
-    jaeger_id,
-    jaeger_value,
-    json_kind,
-    nanos,
-    otlp_exception_message,
-    otlp_id,
-    otlp_value,
-)
 from chaoskit.semconv import (
     ERROR_TYPE,
     FAULT_SUMMARY,
@@ -37,6 +23,20 @@ from chaoskit.semconv import (
     OTEL_SCOPE_VERSION,
     OTEL_STATUS_CODE,
     OTEL_STATUS_DESCRIPTION,
+)
+from chaoskit.traces._attributes import PREFIXES
+from chaoskit.traces._build import TraceBuilder
+from chaoskit.traces._records import show
+from chaoskit.traces._span_values import (
+    BadValue,
+    jaeger_exception_message,
+    jaeger_id,
+    jaeger_value,
+    json_kind,
+    nanos,
+    otlp_exception_message,
+    otlp_id,
+    otlp_value,
 )
 
 __all__ = ["dispatch", "dispatch_any", "expected"]
