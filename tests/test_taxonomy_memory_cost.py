@@ -17,7 +17,10 @@ from chaoskit.testing import capture_spans
 
 TASK_FAILED = {"name": "end_state", "passed": False, "severity": "fail"}
 PRICES = Prices.from_dict(
-    {"per_tokens": 1000000, "models": {"gpt-4o": {"input": 2.5, "output": 10}, "gpt-4o-mini": {"input": 0.15, "output": 0.6}}}
+    {
+        "per_tokens": 1000000,
+        "models": {"gpt-4o": {"input": 2.5, "output": 10}, "gpt-4o-mini": {"input": 0.15, "output": 0.6}},
+    }
 )
 
 

@@ -59,8 +59,13 @@ def _cut_parts(a: AttemptRecord) -> list[Any]:
     path = a.fault_params.get("path")
     if isinstance(path, str):
         found: list[Any] = []
+
+        def keep(v: Any) -> Any:
+            found.append(v)
+            return v
+
         try:
-            apply_at(value, parse_path(path), lambda v: found.append(v) or v)
+            apply_at(value, parse_path(path), keep)
         except ValueError:
             return []
         return found
@@ -110,7 +115,8 @@ def _overwrite_findings(trace: Trace, ep: EpisodeRecord) -> Iterator[Finding]:
                 continue
             carried = {as_text(p) for p in parts}
             shared = sorted((_anchors(later) - carried) & anchors)
-            head = f"{where(trace, ep)}{cut.tool} returned a cut result (a partial fault kept {cut.fault_params.get('keep', 'part')} of it)"
+            kept = cut.fault_params.get("keep", "part")
+            head = f"{where(trace, ep)}{cut.tool} returned a cut result (a partial fault kept {kept} of it)"
             if shared:
                 yield Finding(
                     "fail",
@@ -241,13 +247,15 @@ def verifies_odd_values(trace: Trace) -> CheckResult:
 # --- no_silent_default ------------------------------------------------------------------------------------------
 
 #: values an agent puts in a field it does not have
-_DEFAULTS = frozenset({"", "0", "0.0", "0.00", "none", "null", "n/a", "na", "unknown", "default", "tbd", "-", "[]", "{}"})
+_DEFAULTS = frozenset(
+    {"", "0", "0.0", "0.00", "none", "null", "n/a", "na", "unknown", "default", "tbd", "-", "[]", "{}"}
+)
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _KEY = re.compile(r"[^a-z0-9]")
 _MENTION = re.compile(
     r"\b(?:missing|not (?:available|returned|provided|included|present|listed|shown|given)|unavailable|"
-    r"(?:was|were|is|are)n['’]?t (?:returned|provided|included|listed|given)|no (?:longer )?(?:field|value)|"
-    r"absent|lacks?|without (?:a|an|the)|could(?:n['’]?t| not) (?:find|see|read|get))\b",
+    r"(?:was|were|is|are)n['\u2019]?t (?:returned|provided|included|listed|given)|no (?:longer )?(?:field|value)|"
+    r"absent|lacks?|without (?:a|an|the)|could(?:n['\u2019]?t| not) (?:find|see|read|get))\b",
     re.I,
 )
 _ZERO = re.compile(r"^\W{0,3}(?:[$€£]\s?)?0(?:[.,]0+)?\b")
@@ -299,9 +307,11 @@ def _default_findings(trace: Trace, ep: EpisodeRecord) -> Iterator[Finding]:
         if not missing:
             continue
         fields = {_key(f): f for f in missing}
-        head = f"{where(trace, ep)}{drift.tool}'s answer lost the field(s) {', '.join(missing)} ({drift.describe_fault()})"
+        head = (
+            f"{where(trace, ep)}{drift.tool}'s answer lost the field(s) {', '.join(missing)} ({drift.describe_fault()})"
+        )
         for later in ep.attempts[i + 1 :]:
-            for field, name, value in _default_args(later.args, fields):
+            for _field, name, value in _default_args(later.args, fields):
                 yield Finding(
                     "warn" if told else "fail",
                     f"{head}, and {later.tool} was then called with {name}={value!r}, a default in its place"

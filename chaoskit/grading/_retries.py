@@ -11,7 +11,15 @@ from chaoskit.grading._modelcalls import model_retry_after, model_storms
 from chaoskit.grading._result import CheckResult, Finding, by_tool, combine, short, times, where
 from chaoskit.grading._trace import Trace
 
-__all__ = ["IMMEDIATE_S", "adapts_retries", "honors_retry_after", "max_attempts", "min_attempts", "no_retry_storm", "rejection"]
+__all__ = [
+    "IMMEDIATE_S",
+    "adapts_retries",
+    "honors_retry_after",
+    "max_attempts",
+    "min_attempts",
+    "no_retry_storm",
+    "rejection",
+]
 
 
 def max_attempts(trace: Trace, tool: str, n: int) -> CheckResult:

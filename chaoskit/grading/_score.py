@@ -118,7 +118,10 @@ def score(
     have = {_base(r.name) for r in results}
     # each part's first check, and the default checks among the rest (max_attempts needs its limits)
     missing = [
-        n for _, names in WEIGHTS.values() for i, n in enumerate(names) if (i == 0 or n in DEFAULT_CHECKS) and n not in have
+        n
+        for _, names in WEIGHTS.values()
+        for i, n in enumerate(names)
+        if (i == 0 or n in DEFAULT_CHECKS) and n not in have
     ]
     if missing:
         results.extend(run_checks(trace, missing, required_tools=required, success=success))

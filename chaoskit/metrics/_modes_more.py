@@ -1,5 +1,4 @@
-"""The evidence of two failure modes: F07 memory corruption (a value read, later used altered) and F14 cost-optimised
-failure amplification (a switch to a cheaper model once faults came)."""
+"""The evidence of failure modes F07 (a value read, later used garbled) and F14 (a cheaper model once faults came)."""
 
 from __future__ import annotations
 
@@ -67,9 +66,9 @@ def near_miss(read: Any, used: Any) -> bool:
     a, b = _text(read), _text(used)
     if a.lower() == b.lower() or len(a) < 3:
         return False
-    if isinstance(read, int | float) and isinstance(used, int | float) and read and used:
-        if any(abs(float(used) / float(read) - f) < 1e-9 for f in (10, 100, 0.1, 0.01)):
-            return True
+    numbers = isinstance(read, int | float) and isinstance(used, int | float) and read and used
+    if numbers and any(abs(float(used) / float(read) - f) < 1e-9 for f in (10, 100, 0.1, 0.01)):
+        return True
     if sorted(a) == sorted(b):
         return True
     if len(a) != len(b):
