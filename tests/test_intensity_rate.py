@@ -100,3 +100,17 @@ def test_the_cascade_spills_onto_the_other_tools_within_its_bound() -> None:
     share = sum(a.fault_type is not None for a in atts) / len(atts)
     w = FAST.mix(0.3)["cascade"]
     assert 0.3 - 0.03 <= share <= 0.3 + 0.3 * w * (len(tools) - 1) + 0.03, share
+
+
+def test_a_cascade_on_every_tool_needs_for_calls_and_a_profile_may_weigh_it() -> None:
+    from chaoskit import PlanError
+    from chaoskit.runner._intensity import load_profile
+
+    with pytest.raises(PlanError, match="needs for_calls"):
+        Plan(faults=[{"type": "cascading_failure", "tool": "*", "dependents": "*"}])
+    with pytest.raises(PlanError, match="give the upstream tool"):
+        Plan(faults=[{"type": "cascading_failure", "tool": "*", "dependents": ["hold_flight"]}])
+    prof = load_profile({"weights": {"cascade": 1, "timeout": 1}, "params": {"cascade": {"for_calls": 2}}})
+    entry = next(f for f in with_background(Plan(faults=[]), 0.5, prof, seed=1).faults if f.type == "cascading_failure")
+    assert entry.anywhere and entry.for_calls == 2
+    assert "cascade" not in PROFILES["light"].kinds() and "cascade" in PROFILES["medium"].kinds()
