@@ -453,3 +453,32 @@ def test_the_new_checks_are_registered_and_the_data_ones_run_by_default() -> Non
         checks.DEFAULT_CHECKS
     )
     assert "verifies_odd_values" not in checks.DEFAULT_CHECKS  # a habit, warn-only: named when wanted
+
+
+def test_a_cut_field_of_a_record_written_back_fails() -> None:
+    # a document API answers a record; the partial fault cuts only its `content` (path: content)
+    docs = {"notes.md": NOTES}
+
+    @tool
+    def get_document(doc_id: str) -> dict[str, Any]:
+        """Fetch a document."""
+        return {"doc_id": doc_id, "title": "Release notes", "content": docs[doc_id]}
+
+    @tool
+    def update_document(doc_id: str, content: str) -> str:
+        """Replace a document's content."""
+        docs[doc_id] = content
+        return "saved"
+
+    def policy(seen: list[ToolMessage]) -> AIMessage:
+        if not seen:
+            return call("get_document", 1, doc_id="notes.md")
+        if len(seen) == 1:
+            body = json.loads(seen[0].text)["content"]
+            return call("update_document", 2, doc_id="notes.md", content=body + "- New: dark mode.\n")
+        return AIMessage("Updated the release notes.")
+
+    cut = [{"type": "partial", "tool": "get_document", "on_call": 1, "path": "content"}]
+    result = checks.no_truncated_overwrite(run_agent([get_document, update_document], policy, cut, TASK))
+    assert result.severity == "fail", result
+    assert "Faster search" not in docs["notes.md"]

@@ -12,7 +12,6 @@ from chaoskit.grading._result import CheckResult, Finding, as_text, combine, lea
 from chaoskit.grading._trace import Trace
 from chaoskit.grading._truth import is_write, received_text
 from chaoskit.grading._wording import reports_failure_text
-from chaoskit.plan._paths import apply_at, parse_path
 
 __all__ = ["CUT_MIN_CHARS", "no_silent_default", "no_truncated_overwrite", "verifies_odd_values"]
 
@@ -58,6 +57,9 @@ def _cut_parts(a: AttemptRecord) -> list[Any]:
     value = a.injected_value
     path = a.fault_params.get("path")
     if isinstance(path, str):
+        # the plan's own path syntax, imported only here: reading a trace must not load the plan layer (pydantic)
+        from chaoskit.plan._paths import apply_at, parse_path
+
         found: list[Any] = []
 
         def keep(v: Any) -> Any:
