@@ -113,7 +113,9 @@ def _overwrite_findings(trace: Trace, ep: EpisodeRecord) -> Iterator[Finding]:
         for later in atts[i + 1 :]:
             if later.tool == cut.tool and later.clean_success:
                 break  # read again in full: what it writes next may hold the whole
-            if later.tool == cut.tool or later.args is None or not any(_carries(later.args, p) for p in parts):
+            if later.tool == cut.tool or not is_write(later) or later.args is None:
+                continue  # a read (a summary of what was read, a search) writes nothing back
+            if not any(_carries(later.args, p) for p in parts):
                 continue
             carried = {as_text(p) for p in parts}
             shared = sorted((_anchors(later) - carried) & anchors)
@@ -267,22 +269,28 @@ def _key(name: str) -> str:
     return _KEY.sub("", name.lower())
 
 
-def _missing_fields(a: AttemptRecord) -> list[str]:
-    """The fields a ``schema_drift`` fault took away from the records: dropped, renamed, or (by default) every
-    snake_case key written in camelCase."""
+def _missing_fields(a: AttemptRecord) -> dict[str, str | None]:
+    """The fields a ``schema_drift`` fault took away from the records, each with the name it now has: dropped (None),
+    renamed, or (by default) every snake_case key written in camelCase."""
     if a.fault_type != "schema_drift" or a.outcome != "ok":
-        return []
+        return {}
     drop, rename = _param(a, "drop"), _param(a, "rename")
-    out = [str(k) for k in drop or () if isinstance(drop, list)]
-    out += [str(k) for k in (rename or {}) if isinstance(rename, dict)]
+    out: dict[str, str | None] = {str(k): None for k in drop or () if isinstance(drop, list)}
+    out.update({str(k): str(v) for k, v in (rename or {}).items()} if isinstance(rename, dict) else {})
     if not out and not _param(a, "retype"):
         keys = {k for v in _subvalues(a.injected_value) if isinstance(v, dict) for k in v}
-        out = [_SNAKE.sub("_", k).lower() for k in sorted(keys) if _SNAKE.search(k)]
+        out = {_SNAKE.sub("_", k).lower(): k for k in sorted(keys) if _SNAKE.search(k)}
     return out
 
 
-def _default_args(args: Any, fields: dict[str, str]) -> list[tuple[str, str, Any]]:
-    """(field, argument name, value) for every argument named like a missing field that holds a default."""
+def _now_under(value: Any, new: str | None) -> list[Any]:
+    """The values the drifted records hold under a field's new name (none for a dropped field)."""
+    return [r[new] for r in _subvalues(value) if new is not None and isinstance(r, dict) and new in r]
+
+
+def _default_args(args: Any, fields: dict[str, str], kept: dict[str, list[Any]]) -> list[tuple[str, str, Any]]:
+    """(field, argument name, value) for every argument named like a missing field that holds a default the record
+    does not hold under the field's new name (a real 0 renamed ``shippingCost`` passed as 0 is no substitution)."""
     out = []
     for v in _subvalues(args):
         if not isinstance(v, dict):
@@ -290,8 +298,11 @@ def _default_args(args: Any, fields: dict[str, str]) -> list[tuple[str, str, Any
         for k, value in v.items():
             field = fields.get(_key(str(k)))
             text = "" if value is None else as_text(value).strip().lower()
-            if field is not None and not isinstance(value, bool) and text in _DEFAULTS:
-                out.append((field, str(k), value))
+            if field is None or isinstance(value, bool) or text not in _DEFAULTS:
+                continue
+            if any(as_text(x).strip().lower() == text or x == value for x in kept.get(field, ())):
+                continue
+            out.append((field, str(k), value))
     return out
 
 
@@ -309,11 +320,12 @@ def _default_findings(trace: Trace, ep: EpisodeRecord) -> Iterator[Finding]:
         if not missing:
             continue
         fields = {_key(f): f for f in missing}
+        kept = {f: _now_under(drift.injected_value, new) for f, new in missing.items()}
         head = (
             f"{where(trace, ep)}{drift.tool}'s answer lost the field(s) {', '.join(missing)} ({drift.describe_fault()})"
         )
         for later in ep.attempts[i + 1 :]:
-            for _field, name, value in _default_args(later.args, fields):
+            for _field, name, value in _default_args(later.args, fields, kept):
                 yield Finding(
                     "warn" if told else "fail",
                     f"{head}, and {later.tool} was then called with {name}={value!r}, a default in its place"
