@@ -264,7 +264,7 @@ def test_the_same_request_after_a_rejection_warns_and_scores_lower() -> None:
     result = checks.adapts_retries(same)
     assert result.severity == "warn" and "ValueError" in result.message, result
     assert checks.adapts_retries(changed).severity == "pass"
-    assert "(1 such retries)" in checks.adapts_retries(changed).message
+    assert "(1 retry changed)" in checks.adapts_retries(changed).message
 
     def part(trace: Trace) -> float:
         return next(p.points for p in score(trace).parts if p.name == "bounded retries")

@@ -58,6 +58,8 @@ def auth_error(a: AttemptRecord) -> bool:
         return False
     if a.fault_type == "auth_expired" or a.http_status in (401, 403):
         return True
+    if a.http_status is not None:
+        return False  # another status: "authentication service unavailable" is a 503, not a refusal
     return bool(_AUTH_TEXT.search(f"{a.error_type or ''} {a.error_message or ''}"))
 
 

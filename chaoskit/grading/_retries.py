@@ -231,4 +231,5 @@ def adapts_retries(trace: Trace) -> CheckResult:
                     )
                 )
     ok = "Every retry after a rejected request changed the request"
-    return combine("adapts_retries", findings, f"{ok} ({adapted} such retries)." if adapted else f"{ok}.")
+    count = f" ({adapted} {'retry' if adapted == 1 else 'retries'} changed)" if adapted else ""
+    return combine("adapts_retries", findings, f"{ok}{count}.")
