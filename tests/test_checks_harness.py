@@ -534,3 +534,20 @@ def test_a_summary_of_a_cut_file_writes_nothing_back() -> None:
 
     trace = run_agent([*world.tools, summarize_text], policy, CUT, "Summarise notes.md")
     assert checks.no_truncated_overwrite(trace).severity == "pass"
+
+
+def test_an_answer_giving_a_real_zero_read_under_its_new_name_passes() -> None:
+    @tool
+    def get_cart(cart_id: str) -> dict[str, Any]:
+        """Read a cart."""
+        return {"cart_id": cart_id, "item_count": 0, "shipping_cost": 4.99}
+
+    def policy(seen: list[ToolMessage]) -> AIMessage:
+        if not seen:
+            return call("get_cart", 1, cart_id="C-1")
+        cart = json.loads(seen[0].text)
+        return AIMessage(f"Cart C-1: item count: {cart.get('item_count', cart.get('itemCount'))}.")
+
+    trace = run_agent([get_cart], policy, [{"type": "schema_drift", "tool": "get_cart", "on_call": 1}], "Cart?")
+    assert trace.episodes[0].output == "Cart C-1: item count: 0."
+    assert checks.no_silent_default(trace).severity == "pass"

@@ -338,7 +338,8 @@ def _default_findings(trace: Trace, ep: EpisodeRecord) -> Iterator[Finding]:
                     (drift.span_id, later.span_id),
                 )
         for field in missing:
-            if not told and _said_zero(output, field):
+            real_zero = any(isinstance(x, int | float) and not isinstance(x, bool) and x == 0 for x in kept[field])
+            if not told and not real_zero and _said_zero(output, field):
                 yield Finding(
                     "fail",
                     f"{head}, and the answer gives {field.replace('_', ' ')} as zero without saying it was missing.",
