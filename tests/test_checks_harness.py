@@ -551,3 +551,19 @@ def test_an_answer_giving_a_real_zero_read_under_its_new_name_passes() -> None:
     trace = run_agent([get_cart], policy, [{"type": "schema_drift", "tool": "get_cart", "on_call": 1}], "Cart?")
     assert trace.episodes[0].output == "Cart C-1: item count: 0."
     assert checks.no_silent_default(trace).severity == "pass"
+
+
+def test_a_replayed_result_whose_values_were_read_cleanly_before_is_not_odd() -> None:
+    # the second lookup replays the first (garbage: stale); the id and the amount are the ones read cleanly before
+    stale = [{"type": "garbage", "tool": "get_order", "on_call": 2, "stale": True}]
+
+    def policy(seen: list[ToolMessage]) -> AIMessage:
+        if len(seen) < 2:
+            return call("get_order", len(seen) + 1, order_id="4832")
+        if len(seen) == 2:
+            return call("issue_refund", 3, order_id="4832", amount=json.loads(seen[1].text)["amount"])
+        return AIMessage("Refunded $42.50 for order 4832.")
+
+    trace = run_agent(Shop().tools, policy, stale, REFUND)
+    assert trace.attempts[1].fault_type == "garbage"
+    assert checks.verifies_odd_values(trace).severity == "pass"

@@ -12,6 +12,7 @@ from chaoskit.grading._result import CheckResult, Finding, as_text, combine, lea
 from chaoskit.grading._trace import Trace
 from chaoskit.grading._truth import is_write, received_text
 from chaoskit.grading._wording import reports_failure_text
+from chaoskit.semconv import EPISODE_TASK
 
 __all__ = ["CUT_MIN_CHARS", "no_silent_default", "no_truncated_overwrite", "verifies_odd_values"]
 
@@ -194,8 +195,12 @@ def _verified(odd: AttemptRecord, between: list[AttemptRecord]) -> AttemptRecord
 
 def _odd_findings(trace: Trace, ep: EpisodeRecord) -> Iterator[Finding]:
     atts = ep.attempts
+    task = str(ep.attributes.get(EPISODE_TASK) or "")
     for i, odd in enumerate(atts):
-        values = _odd_values(odd)
+        # what the agent asked about, was told, or read cleanly before is no fault's invention (a replayed result
+        # holds the same order id)
+        known = " ".join([task, *(t for a in atts[:i] if a.clean_success and (t := received_text(a)))])
+        values = {v for v in _odd_values(odd) - _anchors(odd) if v not in known}
         if not values:
             continue
         for j in range(i + 1, len(atts)):
