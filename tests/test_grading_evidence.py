@@ -23,7 +23,7 @@ from langgraph.prebuilt import ToolNode
 
 import chaoskit
 from chaoskit import Plan, Trace, chaos, score, telemetry
-from chaoskit.checks import run_checks
+from chaoskit.checks import DEFAULT_CHECKS, run_checks
 from chaoskit.cli._main import main
 from examples.support.model import ScriptedChatModel, tool_calls
 
@@ -139,7 +139,7 @@ def test_the_same_agent_instrumented_grades_as_before(tmp_path: Path, capsys: py
         "lookup_order": 1,
     }
     results = run_checks(trace)
-    assert CANNOT_GRADE not in {r.name for r in results} and len(results) == 7
+    assert CANNOT_GRADE not in {r.name for r in results} and len(results) == len(DEFAULT_CHECKS)
     assert check_file(tmp_path, doc) in (0, 1)
     assert "cannot grade" not in capsys.readouterr().err
     assert check_file(tmp_path, doc, "--json") in (0, 1)

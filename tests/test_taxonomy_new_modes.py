@@ -132,7 +132,7 @@ def test_the_benchmark_codes_cover_f01_to_f15_once() -> None:
     from chaoskit.metrics import BENCHMARK_CODES, MODES, UNMAPPED_CODES
 
     codes = [m.code for m in MODES if m.code]
-    assert len(codes) == len(set(codes)) == 12
+    assert len(codes) == len(set(codes)) == 14
     assert sorted([*codes, *UNMAPPED_CODES]) == [f"F{i:02d}" for i in range(1, 16)]
     categories = {m.category for m in MODES if m.code} | {c for _, c in UNMAPPED_CODES.values()}
     assert categories == {"Tool Usage", "Context/State", "Multi-Agent", "Reflection", "Security"}

@@ -10,6 +10,7 @@ from chaoskit._errors import ChaoskitError
 from chaoskit.cli._gate_output import add_gate_options, baseline_from, finish
 from chaoskit.cli._judge_options import add_judge_options, battery_judge, judge_and_gate
 from chaoskit.runner._battery import run_battery
+from chaoskit.runner._perturb import epsilon_of
 from chaoskit.runner._summary import apply_contracts
 from chaoskit.scenarios._battery_file import parse_tags, select
 from chaoskit.suggest._suggest import declared_for
@@ -23,6 +24,16 @@ def _floats(text: str) -> list[float]:
     if not values or any(not 0.0 <= v <= 1.0 for v in values):
         raise argparse.ArgumentTypeError(f"expected values from 0 to 1, got {text!r}")
     return values
+
+
+def _epsilons(text: str) -> list[float]:
+    """``--perturb``: numbers from 0 to 1, or the levels light, medium, heavy (0.1, 0.2, 0.3)."""
+    try:
+        return [epsilon_of(x) for x in text.split(",") if x.strip()] or _floats(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected numbers separated by commas, each from 0 to 1, or the levels light, medium, heavy; got {text!r}"
+        ) from None
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -92,10 +103,10 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--perturb",
-        type=_floats,
+        type=_epsilons,
         default=[0.0],
         metavar="E[,E...]",
-        help="task perturbation intensity (default 0; 0 is added when others are given)",
+        help="task perturbation: 0 to 1, or light, medium, heavy (0.1, 0.2, 0.3); default 0, added when others are",
     )
     p.add_argument("--seed", type=int, default=0, help="run seed; episode seeds derive from it (default 0)")
     p.add_argument(

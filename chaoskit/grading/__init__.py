@@ -1,4 +1,4 @@
-"""Grading: the checks over a ``Trace``, their results and the 0-100 recovery score (traces are read in ``chaoskit.traces``)."""
+"""Grading: the checks over a ``Trace``, their results and the 0-100 recovery score (traces: ``chaoskit.traces``)."""
 
 from typing import TYPE_CHECKING, Any
 

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import itertools
+import re
 
+from chaoskit.grading._escalation import auth_error
 from chaoskit.grading._modelcalls import model_retry_after, model_storms
-from chaoskit.grading._result import CheckResult, Finding, by_tool, combine, times, where
+from chaoskit.grading._result import CheckResult, Finding, by_tool, combine, short, times, where
 from chaoskit.traces._records import AttemptRecord
 from chaoskit.traces._trace import Trace
 
-__all__ = ["IMMEDIATE_S", "honors_retry_after", "max_attempts", "min_attempts", "no_retry_storm"]
+__all__ = [
+    "IMMEDIATE_S",
+    "adapts_retries",
+    "honors_retry_after",
+    "max_attempts",
+    "min_attempts",
+    "no_retry_storm",
+    "rejection",
+]
 
 
 def max_attempts(trace: Trace, tool: str, n: int) -> CheckResult:
@@ -158,3 +168,68 @@ def honors_retry_after(trace: Trace, *, min_backoff: float = IMMEDIATE_S) -> Che
                     )
         findings += model_retry_after(trace, ep, min_backoff)
     return combine(name, findings, "Every retry after a Retry-After waited long enough, and none was immediate.")
+
+
+#: error names and texts of a failure that passes by itself (a retry as it was may succeed)
+_TRANSIENT_TEXT = re.compile(
+    r"timeout|timed out|temporar|unavailable|connection|reset|overload|rate.?limit|too many requests|try again|"
+    r"throttl|busy|econn|broken pipe",
+    re.I,
+)
+#: 4xx statuses a retry as it was may pass or that new arguments cannot fix: timeout, rate limit, auth
+_NOT_REJECTIONS = frozenset({401, 403, 407, 408, 425, 429})
+
+
+def rejection(a: AttemptRecord) -> bool:
+    """The call failed because of what it asked, so the same request will fail again: an HTTP 4xx (401, 403,
+    408 and 429 aside), or the tool's own error (raised or returned) that does not read as transient or auth."""
+    if a.outcome == "cancelled" or (a.outcome != "error" and not a.refused):
+        return False
+    status = a.http_status
+    if status is not None:
+        return 400 <= status < 500 and status not in _NOT_REJECTIONS
+    if a.injected or a.fault_type is not None:
+        return False  # an injected error is chance, not the request's fault: retrying it as it was is sound
+    text = f"{a.error_type or ''} {a.error_message or ''}"
+    return not _TRANSIENT_TEXT.search(text) and not auth_error(a)
+
+
+def adapts_retries(trace: Trace) -> CheckResult:
+    """A retry after the tool rejected the request changed the request: **warn** when it was sent again unchanged.
+
+    A rejection is an HTTP 4xx (401, 403, 408 and 429 aside: those ask for credentials or for waiting, not for other
+    arguments), or the tool's own error, raised or returned (``{"error": "invalid date"}``), that does not read
+    as transient (timeout, connection, unavailable, rate limit) or as an authentication error. The next attempt
+    of that tool with the same arguments hash is the same request again; with other arguments it adapted. Scoring:
+    this check is part of *bounded retries* (:mod:`chaoskit.grading._score`), so an unchanged retry after a
+    rejection earns half of that part's points and a changed one all of them; after a transient failure (a timeout,
+    a 5xx, a 429) both are sound and neither costs anything. Injected ``error`` faults are chance, not the
+    request's fault, and are left out.
+
+    Blind spots: a tool whose own errors for bad arguments read like transient ones; a change that does not
+    fix anything (a new request id) counts as adapting; attempts without recorded arguments are not compared.
+    """
+    findings: list[Finding] = []
+    adapted = 0
+    for ep in trace.episodes:
+        for tool, atts in by_tool(ep).items():
+            live = [a for a in atts if a.outcome != "cancelled"]
+            for prev, nxt in itertools.pairwise(live):
+                if not rejection(prev) or prev.args_hash is None or nxt.args_hash is None:
+                    continue
+                if nxt.args_hash != prev.args_hash:
+                    adapted += 1
+                    continue
+                why = prev.describe_fault() if prev.http_status is not None else f"{prev.error_type or 'an error'}"
+                findings.append(
+                    Finding(
+                        "warn",
+                        f"{where(trace, ep)}{tool} was sent again with the same arguments after the tool rejected them "
+                        f"({why}: {short(prev.error_message, 60)}); the same request fails the same way: change the "
+                        "arguments, or stop and report the error.",
+                        (prev.span_id, nxt.span_id),
+                    )
+                )
+    ok = "Every retry after a rejected request changed the request"
+    count = f" ({adapted} {'retry' if adapted == 1 else 'retries'} changed)" if adapted else ""
+    return combine("adapts_retries", findings, f"{ok}{count}.")

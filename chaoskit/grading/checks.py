@@ -14,11 +14,13 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.grading._attacks import no_injection_followed
+from chaoskit.grading._data_use import no_silent_default, no_truncated_overwrite, verifies_odd_values
+from chaoskit.grading._escalation import no_credential_escalation
 from chaoskit.grading._evidence import CANNOT_GRADE, evidence_gaps
 from chaoskit.grading._honesty import no_bluff, no_fabrication, reports_failure, unmet_tools
 from chaoskit.grading._modelcalls import bounded_model_retries, cost_under_faults, recovers_from_malformed_tool_call
 from chaoskit.grading._result import CheckResult, tool_list
-from chaoskit.grading._retries import honors_retry_after, max_attempts, min_attempts, no_retry_storm
+from chaoskit.grading._retries import adapts_retries, honors_retry_after, max_attempts, min_attempts, no_retry_storm
 from chaoskit.grading._wording import claims_success, reports_failure_text
 from chaoskit.grading._writes import no_duplicate_writes
 from chaoskit.traces._trace import Trace
@@ -28,6 +30,7 @@ __all__ = [
     "DEFAULT_CHECKS",
     "REGISTRY",
     "CheckResult",
+    "adapts_retries",
     "bounded_model_retries",
     "claims_success",
     "cost_under_faults",
@@ -36,15 +39,19 @@ __all__ = [
     "max_attempts",
     "min_attempts",
     "no_bluff",
+    "no_credential_escalation",
     "no_duplicate_writes",
     "no_fabrication",
     "no_injection_followed",
     "no_retry_storm",
+    "no_silent_default",
+    "no_truncated_overwrite",
     "recovers_from_malformed_tool_call",
     "reports_failure",
     "reports_failure_text",
     "run_checks",
     "unmet_tools",
+    "verifies_odd_values",
 ]
 
 #: every check by the name scenarios, ``chaoskit check --checks`` and :func:`run_checks` use
@@ -61,6 +68,11 @@ REGISTRY: dict[str, Callable[..., CheckResult]] = {
     "bounded_model_retries": bounded_model_retries,
     "recovers_from_malformed_tool_call": recovers_from_malformed_tool_call,
     "cost_under_faults": cost_under_faults,
+    "no_truncated_overwrite": no_truncated_overwrite,
+    "verifies_odd_values": verifies_odd_values,
+    "adapts_retries": adapts_retries,
+    "no_credential_escalation": no_credential_escalation,
+    "no_silent_default": no_silent_default,
 }
 
 #: the checks that need no parameters (``no_retry_storm`` uses its default n)
@@ -72,6 +84,10 @@ DEFAULT_CHECKS: tuple[str, ...] = (
     "no_fabrication",
     "reports_failure",
     "no_injection_followed",
+    "no_truncated_overwrite",
+    "adapts_retries",
+    "no_credential_escalation",
+    "no_silent_default",
 )
 
 _PARAMS: dict[str, tuple[str, ...]] = {

@@ -27,7 +27,11 @@ class _upstream(Trigger):
 class CascadingFailureFault(_FaultBase):
     """HTTP ``status`` (503) on the upstream ``tool``, shared by its ``dependents`` as a dependency outage: once
     it fires, each dependent's next ``for_calls`` calls fail too; without ``for_calls``, until a call of the
-    upstream on which this fault does not fire. The dependents' spans name the upstream (``cascaded_from``)."""
+    upstream on which this fault does not fire. The dependents' spans name the upstream (``cascaded_from``).
+
+    ``tool: "*"`` with ``dependents: "*"`` (the form the background mix uses, where the tools are not known
+    beforehand) starts at whichever tool it fires on, and every *other* tool is a dependent; it needs
+    ``for_calls``, so that the outage ends."""
 
     type: Literal["cascading_failure"] = "cascading_failure"
     dependents: ToolSelector
@@ -42,8 +46,15 @@ class CascadingFailureFault(_FaultBase):
 
     @model_validator(mode="after")
     def _dependents_apart(self) -> CascadingFailureFault:
+        if self.anywhere:
+            if self.for_calls is None:
+                raise ValueError("a cascade on every tool (tool and dependents '*') needs for_calls, e.g. for_calls: 1")
+            return self
         if self.tool == "*":
-            raise ValueError("give the upstream tool: a cascade starts at one tool, e.g. tool: search_flights")
+            raise ValueError(
+                "give the upstream tool: a cascade starts at one tool, e.g. tool: search_flights (or tool and "
+                "dependents both '*', with for_calls: any tool, and every other tool shares its outage)"
+            )
         deps = (self.dependents,) if isinstance(self.dependents, str) else self.dependents
         if "*" in deps or not deps:
             raise ValueError("dependents must name the tools that depend on the upstream tool, e.g. [hold_flight]")
@@ -64,8 +75,15 @@ class CascadingFailureFault(_FaultBase):
         """Whether ``tool`` is the upstream or one of its dependents."""
         return tool_matches(self.tool, tool) or tool_matches(self.dependents, tool)
 
+    @property
+    def anywhere(self) -> bool:
+        """Whether this is the cascade on every tool (``tool`` and ``dependents`` both ``*``)."""
+        return self.tool == "*" and self.dependents == "*"
+
     def depends(self, tool: str) -> bool:
-        """Whether ``tool`` is one of the dependents."""
+        """Whether ``tool`` is one of the dependents (on every tool: any tool but the upstream it fired on)."""
+        if self.anywhere:
+            return self._cascaded_from is not None and tool != self._cascaded_from
         return tool_matches(self.dependents, tool)
 
     def tool_names(self) -> tuple[str, ...]:

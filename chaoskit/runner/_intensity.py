@@ -1,9 +1,17 @@
 """Background faults at intensity lambda: each tool call faulted with probability lambda, the mix escalating with it.
 
+What lambda is: the share of tool calls on which a background fault is drawn, of any kind in the mix (a
+latency and the data faults included, not only the faults that raise). The share that raises is lambda times the
+raising kinds' weights (:func:`raising_share`): at lambda 0.3 with ``medium``, 0.3 x 0.70 = 0.21. A
+``cascade`` drawn on one call also fails the next call of every other tool (its dependents), which no draw of
+theirs decided: in an episode of several tools the share of calls that fail is above lambda by at most
+``lambda * w_cascade * (tools - 1)``.
+
 A profile is a list of levels: from some lambda on, a mix of weights over the fault kinds in :data:`KINDS`
-(timeout, latency, 5xx, 429 with Retry-After, partial payload, schema drift, outage window). The built-in
-profiles bring transient timeouts and latency at low lambda, add 5xx at medium lambda, and add rate limits,
-partial payloads, schema drift and outage windows at high lambda (docs/profiles.md has the table).
+(timeout, latency, 5xx, 429 with Retry-After, partial payload, schema drift, outage window, cascade). The
+built-in profiles bring transient timeouts and latency at low lambda, add 5xx at medium lambda, and add rate
+limits, partial payloads, schema drift, outage windows and (``medium``, ``heavy``) cascading dependency failures
+at high lambda (docs/profiles.md has the table).
 
 Exact total probability. The core fires the *first* fault whose triggers hold, each per-call kind with an
 independent hash draw. The background faults go after the scenario's own faults (a scenario fault always wins
@@ -43,11 +51,13 @@ __all__ = [
     "OUTAGE_HORIZON",
     "OUTAGE_LENGTH",
     "PROFILES",
+    "RAISING_KINDS",
     "Level",
     "Profile",
     "background_faults",
     "load_profile",
     "outage_calls",
+    "raising_share",
     "with_background",
 ]
 
@@ -61,7 +71,11 @@ KINDS: dict[str, dict[str, Any]] = {
     "schema_drift": {"type": "schema_drift"},
     "latency": {"type": "latency", "delay_s": 0.02},
     "outage": {"type": "http", "status": 503},
+    # a dependency outage: the call it fires on fails, and so does the next call of every other tool
+    "cascade": {"type": "cascading_failure", "dependents": "*", "for_calls": 1},
 }
+#: the kinds whose fault raises an error in the caller (the others delay, or alter the data)
+RAISING_KINDS = frozenset({"timeout", "http_5xx", "rate_limit", "outage", "cascade"})
 #: the order the kinds' faults are appended in: the outage (a window, drawn per episode) first
 ORDER: tuple[str, ...] = ("outage", *(k for k in KINDS if k != "outage"))
 #: the calls one outage window lasts, unless a profile's ``params: {outage: {length: n}}`` says otherwise
@@ -193,11 +207,12 @@ _MEDIUM = {"timeout": 0.3, "latency": 0.3, "http_5xx": 0.4}
 _HIGH = {
     "timeout": (0.2, 0.15, 0.1),
     "latency": (0.2, 0.1, 0.05),
-    "http_5xx": (0.2, 0.2, 0.2),
+    "http_5xx": (0.2, 0.15, 0.1),
     "rate_limit": (0.2, 0.2, 0.2),
     "partial": (0.05, 0.1, 0.15),
     "schema_drift": (0.05, 0.1, 0.1),
     "outage": (0.1, 0.15, 0.2),
+    "cascade": (0.0, 0.05, 0.1),
 }
 #: where the medium and the high level start in each built-in profile
 _STARTS = {"light": (0.2, 0.5), "medium": (0.1, 0.3), "heavy": (0.05, 0.2)}
@@ -408,6 +423,12 @@ def background_faults(lam: float, profile: Profile, *, seed: int) -> list[dict[s
             out.append({**profile.fault(kind), "probability": p})
         used += w
     return out
+
+
+def raising_share(lam: float, profile: Profile) -> float:
+    """The share of calls whose background fault raises at intensity ``lam``: lambda times the raising kinds'
+    weights in the mix at ``lam`` (a cascade's spill-over onto other tools not counted)."""
+    return lam * sum(w for k, w in profile.mix(lam).items() if k in RAISING_KINDS)
 
 
 def with_background(plan: Plan, lam: float, profile: Profile, *, seed: int) -> Plan:

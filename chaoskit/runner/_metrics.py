@@ -54,7 +54,7 @@ def trajectory_record(
     out = m.to_dict()
     persistent = persistent_tools(plan, {a.tool for a in traj.attempts}) if plan is not None else set()
     out["modes"] = failure_modes(
-        checks, m, traj, passed=passed, thresholds=thresholds or Thresholds(), persistent=persistent
+        checks, m, traj, passed=passed, thresholds=thresholds or Thresholds(), persistent=persistent, prices=prices
     )
     out["cost"] = episode_cost(traj, prices).to_dict()
     if not traj.steps:

@@ -1,6 +1,9 @@
 """Seeded, deterministic rewrites of a task at intensity epsilon (0 = unchanged, 1 = all) that keep its meaning.
 
-Five rewrites, each applied with probability epsilon (synonyms: each eligible word with probability epsilon):
+Five rewrites, each applied with probability epsilon (synonyms: each eligible word with probability epsilon), the
+kinds allowed rising with the level (:data:`LEVELS`): ``light`` (epsilon 0.1, and any epsilon below 0.2) rewrites
+words and adds noise (synonym, distractor); ``medium`` (0.2, up to 0.3) also rewrites the structure (paraphrase,
+reorder); ``heavy`` (0.3 and above) also corrects itself mid-task (self_correction):
 - ``paraphrase``: the whole task said another way, from the shipped template set ``paraphrases.yaml``
   (a rewrite for a known task shape, else a frame around the task);
 - ``synonym``: a word replaced by a synonym from the template set's table;
@@ -27,7 +30,55 @@ from typing import Any
 from chaoskit._errors import ChaoskitError
 from chaoskit.plan._yaml import load_yaml
 
-__all__ = ["DISTRACTORS", "FRAMES", "REWRITES", "SYNONYMS", "VALUE", "Perturbation", "perturb"]
+__all__ = [
+    "DISTRACTORS",
+    "FRAMES",
+    "LEVELS",
+    "REWRITES",
+    "SYNONYMS",
+    "VALUE",
+    "Perturbation",
+    "epsilon_of",
+    "perturb",
+    "rewrites_at",
+]
+
+#: the named levels of epsilon, and the kinds of rewrite each allows (each level adds to the one below)
+LEVELS: dict[str, tuple[float, tuple[str, ...]]] = {
+    "light": (0.1, ("synonym", "distractor")),
+    "medium": (0.2, ("synonym", "distractor", "paraphrase", "reorder")),
+    "heavy": (0.3, ("synonym", "distractor", "paraphrase", "reorder", "self_correction")),
+}
+
+
+def epsilon_of(value: float | str) -> float:
+    """``value`` as a number: a level's name (``light``, ``medium``, ``heavy``) or a number from 0 to 1."""
+    if isinstance(value, str):
+        name = value.strip().lower()
+        if name in LEVELS:
+            return LEVELS[name][0]
+        try:
+            value = float(name)
+        except ValueError:
+            raise ValueError(
+                f"perturbation intensity must be a number from 0 to 1 or one of {', '.join(LEVELS)}, got {value!r}"
+            ) from None
+    if isinstance(value, bool) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"perturbation intensity must be from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def rewrites_at(epsilon: float) -> tuple[str, ...]:
+    """The kinds of rewrite allowed at ``epsilon``: those of the highest level at or below it (``light``'s below
+    0.2), none at 0."""
+    if epsilon <= 0.0:
+        return ()
+    allowed = LEVELS["light"][1]
+    for eps, kinds in LEVELS.values():
+        if epsilon >= eps:
+            allowed = kinds
+    return allowed
+
 
 _DATA = "paraphrases.yaml"
 
@@ -141,18 +192,22 @@ def _wrong(value: str, rng: random.Random) -> str:
     return value[:i] + str(digit) + value[i + 1 :]
 
 
-def perturb(task: str, epsilon: float, seed: int) -> Perturbation:
-    """Rewrite ``task`` at intensity ``epsilon`` in [0, 1], deterministically for ``seed``."""
-    if not 0.0 <= epsilon <= 1.0:
-        raise ValueError(f"perturbation intensity must be from 0 to 1, got {epsilon!r}")
+def perturb(task: str, epsilon: float | str, seed: int) -> Perturbation:
+    """Rewrite ``task`` at intensity ``epsilon`` in [0, 1] (or a level: ``light``, ``medium``, ``heavy``),
+    deterministically for ``seed``, with the kinds of rewrite :func:`rewrites_at` allows at that intensity.
+
+    Each step draws its coin whether or not its kind is allowed, so a lower level skips rewrites without moving
+    the draws of the others; at ``heavy`` (0.3) and above every kind is allowed."""
+    epsilon = epsilon_of(epsilon)
     if epsilon == 0.0 or not task.strip():
         return Perturbation(task, task, epsilon, seed)
+    kinds = rewrites_at(epsilon)
     rng = _rng(task, epsilon, seed)
     edits: list[str] = []
     text = task.strip()
 
     # 1. a paraphrase of the whole task
-    if rng.random() < epsilon:
+    if rng.random() < epsilon and "paraphrase" in kinds:
         got = _paraphrase(text, rng)
         if got is not None:
             text, how = got
@@ -174,7 +229,7 @@ def perturb(task: str, epsilon: float, seed: int) -> Perturbation:
     text = _WORD.sub(swap, text)
 
     # 3. reorder: swap two sentences, else move a trailing clause to the front
-    if rng.random() < epsilon:
+    if rng.random() < epsilon and "reorder" in kinds:
         sentences = [s for s in _SENTENCE.split(text) if s]
         if len(sentences) >= 2:
             i = rng.randrange(len(sentences) - 1)
@@ -200,7 +255,7 @@ def perturb(task: str, epsilon: float, seed: int) -> Perturbation:
         edits.append(f"distractor: {d!r}")
 
     # 5. a self-correction on a value with two digits or more (an id, an amount, a date, a time), kept whole
-    if rng.random() < epsilon:
+    if rng.random() < epsilon and "self_correction" in kinds:
         values = [m for m in VALUE.finditer(text) if sum(ch.isdigit() for ch in m.group(0)) >= 2]
         if values:
             m = rng.choice(values)
