@@ -530,3 +530,14 @@ def test_every_semconv_name_is_in_docs_semconv_md() -> None:
     names = [n for n in vars(semconv) if n.isupper() and isinstance(getattr(semconv, n), str)]
     missing = [f"{n} = {getattr(semconv, n)!r}" for n in names if f"`{n}`" not in doc]
     assert not missing, "constants of chaoskit/semconv.py with no row in docs/semconv.md:\n" + "\n".join(missing)
+
+
+def test_module_names_are_unique_in_the_package() -> None:
+    """A module's name says what is inside, once: no two modules of chaoskit share a file name (issue 26)."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        # a facade at the root (chaoskit/checks.py) is the public name of the module it re-exports
+        if path.name != "__init__.py" and module_name(path) not in FACADES:
+            seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    repeated = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not repeated, f"module names used more than once: {repeated}"

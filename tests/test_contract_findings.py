@@ -76,7 +76,7 @@ def test_a_write_is_unverifiable_only_when_no_read_shares_its_resource_or_an_ide
 
 
 def test_an_openapi_lookup_without_a_404_is_a_finding_and_with_one_it_is_not(tmp_path: Path) -> None:
-    from chaoskit.suggest._openapi import read_openapi
+    from chaoskit.suggest._openapi_tools import read_openapi
 
     tools = {t.name: t for t in read_openapi(ROOT / "examples" / "suggest" / "legacy-openapi.yaml")}
     found = _kinds(*tools.values())

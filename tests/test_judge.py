@@ -25,8 +25,8 @@ from chaoskit.judge import (
     rogan_gladen,
     wilson,
 )
+from chaoskit.judge._agreement import agreement, kappa_interval
 from chaoskit.judge._rubric import RUBRIC_SHA, Malformed, parse_reply
-from chaoskit.judge._stats import agreement, kappa_interval
 from chaoskit.testing import capture_spans
 
 #: each rubric version and the fingerprint of its prompt: changing the prompt needs a new version (and a
@@ -219,7 +219,7 @@ def test_the_cache_key_holds_the_model_and_the_rubric_version(tmp_path: Path, mo
     Judge(load_model_of(model), cache_dir=tmp_path).ask(_input())
     Judge(load_model_of(model), cache_dir=tmp_path, name="another-model").ask(_input())
     assert model.calls == 2
-    import chaoskit.judge._judge as judge_module
+    import chaoskit.judge._ask as judge_module
 
     monkeypatch.setattr(judge_module, "RUBRIC_VERSION", "chaoskit-judge-999")
     Judge(load_model_of(model), cache_dir=tmp_path).ask(_input())

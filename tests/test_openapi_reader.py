@@ -8,8 +8,8 @@ import pytest
 
 from chaoskit import ChaoskitError
 from chaoskit.scenarios import OpenAPIError, operation_ids, read_operations
-from chaoskit.suggest._model import SuggestError
-from chaoskit.suggest._openapi import read_openapi
+from chaoskit.suggest._openapi_tools import read_openapi
+from chaoskit.suggest._tool_info import SuggestError
 
 SPEC = """
 openapi: 3.0.3

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from chaoskit.runner._stats import Rate, pass_at_1, pass_hat_k, wilson
+from chaoskit.runner._pass_rates import Rate, pass_at_1, pass_hat_k, wilson
 
 
 def test_pass_hat_k_hand_computed() -> None:

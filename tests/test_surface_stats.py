@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from chaoskit.runner._stats import Rate
+from chaoskit.runner._pass_rates import Rate
 from chaoskit.runner._surface import surface_stats
 
 

@@ -19,11 +19,11 @@ _COMMAND_MODULES = (
     "chaoskit.cli._check",
     "chaoskit.cli._run",
     "chaoskit.cli._replay",
-    "chaoskit.cli._merge",
-    "chaoskit.cli._compare",
+    "chaoskit.cli._merge_command",
+    "chaoskit.cli._compare_command",
     "chaoskit.cli._report",
-    "chaoskit.cli._suggest",
-    "chaoskit.cli._judge",
+    "chaoskit.cli._suggest_command",
+    "chaoskit.cli._judge_command",
 )
 
 #: the entry-point group of subcommands other packages add (the MCP and HTTP proxies): each entry point names

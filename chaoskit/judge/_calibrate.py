@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
+from chaoskit.judge._agreement import BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED, Agreement, agreement, rogan_gladen
+from chaoskit.judge._ask import Judge, Judgment
 from chaoskit.judge._corpus import Answer, load_corpus
 from chaoskit.judge._corpus_replay import iter_replayed as _replayed
 from chaoskit.judge._input import judge_input
-from chaoskit.judge._judge import Judge, Judgment
 from chaoskit.judge._rubric import LABELS, RUBRIC_SHA, RUBRIC_VERSION
-from chaoskit.judge._stats import BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED, Agreement, agreement, rogan_gladen
 
 __all__ = ["ANY", "CALIBRATION_KIND", "calibrate", "check_calibration", "corrected_pass_rate"]
 

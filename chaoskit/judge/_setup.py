@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
+from chaoskit.judge._ask import Judge
 from chaoskit.judge._calibrate import check_calibration
-from chaoskit.judge._judge import Judge
 from chaoskit.judge._models import OpenAIEndpoint, load_model
 from chaoskit.metrics._cost import load_prices
 

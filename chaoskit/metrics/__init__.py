@@ -37,6 +37,7 @@ from chaoskit.metrics._compute import (
     trajectory_metrics,
 )
 from chaoskit.metrics._cost import EpisodeCost, Price, Prices, episode_cost, load_prices
+from chaoskit.metrics._model_steps import StepRecord, ToolCall, read_steps, steps_from_spans
 from chaoskit.metrics._reader import TASK_KEYS, read_trajectories
 from chaoskit.metrics._similarity import cosine_matrix
 from chaoskit.metrics._stats import (
@@ -48,7 +49,6 @@ from chaoskit.metrics._stats import (
     t_two_sided_p,
     welch_t_test,
 )
-from chaoskit.metrics._steps import StepRecord, ToolCall, read_steps, steps_from_spans
 from chaoskit.metrics._taxonomy import (
     BENCHMARK_CODES,
     MODES,

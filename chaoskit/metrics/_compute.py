@@ -10,8 +10,8 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from chaoskit.metrics._model_steps import CUT_MARK, StepRecord
 from chaoskit.metrics._similarity import Vectors
-from chaoskit.metrics._steps import CUT_MARK, StepRecord
 from chaoskit.metrics._trajectory import Trajectory
 from chaoskit.metrics._values import Known
 from chaoskit.traces._records import AttemptRecord

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit._errors import ConfigError, PlanError
-from chaoskit.metrics._steps import StepRecord
+from chaoskit.metrics._model_steps import StepRecord
 from chaoskit.metrics._trajectory import Trajectory
 from chaoskit.plan._yaml import load_yaml
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from chaoskit.metrics._steps import StepRecord, ToolCall
+from chaoskit.metrics._model_steps import StepRecord, ToolCall
 from chaoskit.metrics._trajectory import Trajectory
 from chaoskit.traces._records import TraceReadError
 

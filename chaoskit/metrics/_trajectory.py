@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskit.metrics._steps import StepRecord, steps_from_spans
+from chaoskit.metrics._model_steps import StepRecord, steps_from_spans
 from chaoskit.semconv import EPISODE_TASK
 from chaoskit.traces._records import AttemptRecord, EpisodeRecord
 from chaoskit.traces._trace import Trace

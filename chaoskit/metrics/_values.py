@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from chaoskit.metrics._steps import CUT_MARK
+from chaoskit.metrics._model_steps import CUT_MARK
 
 __all__ = ["PROSE_WORDS", "SMALL_NUMBER", "Known"]
 

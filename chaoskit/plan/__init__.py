@@ -1,6 +1,13 @@
 """Layer 1, plans: fault types, triggers, the Plan model and YAML loading (pure data and decisions)."""
 
 # The public names of the layer. Inside chaoskit, import each name from its defining module instead.
+from chaoskit.plan._fault_registry import (
+    ENTRY_POINT_GROUP,
+    FaultParameterError,
+    FaultType,
+    registered_types,
+    require_modules,
+)
 from chaoskit.plan._faults import (
     DEFAULT_INJECTION,
     FAULT_TYPES,
@@ -28,13 +35,6 @@ from chaoskit.plan._faults import (
     UnknownToolCallFault,
 )
 from chaoskit.plan._model import Plan, PlanRuntime, set_runtime
-from chaoskit.plan._registry import (
-    ENTRY_POINT_GROUP,
-    FaultParameterError,
-    FaultType,
-    registered_types,
-    require_modules,
-)
 from chaoskit.plan._triggers import CallState, Trigger
 from chaoskit.plan._yaml import load_yaml
 

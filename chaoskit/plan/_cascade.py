@@ -7,8 +7,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import PrivateAttr, model_validator
 
+from chaoskit.plan._fault_registry import _FaultBase
 from chaoskit.plan._fields import HTTPStatus, PositiveInt, Seconds, ToolSelector
-from chaoskit.plan._registry import _FaultBase
 from chaoskit.plan._triggers import CallState, Trigger, all_of, tool_matches, trigger_of
 
 __all__ = ["CascadingFailureFault"]

@@ -12,6 +12,16 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 # _UNSET and _FaultBase are defined in _registry, CascadingFailureFault in _cascade; the engine and the model
 # import them from here
 from chaoskit.plan._cascade import CascadingFailureFault as CascadingFailureFault
+from chaoskit.plan._fault_registry import _UNSET as _UNSET
+from chaoskit.plan._fault_registry import (
+    ExtensionFault,
+    FaultParameterError,
+    MissingExtra,
+    extension_entry,
+    registered_types,
+    settle_target,
+)
+from chaoskit.plan._fault_registry import _FaultBase as _FaultBase
 from chaoskit.plan._fields import (
     _EXCEPTIONS,
     DataPath,
@@ -32,16 +42,6 @@ from chaoskit.plan._modelfaults import (
     TruncatedFault,
     UnknownToolCallFault,
 )
-from chaoskit.plan._registry import _UNSET as _UNSET
-from chaoskit.plan._registry import (
-    ExtensionFault,
-    FaultParameterError,
-    MissingExtra,
-    extension_entry,
-    registered_types,
-    settle_target,
-)
-from chaoskit.plan._registry import _FaultBase as _FaultBase
 
 __all__ = [
     "DEFAULT_INJECTION",

@@ -6,8 +6,8 @@ from typing import ClassVar, Literal
 
 from pydantic import field_validator
 
+from chaoskit.plan._fault_registry import _FaultBase
 from chaoskit.plan._fields import Fraction, Seconds
-from chaoskit.plan._registry import _FaultBase
 
 __all__ = [
     "MODEL_ONLY_TYPES",

@@ -18,7 +18,7 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.metrics import AGGREGATED, MetricComparison, compare_values
-from chaoskit.runner._stats import Rate
+from chaoskit.runner._pass_rates import Rate
 
 __all__ = [
     "COMPARISON_KIND",

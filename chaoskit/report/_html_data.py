@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from chaoskit.runner._expect import expected_pairs
+from chaoskit.runner._pass_rates import Rate, pass_hat_k
 from chaoskit.runner._results import agent_label
-from chaoskit.runner._stats import Rate, pass_hat_k
 
 __all__ = [
     "SCORE_EDGES",

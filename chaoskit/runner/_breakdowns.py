@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from chaoskit.runner._pass_rates import Rate
 from chaoskit.runner._results import EpisodeResult
-from chaoskit.runner._stats import Rate
 
 __all__ = ["NO_DOMAIN", "NO_FAULT", "breakdowns", "matrix", "stats"]
 

@@ -23,7 +23,14 @@ from chaoskit.grading._evaluation import add_evaluation_events
 from chaoskit.plan._model import Plan
 from chaoskit.replay import episode
 from chaoskit.runner._agents import CommandAgent, PythonAgent, resolve_agent
-from chaoskit.runner._grade import episode_passed, grade_or_refuse, run_oracle, snapshot, task_criteria, wants_initial
+from chaoskit.runner._grade_episode import (
+    episode_passed,
+    grade_or_refuse,
+    run_oracle,
+    snapshot,
+    task_criteria,
+    wants_initial,
+)
 from chaoskit.runner._grid import EpisodePlan, RunConfig, agents_for
 from chaoskit.runner._intensity import with_background
 from chaoskit.runner._metrics import run_metrics

@@ -9,12 +9,12 @@ from typing import Any
 
 from chaoskit.metrics._compute import trajectory_metrics
 from chaoskit.metrics._cost import Prices, episode_cost
+from chaoskit.metrics._model_steps import StepRecord, read_steps, steps_from_spans
 from chaoskit.metrics._stats import mean_summary
-from chaoskit.metrics._steps import StepRecord, read_steps, steps_from_spans
 from chaoskit.metrics._taxonomy import MODES, Thresholds, failure_modes, persistent_tools
 from chaoskit.metrics._trajectory import Trajectory, trajectories
+from chaoskit.runner._pass_rates import pass_hat_k
 from chaoskit.runner._results import agent_label
-from chaoskit.runner._stats import pass_hat_k
 from chaoskit.traces._records import TraceReadError
 from chaoskit.traces._trace import Trace
 

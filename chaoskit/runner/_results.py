@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskit._version import __version__
-from chaoskit.runner._stats import Rate
+from chaoskit.runner._pass_rates import Rate
 
 __all__ = ["RESULTS_KIND", "BatteryResult", "Cell", "EpisodeResult", "Summary", "Verdict", "agent_label"]
 

@@ -14,8 +14,8 @@ from chaoskit.runner._breakdowns import breakdowns, matrix
 from chaoskit.runner._expect import Expectations, judge
 from chaoskit.runner._gate import explain, verdict
 from chaoskit.runner._metrics import metrics_summary
+from chaoskit.runner._pass_rates import Rate, pass_hat_k
 from chaoskit.runner._results import Cell, EpisodeResult, Summary, Verdict, agent_label
-from chaoskit.runner._stats import Rate, pass_hat_k
 from chaoskit.runner._surface import surface_stats
 
 __all__ = ["METAMORPHIC", "apply_contracts", "apply_metamorphic", "metamorphic_check", "summarize"]

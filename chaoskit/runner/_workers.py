@@ -18,7 +18,7 @@ import chaoskit.telemetry as telemetry
 from chaoskit._errors import ChaoskitError
 from chaoskit.runner._agents import PythonAgent
 from chaoskit.runner._episode_runner import EpisodeRunner, episode_facts, replay_command
-from chaoskit.runner._grade import grade_or_refuse, task_criteria
+from chaoskit.runner._grade_episode import grade_or_refuse, task_criteria
 from chaoskit.runner._grid import EpisodePlan, RunConfig
 from chaoskit.runner._perturb import perturb
 from chaoskit.runner._results import EpisodeResult

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from chaoskit.suggest._model import Classification, Decision, ToolInfo
+from chaoskit.suggest._tool_info import Classification, Decision, ToolInfo
 from chaoskit.suggest._words import (
     AUTH_FIRST,
     DO,

@@ -28,8 +28,8 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.adapters._decorator import spec_of
-from chaoskit.suggest._model import EVERY_TOOL, McpServer, Param, SuggestError, ToolInfo, merge_tools
-from chaoskit.suggest._openapi import read_openapi
+from chaoskit.suggest._openapi_tools import read_openapi
+from chaoskit.suggest._tool_info import EVERY_TOOL, McpServer, Param, SuggestError, ToolInfo, merge_tools
 
 __all__ = [
     "DESCRIBER_GROUP",

@@ -8,7 +8,7 @@ from typing import Any
 
 from chaoskit.grading._contracts import ContractFinding
 from chaoskit.suggest._classify import is_auth, is_key_param, words
-from chaoskit.suggest._model import Classification
+from chaoskit.suggest._tool_info import Classification
 from chaoskit.suggest._words import DO, EFFECT_NOUNS, IRREVERSIBLE, READ, WRITE
 
 __all__ = ["declared_findings"]

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit.scenarios._scenario import load_scenario
-from chaoskit.suggest._model import Classification, SuggestError
 from chaoskit.suggest._tasks import Task
+from chaoskit.suggest._tool_info import Classification, SuggestError
 
 __all__ = ["FAULTS", "GENERATED", "UNMARKED", "Case", "generated", "plan_cases", "render", "unmarked", "write_cases"]
 

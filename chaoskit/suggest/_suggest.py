@@ -14,8 +14,8 @@ from chaoskit.suggest._classify import classify, is_auth
 from chaoskit.suggest._discover import discover_ref
 from chaoskit.suggest._findings import declared_findings
 from chaoskit.suggest._generate import FAULTS, UNMARKED, Case, generated, plan_cases, unmarked, write_cases
-from chaoskit.suggest._model import Classification, SuggestError
 from chaoskit.suggest._tasks import Task, agent_scenarios, pick_tasks
+from chaoskit.suggest._tool_info import Classification, SuggestError
 
 __all__ = ["Suggestion", "declared_for", "suggest"]
 

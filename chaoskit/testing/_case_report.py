@@ -19,7 +19,7 @@ from chaoskit.grading._score import score
 from chaoskit.grading.checks import run_checks
 from chaoskit.plan._model import Plan
 from chaoskit.report._html import write_html
-from chaoskit.runner._grade import timeline
+from chaoskit.runner._grade_episode import timeline
 from chaoskit.runner._results import BatteryResult, EpisodeResult, Verdict
 from chaoskit.runner._summary import summarize
 from chaoskit.traces._trace import Trace

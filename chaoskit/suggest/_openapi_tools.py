@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chaoskit.scenarios import OpenAPIError, read_document, read_operations
-from chaoskit.suggest._model import Param, SuggestError, ToolInfo
+from chaoskit.suggest._tool_info import Param, SuggestError, ToolInfo
 
 __all__ = ["read_openapi"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from chaoskit.judge._ask import Judgment
 from chaoskit.judge._calibrate import ANY, corrected_pass_rate
-from chaoskit.judge._judge import Judgment
 
 __all__ = ["ANSWER_CHECKS", "entry", "judge_line", "judge_rows", "summary_of"]
 
