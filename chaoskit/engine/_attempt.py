@@ -281,9 +281,12 @@ class Attempt:
             if pre.call:
                 self.executed = True
                 answers = self.episode.answers if self.episode is not None else None
-                recorded = None if answers is None else answers.lookup(self.spec, self.args, self.hash)
                 # a replayed call: the recording answers instead of the tool; the fault still applies on top
-                result = self.transform(fn(*args, **kwargs) if recorded is None else recorded.result())
+                result = self.transform(
+                    fn(*args, **kwargs)
+                    if answers is None
+                    else answers.call(self.spec, self.args, self.hash, fn, args, kwargs)
+                )
             else:
                 result = pre.value
         except BaseException as exc:
@@ -303,8 +306,11 @@ class Attempt:
             if pre.call:
                 self.executed = True
                 answers = self.episode.answers if self.episode is not None else None
-                recorded = None if answers is None else answers.lookup(self.spec, self.args, self.hash)
-                result = self.transform(await fn(*args, **kwargs) if recorded is None else recorded.result())
+                result = self.transform(
+                    await fn(*args, **kwargs)
+                    if answers is None
+                    else await answers.acall(self.spec, self.args, self.hash, fn, args, kwargs)
+                )
             else:
                 result = pre.value
         except BaseException as exc:
@@ -339,27 +345,34 @@ class Attempt:
         )
 
 
-def _answered(answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _span_hash(tracing: bool) -> str | None:
+    """The arguments hash the attempt's own span already holds (the plain path attaches that span around the
+    call), so that a replayed call is not hashed twice; None when there is no such span."""
+    if not tracing:
+        return None  # no span of this call: the current one, if any, is another's
+    attributes = getattr(trace.get_current_span(), "attributes", None)
+    return attributes.get(sc.ARGS_HASH) if attributes else None
+
+
+def _answered(answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Any], tracing: bool) -> Callable[..., Any]:
     """``fn`` answered from a recording (``Episode.answers``), for an unfaulted call on the plain path (a faulted
     one asks the recording in :meth:`Attempt.run_sync`): the real tool runs only when the recording says so."""
     args = bound if not callable(bound) else None
 
     def body(*a: Any, **kw: Any) -> Any:
-        recorded = answers.lookup(spec, args, None)
-        return fn(*a, **kw) if recorded is None else recorded.result()
+        return answers.call(spec, args, _span_hash(tracing) if args is not None else None, fn, a, kw)
 
     return body
 
 
 def _answered_async(
-    answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Awaitable[Any]]
+    answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Awaitable[Any]], tracing: bool
 ) -> Callable[..., Awaitable[Any]]:
     """:func:`_answered` for a coroutine function."""
     args = bound if not callable(bound) else None
 
     async def body(*a: Any, **kw: Any) -> Any:
-        recorded = answers.lookup(spec, args, None)
-        return await fn(*a, **kw) if recorded is None else recorded.result()
+        return await answers.acall(spec, args, _span_hash(tracing) if args is not None else None, fn, a, kw)
 
     return body
 
@@ -410,7 +423,7 @@ def call_sync(
         return Attempt(spec, bound, call_id, attach=True, _decided=decided).run_sync(fn, args, kwargs)
     episode = decided[1]
     if episode is not None and episode.answers is not None:
-        fn = _answered(episode.answers, spec, decided[2], fn)
+        fn = _answered(episode.answers, spec, decided[2], fn, tracing)
     if tracing:
         return plain_sync(spec, decided, fn, args, kwargs, call_id)
     start = _now()
@@ -448,7 +461,7 @@ async def call_async(
         return await Attempt(spec, bound, call_id, attach=True, _decided=decided).run_async(fn, args, kwargs)
     episode = decided[1]
     if episode is not None and episode.answers is not None:
-        fn = _answered_async(episode.answers, spec, decided[2], fn)
+        fn = _answered_async(episode.answers, spec, decided[2], fn, tracing)
     if tracing:
         return await plain_async(spec, decided, fn, args, kwargs, call_id)
     start = _now()
