@@ -70,7 +70,7 @@ _WHERE = {
     "Episode": "chaoskit.engine._episode",
     "current_episode": "chaoskit.engine._episode",
     "episode": "chaoskit.replay._episode",
-    "ReplayMiss": "chaoskit.replay._cassette",
+    "ReplayMiss": "chaoskit.replay._models",
     "AttemptInfo": "chaoskit.engine._info",
     "reset": "chaoskit.engine._runtime",
     "ToolSpec": "chaoskit.engine._spec",

@@ -9,6 +9,9 @@ from typing import Any
 from chaoskit._errors import ChaoskitError
 from chaoskit.cli._gate_output import add_gate_options, baseline_from, finish
 from chaoskit.cli._judge_options import add_judge_options, battery_judge, judge_and_gate
+from chaoskit.cli._replay_from import add_backend_options, backend_trace
+from chaoskit.grading._trace import Trace
+from chaoskit.replay import ON_MISS
 from chaoskit.runner._battery import run_battery
 from chaoskit.runner._battery_file import parse_tags, select
 from chaoskit.runner._summary import apply_contracts
@@ -166,10 +169,12 @@ def _add_trace_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--on-miss",
-        choices=("error", "passthrough"),
+        choices=ON_MISS,
         default="error",
-        help="a call the recording cannot answer: stop the episode (error, default) or call the real tool",
+        help="a call the recording cannot answer: stop the episode (error, default), call the real tool "
+        "(passthrough), or call it and add its answer to the cassette (record)",
     )
+    add_backend_options(p, "--replay-from-jaeger", "--replay-from-phoenix")
 
 
 def _warn(message: str) -> None:
@@ -204,6 +209,12 @@ def run(args: argparse.Namespace) -> int:
         from chaoskit.metrics._cost import load_prices
 
         prices = load_prices(args.prices)
+    replay: str | Trace | None = args.replay
+    backend = backend_trace(args, "--replay-from-jaeger", "--replay-from-phoenix")
+    if backend is not None:
+        if replay is not None:
+            raise ChaoskitError("--replay DIR and a --replay-from-... backend: give one")
+        replay = backend[1]
     judge, gates = judge_and_gate(args)
     if judge is not None:
         from chaoskit.engine._config import configure
@@ -246,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
         prices=prices,
         judge=battery_judge(judge, gates) if judge is not None else None,
         record=args.record,
-        replay=args.replay,
+        replay=replay,
         on_miss=args.on_miss,
     )
     if judge is not None:

@@ -14,6 +14,7 @@ from typing import IO, Any
 import chaoskit.engine._config as _config
 import chaoskit.telemetry as telemetry
 from chaoskit._errors import ChaoskitError
+from chaoskit.grading._trace import Trace
 from chaoskit.metrics._cost import Prices
 from chaoskit.runner._agents import AgentError, CommandAgent, PythonAgent
 from chaoskit.runner._battery_file import Selection, filter_tags, select
@@ -72,7 +73,7 @@ def run_battery(
     prices: Prices | None = None,
     judge: Callable[[Sequence[EpisodeResult], str], None] | None = None,
     record: str | os.PathLike[str] | None = None,
-    replay: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | Trace | None = None,
     on_miss: str = "error",
 ) -> BatteryResult:
     """Run a battery and grade it. ``paths`` are scenario files, directories, globs or battery files (or pass
@@ -100,8 +101,9 @@ def run_battery(
     ``judge(episodes, traces_file)`` is called with the finished episodes and the file of their spans before they
     are summarized (``chaoskit run --judge``: it may add a check to an episode); the spans go to a temporary file
     when ``traces`` is not given. ``record`` (a directory) writes each scenario's episode, tool results included,
-    to ``<record>/<scenario>.jsonl``; ``replay`` answers every tool call from those cassettes, the plan's faults on
-    top, and ``on_miss`` (``error`` or ``passthrough``) says what a call they cannot answer does (docs/replay.md).
+    to ``<record>/<scenario>.jsonl``; ``replay`` answers every tool call from those cassettes (or from a
+    :class:`~chaoskit.Trace` read from a backend), the plan's faults on top, and ``on_miss`` (``error``,
+    ``passthrough`` or ``record``) says what a call they cannot answer does (docs/replay.md).
     """
     cwd = os.getcwd()
     if cwd not in sys.path:
@@ -137,7 +139,7 @@ def run_battery(
         metrics=metrics,
         prices=prices,
         record=None if record is None else os.fspath(record),
-        replay=None if replay is None else os.fspath(replay),
+        replay=None if replay is None else replay if isinstance(replay, Trace) else os.fspath(replay),
         on_miss=on_miss,
     )
     if scenarios is not None:
