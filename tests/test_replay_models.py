@@ -130,12 +130,14 @@ def test_same_recording_under_after_write_gives_the_live_verdicts(tmp_path: Path
 
     # once, live: the model answers the faulted branch and on_miss=record adds its replies to the cassette
     before = (tmp_path / "shop.jsonl").read_bytes()
+    mode = (tmp_path / "shop.jsonl").stat().st_mode
     adder = Shop()
     added_messages, _ = adder.run(plan=AFTER_WRITE_500, replay=tmp_path, on_miss="record")
     assert adder.runs == [] and adder.model_calls == 2  # the tools from the cassette, two new model answers
     after = (tmp_path / "shop.jsonl").read_bytes()
     assert after.startswith(before) and len(after) > len(before)
     assert [p.name for p in tmp_path.iterdir()] == ["shop.jsonl"]  # no temporary file left behind
+    assert (tmp_path / "shop.jsonl").stat().st_mode == mode
 
     # from then on the faulted run is offline and deterministic, with the live run's verdicts
     for _ in range(2):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -211,8 +212,10 @@ def _append(cassette: Path, part: Path) -> None:
     with _LOCK, _dir_lock(cassette.parent):
         body = cassette.read_bytes()
         extra = part.read_bytes()
+        mode = stat.S_IMODE(cassette.stat().st_mode)
         fd, tmp = tempfile.mkstemp(prefix=f".{cassette.name}.", suffix=".tmp", dir=cassette.parent)
         try:
+            os.chmod(tmp, mode)  # the cassette keeps its permissions (mkstemp makes the file private)
             with os.fdopen(fd, "wb") as out:
                 out.write(body if not body or body.endswith(b"\n") else body + b"\n")
                 out.write(extra)
