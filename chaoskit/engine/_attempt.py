@@ -345,34 +345,26 @@ class Attempt:
         )
 
 
-def _span_hash(tracing: bool) -> str | None:
-    """The arguments hash the attempt's own span already holds (the plain path attaches that span around the
-    call), so that a replayed call is not hashed twice; None when there is no such span."""
-    if not tracing:
-        return None  # no span of this call: the current one, if any, is another's
-    attributes = getattr(trace.get_current_span(), "attributes", None)
-    return attributes.get(sc.ARGS_HASH) if attributes else None
-
-
-def _answered(answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Any], tracing: bool) -> Callable[..., Any]:
-    """``fn`` answered from a recording (``Episode.answers``), for an unfaulted call on the plain path (a faulted
-    one asks the recording in :meth:`Attempt.run_sync`): the real tool runs only when the recording says so."""
+def _answered(answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` answered from a recording (``Episode.answers``), for an unfaulted call with tracing off (a traced one
+    asks the recording in ``plain_sync``, with the hash its span holds; a faulted one in
+    :meth:`Attempt.run_sync`): the real tool runs only when the recording says so."""
     args = bound if not callable(bound) else None
 
     def body(*a: Any, **kw: Any) -> Any:
-        return answers.call(spec, args, _span_hash(tracing) if args is not None else None, fn, a, kw)
+        return answers.call(spec, args, None, fn, a, kw)
 
     return body
 
 
 def _answered_async(
-    answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Awaitable[Any]], tracing: bool
+    answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Awaitable[Any]]
 ) -> Callable[..., Awaitable[Any]]:
     """:func:`_answered` for a coroutine function."""
     args = bound if not callable(bound) else None
 
     async def body(*a: Any, **kw: Any) -> Any:
-        return await answers.acall(spec, args, _span_hash(tracing) if args is not None else None, fn, a, kw)
+        return await answers.acall(spec, args, None, fn, a, kw)
 
     return body
 
@@ -421,11 +413,12 @@ def call_sync(
     decided = decide(spec, bound, None, tracing, call_id)
     if decided[4] is not None:
         return Attempt(spec, bound, call_id, attach=True, _decided=decided).run_sync(fn, args, kwargs)
-    episode = decided[1]
-    if episode is not None and episode.answers is not None:
-        fn = _answered(episode.answers, spec, decided[2], fn, tracing)
     if tracing:
+        # a replayed call is answered there, by the arguments hash its span holds
         return plain_sync(spec, decided, fn, args, kwargs, call_id)
+    answering = decided[1]
+    if answering is not None and answering.answers is not None:
+        fn = _answered(answering.answers, spec, decided[2], fn)
     start = _now()
     try:
         # without keywords, no copy of the empty keyword dict for the call
@@ -459,11 +452,11 @@ async def call_async(
     decided = decide(spec, bound, None, tracing, call_id)
     if decided[4] is not None:
         return await Attempt(spec, bound, call_id, attach=True, _decided=decided).run_async(fn, args, kwargs)
-    episode = decided[1]
-    if episode is not None and episode.answers is not None:
-        fn = _answered_async(episode.answers, spec, decided[2], fn, tracing)
     if tracing:
         return await plain_async(spec, decided, fn, args, kwargs, call_id)
+    answering = decided[1]
+    if answering is not None and answering.answers is not None:
+        fn = _answered_async(answering.answers, spec, decided[2], fn)
     start = _now()
     try:
         result = await fn(*args, **kwargs)

@@ -200,6 +200,12 @@ def _open(spec: ToolSpec, decided: Decided, call_id: str | None) -> tuple[Any, s
         return _INVALID, args_hash, idem
 
 
+def _bound_args(decided: Decided) -> Mapping[str, Any] | None:
+    # the call's arguments by name, when the entry point gave them (a function giving them is not called here)
+    bound = decided[2]
+    return bound if bound is not None and not callable(bound) else None
+
+
 def plain_sync(
     spec: ToolSpec,
     decided: Decided,
@@ -219,8 +225,13 @@ def plain_sync(
     if tracer is None or call_id is not None or spec.idempotency_arg:
         span, args_hash, idem = _open(spec, decided, call_id)
         token = _attach(_in_context(span))
+        answers = decided[1].answers if decided[1] is not None else None
         try:
-            result = fn(*args, **kwargs)
+            # a replayed call is answered from the recording by the hash the span already holds
+            if answers is None:
+                result = fn(*args, **kwargs)
+            else:
+                result = answers.call(spec, _bound_args(decided), args_hash, fn, args, kwargs)
         except BaseException as exc:
             _raised(spec, decided, span, token, exc, start, args_hash, idem, call_id)
             raise
@@ -268,8 +279,11 @@ def plain_sync(
         span = _INVALID
     token = _attach(_in_context(span))
     try:
-        # without keywords, no copy of the empty keyword dict for the call
-        result = fn(*args, **kwargs) if kwargs else fn(*args)
+        if episode is None or episode.answers is None:
+            # without keywords, no copy of the empty keyword dict for the call
+            result = fn(*args, **kwargs) if kwargs else fn(*args)
+        else:
+            result = episode.answers.call(spec, _bound_args(decided), args_hash, fn, args, kwargs)
     except BaseException as exc:
         _raised(spec, decided, span, token, exc, start, args_hash, None, None)
         raise
@@ -313,8 +327,12 @@ async def plain_async(
     start = _now()
     span, args_hash, idem = _open(spec, decided, call_id)
     token = _attach(_in_context(span))
+    answers = decided[1].answers if decided[1] is not None else None
     try:
-        result = await fn(*args, **kwargs)
+        if answers is None:
+            result = await fn(*args, **kwargs)
+        else:
+            result = await answers.acall(spec, _bound_args(decided), args_hash, fn, args, kwargs)
     except BaseException as exc:
         _raised(spec, decided, span, token, exc, start, args_hash, idem, call_id)
         raise

@@ -58,6 +58,8 @@ class Answer:
     status: int | None
     retry_after: float | None
     source: str
+    #: the recorded text was cut to fit the span (found once, when the cassette is read, not at every call)
+    cut: bool = False
 
     def result(self) -> Any:
         """The recorded result, or the recorded error raised again."""
@@ -76,7 +78,7 @@ class Answer:
                     raise exc
             raise RecordedError(self.error_type, message)
         text = self.text or ""
-        if _CUT.search(text):
+        if self.cut:
             raise ReplayMiss(
                 f"{self.source}: the recorded result of {self.tool} call {self.attempt} was cut to fit the span "
                 "(configure(max_output_chars=...) when recording, to keep it whole); it cannot be replayed"
@@ -100,7 +102,8 @@ def _answer(a: AttemptRecord, source: str) -> Answer | None:
             f"{where}: the span holds no result, so it cannot answer a replayed call; record with "
             "`chaoskit run --record DIR`, chaoskit.episode(record=DIR) or configure(record_results=True)"
         )
-    return Answer(a.tool, a.attempt, a.args, a.result, a.result_json, None, None, None, None, where)
+    return Answer(a.tool, a.attempt, a.args, a.result, a.result_json, None, None, None, None, where,
+                  _CUT.search(a.result) is not None)  # fmt: skip
 
 
 class Cassette:
@@ -154,7 +157,8 @@ class Cassette:
 
 def _added(item: dict[str, Any], where: str) -> Answer:
     return Answer(item["tool"], 0, item.get("args"), item["result"], item["json"], item["error_type"],
-                  item["error_message"], item["status"], item["retry_after"], where)  # fmt: skip
+                  item["error_message"], item["status"], item["retry_after"], where,
+                  _CUT.search(item["result"] or "") is not None)  # fmt: skip
 
 
 _LOCK = threading.Lock()
