@@ -196,6 +196,16 @@ def _judge_verdict(result: Any, judge: Any, gates: bool) -> None:
             result.verdict.ok = False
 
 
+def _replay_source(args: argparse.Namespace) -> str | Trace | None:
+    """The cassettes: ``--replay DIR``, or the episode read from ``--replay-from-jaeger/-phoenix``."""
+    backend = backend_trace(args, "--replay-from-jaeger", "--replay-from-phoenix")
+    if backend is None:
+        return str(args.replay) if args.replay is not None else None
+    if args.replay is not None:
+        raise ChaoskitError("--replay DIR and a --replay-from-... backend: give one")
+    return backend[1]
+
+
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when the battery passes the CI gate, 1 when it fails it, 2 on a usage error."""
     baseline = baseline_from(args)
@@ -209,12 +219,6 @@ def run(args: argparse.Namespace) -> int:
         from chaoskit.metrics._cost import load_prices
 
         prices = load_prices(args.prices)
-    replay: str | Trace | None = args.replay
-    backend = backend_trace(args, "--replay-from-jaeger", "--replay-from-phoenix")
-    if backend is not None:
-        if replay is not None:
-            raise ChaoskitError("--replay DIR and a --replay-from-... backend: give one")
-        replay = backend[1]
     judge, gates = judge_and_gate(args)
     if judge is not None:
         from chaoskit.engine._config import configure
@@ -257,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
         prices=prices,
         judge=battery_judge(judge, gates) if judge is not None else None,
         record=args.record,
-        replay=replay,
+        replay=_replay_source(args),
         on_miss=args.on_miss,
     )
     if judge is not None:

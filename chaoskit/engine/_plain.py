@@ -206,6 +206,17 @@ def _bound_args(decided: Decided) -> Mapping[str, Any] | None:
     return bound if bound is not None and not callable(bound) else None
 
 
+def _call(
+    spec: ToolSpec, decided: Decided, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], h: Any
+) -> Any:
+    """``fn(*args, **kwargs)``, or its answer from the episode's cassette, looked up by the arguments hash ``h``
+    that the call's span already holds (chaoskit.replay)."""
+    episode = decided[1]
+    if episode is None or episode.answers is None:
+        return fn(*args, **kwargs)
+    return episode.answers.call(spec, _bound_args(decided), h, fn, args, kwargs)
+
+
 def plain_sync(
     spec: ToolSpec,
     decided: Decided,
@@ -222,22 +233,17 @@ def plain_sync(
     inline; any other goes through them. The span and the record are the same either way."""
     start = _now()
     tracer = bulk_tracer()
-    if tracer is None or call_id is not None or spec.idempotency_arg:
+    episode = decided[1]  # an Episode is never falsy; one with answers replays (through _call)
+    if tracer is None or call_id is not None or spec.idempotency_arg or (episode and episode.answers is not None):
         span, args_hash, idem = _open(spec, decided, call_id)
         token = _attach(_in_context(span))
-        answers = decided[1].answers if decided[1] is not None else None
         try:
-            # a replayed call is answered from the recording by the hash the span already holds
-            if answers is None:
-                result = fn(*args, **kwargs)
-            else:
-                result = answers.call(spec, _bound_args(decided), args_hash, fn, args, kwargs)
+            result = _call(spec, decided, fn, args, kwargs, args_hash)
         except BaseException as exc:
             _raised(spec, decided, span, token, exc, start, args_hash, idem, call_id)
             raise
         _returned(spec, decided, span, token, result, spec.refusal(result), start, args_hash, idem, call_id)
         return result
-    episode = decided[1]
     args_hash = None
     try:
         span = tracer.start_span(spec.span_name, parent() if TRACEPARENT_SET else None, _INTERNAL)
@@ -279,11 +285,8 @@ def plain_sync(
         span = _INVALID
     token = _attach(_in_context(span))
     try:
-        if episode is None or episode.answers is None:
-            # without keywords, no copy of the empty keyword dict for the call
-            result = fn(*args, **kwargs) if kwargs else fn(*args)
-        else:
-            result = episode.answers.call(spec, _bound_args(decided), args_hash, fn, args, kwargs)
+        # without keywords, no copy of the empty keyword dict for the call
+        result = fn(*args, **kwargs) if kwargs else fn(*args)
     except BaseException as exc:
         _raised(spec, decided, span, token, exc, start, args_hash, None, None)
         raise

@@ -101,9 +101,8 @@ def run_battery(
     ``judge(episodes, traces_file)`` is called with the finished episodes and the file of their spans before they
     are summarized (``chaoskit run --judge``: it may add a check to an episode); the spans go to a temporary file
     when ``traces`` is not given. ``record`` (a directory) writes each scenario's episode, tool results included,
-    to ``<record>/<scenario>.jsonl``; ``replay`` answers every tool call from those cassettes (or from a
-    :class:`~chaoskit.Trace` read from a backend), the plan's faults on top, and ``on_miss`` (``error``,
-    ``passthrough`` or ``record``) says what a call they cannot answer does (docs/replay.md).
+    to ``<record>/<scenario>.jsonl``; ``replay`` answers every call from those cassettes (or a ``Trace``), the
+    plan's faults on top; ``on_miss`` says what a call they cannot answer does (docs/replay.md).
     """
     cwd = os.getcwd()
     if cwd not in sys.path:
