@@ -233,8 +233,8 @@ def plain_sync(
     inline; any other goes through them. The span and the record are the same either way."""
     start = _now()
     tracer = bulk_tracer()
-    episode = decided[1]  # an Episode is never falsy; one with answers replays (through _call)
-    if tracer is None or call_id is not None or spec.idempotency_arg or (episode and episode.answers is not None):
+    episode = decided[1]
+    if tracer is None or call_id is not None or spec.idempotency_arg:
         span, args_hash, idem = _open(spec, decided, call_id)
         token = _attach(_in_context(span))
         try:
@@ -285,8 +285,10 @@ def plain_sync(
         span = _INVALID
     token = _attach(_in_context(span))
     try:
-        # without keywords, no copy of the empty keyword dict for the call
-        result = fn(*args, **kwargs) if kwargs else fn(*args)
+        if episode is None or episode.answers is None:  # without keywords, no copy of the empty keyword dict
+            result = fn(*args, **kwargs) if kwargs else fn(*args)
+        else:  # a replayed call: answered from the recording, looked up by the hash the span holds
+            result = episode.answers.call(spec, _bound_args(decided), args_hash, fn, args, kwargs)
     except BaseException as exc:
         _raised(spec, decided, span, token, exc, start, args_hash, None, None)
         raise
