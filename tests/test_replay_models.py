@@ -200,3 +200,21 @@ def test_tampered_model_reply_is_refused_naming_the_file(tmp_path: Path) -> None
     cassette.write_text("\n".join(spoiled) + "\n")
     with pytest.raises(ReplayMiss, match=r"shop\.jsonl: episode .*chaoskit\.replay\.answers\.models\[0\]"):
         Shop(refuse).run(replay=tmp_path)
+
+
+def test_async_agent_records_and_replays_its_model_calls(tmp_path: Path) -> None:
+    import asyncio
+
+    async def run(shop: Shop, **episode: Any) -> list[BaseMessage]:
+        async with chaoskit.episode("shop", **episode) as ep:
+            out = await shop.graph.ainvoke({"messages": [HumanMessage("refund order 4832")]})
+            ep.finish(out["messages"][-1].text)
+        return list(out["messages"])
+
+    recorder = Shop()
+    recorded = asyncio.run(run(recorder, record=tmp_path))
+    assert recorder.model_calls == 3
+    offline = Shop(refuse)
+    replayed = asyncio.run(run(offline, replay=tmp_path))
+    assert offline.runs == [] and offline.model_calls == 0
+    assert shape(replayed) == shape(recorded)
