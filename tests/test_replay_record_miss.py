@@ -99,3 +99,5 @@ def test_record_needs_a_cassette_file_to_add_to(tmp_path: Path) -> None:
     trace = chaoskit.Trace.load(tmp_path / "shop.jsonl")
     with pytest.raises(chaoskit.ConfigError, match="not a cassette file to add to"):
         chaoskit.episode("shop", replay=trace, on_miss="record")
+    with pytest.raises(chaoskit.ConfigError, match="give one"):
+        chaoskit.episode("shop", replay=tmp_path, record=tmp_path / "new", on_miss="record")

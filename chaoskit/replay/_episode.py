@@ -101,6 +101,8 @@ class CassetteEpisode(Episode):
                 cassette = Cassette.open(_fspath(replay, "replay"), name)
             self.answers = Replay(cassette, on_miss=on_miss, ignore=ignore)
             if on_miss == "record":
+                if record is not None:
+                    raise ConfigError("episode(record=..., on_miss='record'): give one, not both")
                 if not Path(cassette.path).is_file():
                     raise ConfigError(
                         f"episode(on_miss='record'): {cassette.path} is not a cassette file to add to (a trace read "
