@@ -198,7 +198,10 @@ def test_tampered_model_reply_is_refused_naming_the_file(tmp_path: Path) -> None
     spoiled = [ln.replace('\\"models\\": [', '\\"models\\": [17, ', 1) for ln in lines]
     assert spoiled != lines
     cassette.write_text("\n".join(spoiled) + "\n")
-    with pytest.raises(ReplayMiss, match=r"shop\.jsonl: episode .*chaoskit\.replay\.answers\.models\[0\]"):
+    root = next(n for n, ln in enumerate(spoiled, 1) if "invoke_agent" in ln)
+    with pytest.raises(
+        ReplayMiss, match=rf"shop\.jsonl, line {root}: episode .*chaoskit\.replay\.answers\.models\[0\]"
+    ):
         Shop(refuse).run(replay=tmp_path)
 
 

@@ -120,12 +120,13 @@ class Cassette:
             if answer is not None:
                 self.answers.setdefault(a.tool, []).append((a.args_hash, answer))
         #: the model replies, in call order
-        self.models: list[ModelReply] = model_replies(episode.attributes, f"{path}: episode {episode.id}")
+        self.models: list[ModelReply] = _replies(path, episode)[1]
         for extra in additions:
-            where = f"{path}: episode {extra.id} (added by on_miss=record)"
-            for item in tool_answers(extra.attributes, where):
+            tools, models = _replies(path, extra, " (added by on_miss=record)")
+            for item in tools:
+                where = f"{path}: episode {extra.id} (added by on_miss=record)"
                 self.answers.setdefault(item["tool"], []).append((item["hash"], _added(item, where)))
-            self.models.extend(model_replies(extra.attributes, where))
+            self.models.extend(models)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], name: str | None = None) -> Cassette:
@@ -153,6 +154,22 @@ class Cassette:
         complete episode (the one named ``name`` when it holds several), checked as a file's would be."""
         episodes = list(trace.episodes if isinstance(trace, Trace) else trace)
         return cls(source, *_pick(episodes, source, name))
+
+
+def _replies(path: str, episode: EpisodeRecord, note: str = "") -> tuple[list[dict[str, Any]], list[ModelReply]]:
+    """The tool answers and model replies on an episode's ``chaoskit.replay.answers``; a malformed one raises
+    ReplayMiss naming the file, the line of the episode's span (looked up only then) and the item."""
+    where = f"{path}: episode {episode.id}{note}"
+    try:
+        return tool_answers(episode.attributes, where), model_replies(episode.attributes, where)
+    except ReplayMiss as exc:
+        line = ""
+        if episode.span_id and os.path.isfile(path):
+            # the span's own id, not a child's reference to it as its parent (OTLP-JSON as the span writer writes)
+            own = re.compile(rf'"spanId":\s*"{re.escape(episode.span_id)}"', re.IGNORECASE)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                line = next((f", line {n}" for n, text in enumerate(f, 1) if own.search(text)), "")
+        raise ReplayMiss(f"{path}{line}{str(exc)[len(path) :]}") from None
 
 
 def _added(item: dict[str, Any], where: str) -> Answer:
