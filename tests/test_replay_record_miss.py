@@ -101,3 +101,25 @@ def test_record_needs_a_cassette_file_to_add_to(tmp_path: Path) -> None:
         chaoskit.episode("shop", replay=trace, on_miss="record")
     with pytest.raises(chaoskit.ConfigError, match="give one"):
         chaoskit.episode("shop", replay=tmp_path, record=tmp_path / "new", on_miss="record")
+
+
+def test_two_episodes_that_missed_one_call_add_one_answer_not_two(tmp_path: Path) -> None:
+    n = [0]
+
+    @chaos
+    def quote(sku: str) -> dict[str, Any]:
+        n[0] += 1
+        return {"sku": sku, "quote": n[0]}
+
+    with chaoskit.episode("q", record=tmp_path):
+        quote("kettle")
+    # both read the cassette before either added to it, as two workers of one battery do
+    cassette = chaoskit.replay.Cassette.open(tmp_path, "q")
+    for _ in range(2):
+        with chaoskit.episode("q", replay=cassette, on_miss="record"):
+            quote("toaster")
+    assert n[0] == 3 and len(chaoskit.Trace.load(tmp_path / "q.jsonl").episodes) == 3
+    with chaoskit.episode("q", replay=tmp_path):
+        # the first adder's answer, again for the second call (past the last recorded answer): never the second
+        # adder's first answer posing as a second one
+        assert [quote("toaster")["quote"], quote("toaster")["quote"]] == [2, 2]

@@ -122,11 +122,31 @@ class Cassette:
         #: the model replies, in call order
         self.models: list[ModelReply] = _replies(path, episode)[1]
         for extra in additions:
-            tools, models = _replies(path, extra, " (added by on_miss=record)")
-            for item in tools:
-                where = f"{path}: episode {extra.id} (added by on_miss=record)"
+            self._add(path, extra)
+
+    def _add(self, path: str, extra: EpisodeRecord) -> None:
+        """What an ``on_miss="record"`` episode added: its n-th answer to a call is kept only when the cassette
+        holds fewer than n for that call, so two episodes that both missed one call (workers of one battery) do
+        not turn their two first answers into a first and a second."""
+        tools, models = _replies(path, extra, " (added by on_miss=record)")
+        where = f"{path}: episode {extra.id} (added by on_miss=record)"
+        held: dict[tuple[str, str | None], int] = {}
+        for tool, answers in self.answers.items():
+            for h, _ in answers:
+                held[(tool, h)] = held.get((tool, h), 0) + 1
+        for reply in self.models:
+            held[("", reply.key)] = held.get(("", reply.key), 0) + 1
+        seen: dict[tuple[str, str | None], int] = {}
+        for item in tools:
+            key = (item["tool"], item["hash"])
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > held.get(key, 0):
                 self.answers.setdefault(item["tool"], []).append((item["hash"], _added(item, where)))
-            self.models.extend(models)
+        for reply in models:
+            key = ("", reply.key)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > held.get(key, 0):
+                self.models.append(reply)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], name: str | None = None) -> Cassette:
