@@ -1,4 +1,4 @@
-"""Record once, replay with faults: an episode's trace as the cassette that answers its tool calls."""
+"""Record once, replay with faults: an episode's trace as the cassette that answers its tool and model calls."""
 
 from chaoskit.replay._cassette import ON_MISS, Answer, Cassette, RecordedError, Replay, cassette_path
 from chaoskit.replay._episode import CassetteEpisode, episode
