@@ -43,6 +43,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--scenario", metavar="FILE", help="a scenario YAML: its faults instead of the recorded plan")
     p.add_argument("--task", help="the task text (default: the recorded chaoskit.episode.task)")
     p.add_argument("--on-miss", choices=ON_MISS, default="error", help="a call the recording cannot answer")
+    p.add_argument(
+        "--ignore",
+        action="append",
+        type=_ignored,
+        default=[],
+        metavar="TOOL:ARG[,ARG]",
+        help="leave these arguments of TOOL out of the match (e.g. search:timestamp); repeatable",
+    )
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(func=run)
 
@@ -62,10 +70,22 @@ def _verdicts(trace: Trace) -> dict[str, str]:
     return {r.name: r.severity for r in run_checks(trace)}
 
 
-def _rerun(agent: PythonAgent, name: str | None, plan: Plan | None, cassette: Cassette, task: str, miss: str) -> Trace:
+def _ignored(text: str) -> tuple[str, list[str]]:
+    tool, _, names = text.partition(":")
+    args = [n.strip() for n in names.split(",") if n.strip()]
+    if not tool.strip() or not args:
+        raise argparse.ArgumentTypeError(f"expected TOOL:ARG[,ARG...] (e.g. search:timestamp), got {text!r}")
+    return tool.strip(), args
+
+
+def _rerun(agent: PythonAgent, name: str | None, plan: Plan | None, cassette: Cassette, task: str,
+           args: argparse.Namespace) -> Trace:  # fmt: skip
+    ignore: dict[str, list[str]] = {}
+    for tool, names in args.ignore:
+        ignore.setdefault(tool, []).extend(names)
     with capture() as cap:
         made = agent.make()
-        with episode(name, plan, replay=cassette, on_miss=miss, task=task) as ep:
+        with episode(name, plan, replay=cassette, on_miss=args.on_miss, ignore=ignore, task=task) as ep:
             if agent.is_async:
                 output = asyncio.run(agent.ainvoke(made[0], task))
             else:
@@ -92,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         raise ChaoskitError(f"--agent {args.agent}: chaoskit replay reruns a Python agent (module:factory)")
     agent.probe()
     before = _verdicts(Trace([recorded]))
-    after = _verdicts(_rerun(agent, recorded.name, _plan(args, recorded), cassette, task, args.on_miss))
+    after = _verdicts(_rerun(agent, recorded.name, _plan(args, recorded), cassette, task, args))
     changed = {
         k: (before.get(k), after.get(k)) for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)
     }
