@@ -56,7 +56,7 @@ from chaoskit.grading._score import Score as Score
 from chaoskit.grading._score import score as score
 from chaoskit.plan._faults import FAULT_TYPES as FAULT_TYPES
 from chaoskit.plan._model import Plan as Plan
-from chaoskit.replay._cassette import ReplayMiss as ReplayMiss
+from chaoskit.replay._model_replies import ReplayMiss as ReplayMiss
 from chaoskit.replay._replay_episode import episode as episode
 from chaoskit.runner._battery import run_battery as run_battery
 from chaoskit.runner._results import BatteryResult as BatteryResult

@@ -127,6 +127,12 @@ VERDICT_FAIL: Final = "fail"
 SCENARIO: Final = "chaoskit.scenario"
 PLAN: Final = "chaoskit.plan"
 PLAN_SEED: Final = "chaoskit.plan.seed"
+#: on a cassette's episode span (``chaoskit.replay``): what the spans do not hold, as a JSON object: the model
+#: replies (``models``: request hash, message hashes, redacted reply) and, on an episode that ``on_miss="record"``
+#: added to a cassette, the tool answers it recorded live (``tools``)
+REPLAY_ANSWERS: Final = "chaoskit.replay.answers"
+#: on an episode appended to a cassette by ``on_miss="record"``: the id of the recorded episode it adds to
+REPLAY_ADDS_TO: Final = "chaoskit.replay.adds_to"
 
 # --- the battery runner's own spans ---------------------------------------------------------------------------
 #: the ``run_episode {scenario}`` span around a command-line agent's process

@@ -179,6 +179,37 @@ def _protocol(px: Phoenix, proto: str, project: str, workdir: Path, by_name: dic
     }
 
 
+def _replay_cli(*args: str) -> dict[str, Any]:
+    """``chaoskit replay ARGS --json``: its exit status, its stderr and its comparison."""
+    argv = [sys.executable, "-m", "chaoskit", "replay", *args, "--json"]
+    run = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    out = json.loads(run.stdout) if run.returncode in (0, 1) and run.stdout.strip() else None
+    return {"exit": run.returncode, "stderr": run.stderr[-2000:], "comparison": out}
+
+
+def _replay(px: Phoenix, workdir: Path) -> dict[str, Any]:
+    """An episode recorded with ``--record`` while exporting to Phoenix, read back from Phoenix and replayed
+    (``chaoskit replay --from-phoenix``) under its scenario's faults, beside the replay of the local cassette."""
+    project, scenario = "chaoskit-replay", str(SCENARIOS[0])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CHAOSKIT_"))}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=px.url, OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
+               OTEL_RESOURCE_ATTRIBUTES=f"openinference.project.name={project}")  # fmt: skip
+    folder = workdir / "cassettes"
+    argv = [sys.executable, "-m", "chaoskit", "run", scenario, "--agent", "examples.plain.agents:naive"]
+    run = subprocess.run([*argv, "--record", str(folder), "--quiet"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120, check=False)  # fmt: skip
+    if run.returncode not in (0, 1):
+        raise RuntimeError(f"chaoskit run --record failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
+    (cassette,) = folder.iterdir()
+    recorded = Trace.load(cassette).episodes[0]
+    _read_back(px.url, project, {str(recorded.id)})
+    common = ["--agent", "examples.plain.agents:naive", "--scenario", scenario]
+    return {
+        "from_phoenix": _replay_cli("--from-phoenix", px.url, "--project", project, *common),
+        "from_file": _replay_cli(str(cassette), *common),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--phoenix-python", required=True, type=Path)
@@ -196,6 +227,10 @@ def main() -> int:
                 report["protocols"][proto] = _protocol(px, proto, project, args.workdir, by_name)
             except Exception:
                 report["protocols"][proto] = {"error": traceback.format_exc(limit=3)}
+        try:
+            report["replay"] = _replay(px, args.workdir)
+        except Exception:
+            report["replay"] = {"error": traceback.format_exc(limit=3)}
     report["timing"] = {"phoenix_startup_s": report["startup_s"]} | {
         p: side.get("seconds") for p, side in report["protocols"].items()
     }

@@ -154,3 +154,15 @@ def test_phoenix_write_back_annotates_each_episode_with_its_grades(
     )
     assert got == want
     assert any(a["result"]["label"] == "fail" and a["metadata"]["evidence"] for a in notes)
+
+
+def test_phoenix_trace_read_back_replays_as_the_local_cassette(phoenix_roundtrip: dict[str, Any]) -> None:
+    """An episode recorded with ``chaoskit run --record`` while exporting to Phoenix, read back from Phoenix and
+    rerun with ``chaoskit replay --from-phoenix`` under its scenario's 500 after_write, changes the same verdicts
+    as the replay of the local cassette: the naive agent now repeats the refund."""
+    side = phoenix_roundtrip["replay"]
+    assert side.get("error") is None, side["error"]
+    phoenix, local = side["from_phoenix"], side["from_file"]
+    assert phoenix["exit"] == local["exit"] == 1, (phoenix["stderr"], local["stderr"])
+    assert phoenix["comparison"] == local["comparison"]
+    assert phoenix["comparison"]["changed"]["no_duplicate_writes"] == ["pass", "fail"]

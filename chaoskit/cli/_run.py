@@ -9,11 +9,14 @@ from typing import Any
 from chaoskit._errors import ChaoskitError
 from chaoskit.cli._gate_output import add_gate_options, baseline_from, finish
 from chaoskit.cli._judge_options import add_judge_options, battery_judge, judge_and_gate
+from chaoskit.cli._replay_from import add_backend_options, backend_trace
+from chaoskit.replay import ON_MISS
 from chaoskit.runner._battery import run_battery
 from chaoskit.runner._perturb import epsilon_of
 from chaoskit.runner._summary import apply_contracts
 from chaoskit.scenarios._battery_file import parse_tags, select
 from chaoskit.suggest._suggest import declared_for
+from chaoskit.traces._trace import Trace
 
 
 def _floats(text: str) -> list[float]:
@@ -177,10 +180,12 @@ def _add_trace_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--on-miss",
-        choices=("error", "passthrough"),
+        choices=ON_MISS,
         default="error",
-        help="a call the recording cannot answer: stop the episode (error, default) or call the real tool",
+        help="a call the recording cannot answer: stop the episode (error, default), call the real tool "
+        "(passthrough), or call it and add its answer to the cassette (record)",
     )
+    add_backend_options(p, "--replay-from-jaeger", "--replay-from-phoenix")
 
 
 def _warn(message: str) -> None:
@@ -200,6 +205,16 @@ def _judge_verdict(result: Any, judge: Any, gates: bool) -> None:
         if n:
             result.verdict.reasons.append(f"{n} episode(s) {what} by the calibrated judge (--judge-min-kappa)")
             result.verdict.ok = False
+
+
+def _replay_source(args: argparse.Namespace) -> str | Trace | None:
+    """The cassettes: ``--replay DIR``, or the episode read from ``--replay-from-jaeger/-phoenix``."""
+    backend = backend_trace(args, "--replay-from-jaeger", "--replay-from-phoenix")
+    if backend is None:
+        return str(args.replay) if args.replay is not None else None
+    if args.replay is not None:
+        raise ChaoskitError("--replay DIR and a --replay-from-... backend: give one")
+    return backend[1]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -257,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
         prices=prices,
         judge=battery_judge(judge, gates) if judge is not None else None,
         record=args.record,
-        replay=args.replay,
+        replay=_replay_source(args),
         on_miss=args.on_miss,
     )
     if judge is not None:

@@ -46,6 +46,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--faults", type=_names, metavar="KINDS", help=f"only these fault kinds, from: {', '.join(FAULTS)}")
     p.add_argument("--tools", type=_names, metavar="NAMES", help="only these tools")
     p.add_argument("--dry-run", action="store_true", help="print the classification and the cases; write nothing")
+    p.add_argument(
+        "--from-trace",
+        metavar="TRACE",
+        help="write the scenario that reruns this recorded episode (a cassette: chaoskit run --record) as a "
+        "regression test, and its cassette to OUT/cassettes (--agent overrides the recorded agent)",
+    )
     p.set_defaults(func=run)
 
 
@@ -97,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.dry_run and not args.out:
         print("chaoskit: error: --out DIR is required (or --dry-run to only print the cases)", file=sys.stderr)
         return 2
+    if args.from_trace:
+        return _from_trace(args)
     s = suggest(
         args.agent,
         openapi=args.openapi,
@@ -126,4 +134,18 @@ def run(args: argparse.Namespace) -> int:
     if s.stale:
         names = ", ".join(p.name for p in s.stale)
         print(f"note: {len(s.stale)} file(s) an earlier suggest wrote there were not rewritten and still run: {names}")
+    return 0
+
+
+def _from_trace(args: argparse.Namespace) -> int:
+    from chaoskit.suggest._from_trace import scenario_from_trace
+
+    if args.dry_run or args.openapi or args.mcp or args.faults or args.tools:
+        print("chaoskit: error: --from-trace takes --out DIR (and --agent) only", file=sys.stderr)
+        return 2
+    made = scenario_from_trace(args.from_trace, args.out, agent=args.agent)
+    print(f"wrote {made.scenario} (checks required to pass again: {', '.join(made.passed) or 'none'})")
+    if made.failed:
+        print(f"the recorded episode failed: {', '.join(made.failed)}")
+    print(f"run it offline with: chaoskit run {made.scenario} --replay {made.cassettes}")
     return 0

@@ -287,9 +287,12 @@ class Attempt:
             if pre.call:
                 self.executed = True
                 answers = self.episode.answers if self.episode is not None else None
-                recorded = None if answers is None else answers.lookup(self.spec, self.args, self.hash)
                 # a replayed call: the recording answers instead of the tool; the fault still applies on top
-                result = self.transform(fn(*args, **kwargs) if recorded is None else recorded.result())
+                result = self.transform(
+                    fn(*args, **kwargs)
+                    if answers is None
+                    else answers.call(self.spec, self.args, self.hash, fn, args, kwargs)
+                )
             else:
                 result = pre.value
         except BaseException as exc:
@@ -309,8 +312,11 @@ class Attempt:
             if pre.call:
                 self.executed = True
                 answers = self.episode.answers if self.episode is not None else None
-                recorded = None if answers is None else answers.lookup(self.spec, self.args, self.hash)
-                result = self.transform(await fn(*args, **kwargs) if recorded is None else recorded.result())
+                result = self.transform(
+                    await fn(*args, **kwargs)
+                    if answers is None
+                    else await answers.acall(self.spec, self.args, self.hash, fn, args, kwargs)
+                )
             else:
                 result = pre.value
         except BaseException as exc:
@@ -346,13 +352,13 @@ class Attempt:
 
 
 def _answered(answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` answered from a recording (``Episode.answers``), for an unfaulted call on the plain path (a faulted
-    one asks the recording in :meth:`Attempt.run_sync`): the real tool runs only when the recording says so."""
+    """``fn`` answered from a recording (``Episode.answers``), for an unfaulted call with tracing off (a traced one
+    asks the recording in ``plain_sync``, with the hash its span holds; a faulted one in
+    :meth:`Attempt.run_sync`): the real tool runs only when the recording says so."""
     args = bound if not callable(bound) else None
 
     def body(*a: Any, **kw: Any) -> Any:
-        recorded = answers.lookup(spec, args, None)
-        return fn(*a, **kw) if recorded is None else recorded.result()
+        return answers.call(spec, args, None, fn, a, kw)
 
     return body
 
@@ -364,8 +370,7 @@ def _answered_async(
     args = bound if not callable(bound) else None
 
     async def body(*a: Any, **kw: Any) -> Any:
-        recorded = answers.lookup(spec, args, None)
-        return await fn(*a, **kw) if recorded is None else recorded.result()
+        return await answers.acall(spec, args, None, fn, a, kw)
 
     return body
 
@@ -414,11 +419,12 @@ def call_sync(
     decided = decide(spec, bound, None, tracing, call_id)
     if decided[4] is not None:
         return Attempt(spec, bound, call_id, attach=True, _decided=decided).run_sync(fn, args, kwargs)
-    episode = decided[1]
-    if episode is not None and episode.answers is not None:
-        fn = _answered(episode.answers, spec, decided[2], fn)
     if tracing:
+        # a replayed call is answered there, by the arguments hash its span holds
         return plain_sync(spec, decided, fn, args, kwargs, call_id)
+    answering = decided[1]
+    if answering is not None and answering.answers is not None:
+        fn = _answered(answering.answers, spec, decided[2], fn)
     start = _now()
     try:
         # without keywords, no copy of the empty keyword dict for the call
@@ -452,11 +458,11 @@ async def call_async(
     decided = decide(spec, bound, None, tracing, call_id)
     if decided[4] is not None:
         return await Attempt(spec, bound, call_id, attach=True, _decided=decided).run_async(fn, args, kwargs)
-    episode = decided[1]
-    if episode is not None and episode.answers is not None:
-        fn = _answered_async(episode.answers, spec, decided[2], fn)
     if tracing:
         return await plain_async(spec, decided, fn, args, kwargs, call_id)
+    answering = decided[1]
+    if answering is not None and answering.answers is not None:
+        fn = _answered_async(answering.answers, spec, decided[2], fn)
     start = _now()
     try:
         result = await fn(*args, **kwargs)

@@ -206,6 +206,23 @@ def _open(spec: ToolSpec, decided: Decided, call_id: str | None) -> tuple[Any, s
         return _INVALID, args_hash, idem
 
 
+def _bound_args(decided: Decided) -> Mapping[str, Any] | None:
+    # the call's arguments by name, when the entry point gave them (a function giving them is not called here)
+    bound = decided[2]
+    return bound if bound is not None and not callable(bound) else None
+
+
+def _call(
+    spec: ToolSpec, decided: Decided, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], h: Any
+) -> Any:
+    """``fn(*args, **kwargs)``, or its answer from the episode's cassette, looked up by the arguments hash ``h``
+    that the call's span already holds (chaoskit.replay)."""
+    episode = decided[1]
+    if episode is None or episode.answers is None:
+        return fn(*args, **kwargs)
+    return episode.answers.call(spec, _bound_args(decided), h, fn, args, kwargs)
+
+
 def plain_sync(
     spec: ToolSpec,
     decided: Decided,
@@ -222,17 +239,17 @@ def plain_sync(
     inline; any other goes through them. The span and the record are the same either way."""
     start = _now()
     tracer = bulk_tracer()
+    episode = decided[1]
     if tracer is None or call_id is not None or spec.idempotency_arg:
         span, args_hash, idem = _open(spec, decided, call_id)
         token = _attach(_in_context(span))
         try:
-            result = fn(*args, **kwargs)
+            result = _call(spec, decided, fn, args, kwargs, args_hash)
         except BaseException as exc:
             _raised(spec, decided, span, token, exc, start, args_hash, idem, call_id)
             raise
         _returned(spec, decided, span, token, result, spec.refusal(result), start, args_hash, idem, call_id)
         return result
-    episode = decided[1]
     args_hash = None
     try:
         span = tracer.start_span(spec.span_name, parent() if TRACEPARENT_SET else None, _INTERNAL)
@@ -273,8 +290,10 @@ def plain_sync(
         span = _INVALID
     token = _attach(_in_context(span))
     try:
-        # without keywords, no copy of the empty keyword dict for the call
-        result = fn(*args, **kwargs) if kwargs else fn(*args)
+        if episode is None or episode.answers is None:  # without keywords, no copy of the empty keyword dict
+            result = fn(*args, **kwargs) if kwargs else fn(*args)
+        else:  # a replayed call: answered from the recording, looked up by the hash the span holds
+            result = episode.answers.call(spec, _bound_args(decided), args_hash, fn, args, kwargs)
     except BaseException as exc:
         _raised(spec, decided, span, token, exc, start, args_hash, None, None)
         raise
@@ -318,8 +337,12 @@ async def plain_async(
     start = _now()
     span, args_hash, idem = _open(spec, decided, call_id)
     token = _attach(_in_context(span))
+    answers = decided[1].answers if decided[1] is not None else None
     try:
-        result = await fn(*args, **kwargs)
+        if answers is None:
+            result = await fn(*args, **kwargs)
+        else:
+            result = await answers.acall(spec, _bound_args(decided), args_hash, fn, args, kwargs)
     except BaseException as exc:
         _raised(spec, decided, span, token, exc, start, args_hash, idem, call_id)
         raise

@@ -11,7 +11,7 @@ from chaoskit.judge._calibrate import ANY, CALIBRATION_KIND, calibrate, check_ca
 from chaoskit.judge._corpus import Answer, Corpus, CorpusError, Situation, load_corpus
 from chaoskit.judge._corpus_replay import replay_situation as replay
 from chaoskit.judge._input import judge_input
-from chaoskit.judge._models import JudgeModel, ModelRefused, OpenAIEndpoint, Reply, load_model
+from chaoskit.judge._judge_models import JudgeModel, ModelRefused, OpenAIEndpoint, Reply, load_model
 from chaoskit.judge._rubric import LABELS, RUBRIC_VERSION, SYSTEM_PROMPT
 
 __all__ = [

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit.judge._input import input_hash, judge_input
-from chaoskit.judge._models import JudgeModel, ModelRefused, Reply
+from chaoskit.judge._judge_models import JudgeModel, ModelRefused, Reply
 from chaoskit.judge._rubric import (
     LABELS,
     RUBRIC_SHA,

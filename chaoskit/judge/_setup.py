@@ -8,7 +8,7 @@ from typing import Any
 from chaoskit._errors import ChaoskitError
 from chaoskit.judge._ask import Judge
 from chaoskit.judge._calibrate import check_calibration
-from chaoskit.judge._models import OpenAIEndpoint, load_model
+from chaoskit.judge._judge_models import OpenAIEndpoint, load_model
 from chaoskit.metrics._cost import load_prices
 
 __all__ = ["make_judge", "may_gate"]

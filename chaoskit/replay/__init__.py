@@ -1,6 +1,7 @@
-"""Record once, replay with faults: an episode's trace as the cassette that answers its tool calls."""
+"""Record once, replay with faults: an episode's trace as the cassette that answers its tool and model calls."""
 
-from chaoskit.replay._cassette import ON_MISS, Answer, Cassette, RecordedError, Replay, ReplayMiss, cassette_path
+from chaoskit.replay._cassette import ON_MISS, Answer, Cassette, RecordedError, Replay, cassette_path
+from chaoskit.replay._model_replies import ModelReply, ReplayMiss, request_key
 from chaoskit.replay._replay_episode import CassetteEpisode, episode
 
 __all__ = [
@@ -8,9 +9,11 @@ __all__ = [
     "Answer",
     "Cassette",
     "CassetteEpisode",
+    "ModelReply",
     "RecordedError",
     "Replay",
     "ReplayMiss",
     "cassette_path",
     "episode",
+    "request_key",
 ]

@@ -32,6 +32,7 @@ from chaoskit.runner._tools import check_agent_tools, check_trace_tools
 from chaoskit.runner._workers import SpanMerger, parts_dir
 from chaoskit.scenarios._battery_file import Selection, filter_tags, select
 from chaoskit.scenarios._scenario import Scenario
+from chaoskit.traces._trace import Trace
 
 __all__ = ["SPOOL_OVER", "run_battery"]
 
@@ -72,7 +73,7 @@ def run_battery(
     prices: Prices | None = None,
     judge: Callable[[Sequence[EpisodeResult], str], None] | None = None,
     record: str | os.PathLike[str] | None = None,
-    replay: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | Trace | None = None,
     on_miss: str = "error",
 ) -> BatteryResult:
     """Run a battery and grade it. ``paths`` are scenario files, directories, globs or battery files (or pass
@@ -100,8 +101,8 @@ def run_battery(
     ``judge(episodes, traces_file)`` is called with the finished episodes and the file of their spans before they
     are summarized (``chaoskit run --judge``: it may add a check to an episode); the spans go to a temporary file
     when ``traces`` is not given. ``record`` (a directory) writes each scenario's episode, tool results included,
-    to ``<record>/<scenario>.jsonl``; ``replay`` answers every tool call from those cassettes, the plan's faults on
-    top, and ``on_miss`` (``error`` or ``passthrough``) says what a call they cannot answer does (docs/replay.md).
+    to ``<record>/<scenario>.jsonl``; ``replay`` answers every call from those cassettes (or a ``Trace``), the
+    plan's faults on top; ``on_miss`` says what a call they cannot answer does (docs/replay.md).
     """
     cwd = os.getcwd()
     if cwd not in sys.path:
@@ -137,7 +138,7 @@ def run_battery(
         metrics=metrics,
         prices=prices,
         record=None if record is None else os.fspath(record),
-        replay=None if replay is None else os.fspath(replay),
+        replay=None if replay is None else replay if isinstance(replay, Trace) else os.fspath(replay),
         on_miss=on_miss,
     )
     if scenarios is not None:

@@ -9,11 +9,13 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.metrics._cost import Prices
+from chaoskit.replay import ON_MISS
 from chaoskit.runner._agents import AgentError
 from chaoskit.runner._gate import check_gate
 from chaoskit.runner._intensity import Profile, load_profile
 from chaoskit.runner._perturb import Perturbation, perturb
 from chaoskit.scenarios._scenario import Scenario
+from chaoskit.traces._trace import Trace
 
 __all__ = ["EpisodePlan", "RunConfig", "agents_for", "count_episodes", "derive_seed", "iter_episodes", "plan_episodes"]
 
@@ -54,7 +56,7 @@ class RunConfig:
     #: ``--record DIR``: every episode's trace, tool results included, goes to ``DIR/<scenario>.jsonl`` (docs/replay.md)
     record: str | None = None
     #: ``--replay DIR``: every tool call is answered from ``DIR/<scenario>.jsonl``; ``on_miss`` for a call it cannot
-    replay: str | None = None
+    replay: str | Trace | None = None
     on_miss: str = "error"
 
     def __post_init__(self) -> None:
@@ -86,8 +88,10 @@ class RunConfig:
         self._check_cassettes()
 
     def _check_cassettes(self) -> None:
-        if self.on_miss not in ("error", "passthrough"):
-            raise ChaoskitError(f"--on-miss must be error or passthrough, got {self.on_miss!r}")
+        if self.on_miss not in ON_MISS:
+            raise ChaoskitError(f"--on-miss must be one of {', '.join(ON_MISS)}, got {self.on_miss!r}")
+        if self.on_miss == "record" and self.replay is None:
+            raise ChaoskitError("--on-miss record adds to the cassettes of --replay DIR: give --replay")
         if self.record is not None and self.replay is not None:
             raise ChaoskitError("--record and --replay: give one (record once, then replay the recording)")
         if self.record is not None and (

@@ -25,7 +25,14 @@ from chaoskit.traces._formats import dispatch
 from chaoskit.traces._readers import _no_gc, read_with_builder
 from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 
-__all__ = ["MAX_ANSWER_BYTES", "check_http_url", "check_jaeger_url", "fetch_jaeger", "read_answer"]
+__all__ = [
+    "MAX_ANSWER_BYTES",
+    "check_http_url",
+    "check_jaeger_url",
+    "fetch_jaeger",
+    "fetch_jaeger_trace",
+    "read_answer",
+]
 
 #: the largest answer read from Jaeger (1 GiB); a larger one is an error that says how to narrow the query
 MAX_ANSWER_BYTES = 1 << 30
@@ -73,6 +80,19 @@ def fetch_jaeger(
     base = f"{check_jaeger_url(url).rstrip('/')}/api/v3/traces"
     text = _receive(f"{base}?{query}", base, url, timeout)
     return None if text is None else read_answer(text, base)
+
+
+def fetch_jaeger_trace(url: str, trace_id: str, *, timeout: float = 30.0) -> list[EpisodeRecord]:
+    """The episodes of one trace, read from api_v3's ``GET /api/v3/traces/{trace_id}`` (by :func:`read_answer`,
+    as a search's answer is); a TraceReadError when Jaeger has no such trace or the answer cannot be graded."""
+    if not isinstance(trace_id, str) or not re.fullmatch(r"[0-9a-fA-F]{1,32}", trace_id):
+        raise ChaoskitError(f"expected a trace id (up to 32 hex digits), got {show(trace_id)}")
+    base = f"{check_jaeger_url(url).rstrip('/')}/api/v3/traces"
+    target = f"{base}/{trace_id.lower().rjust(32, '0')}"
+    text = _receive(target, base, url, timeout)
+    if text is None:
+        raise TraceReadError(f"Jaeger has no trace {trace_id}", source=target)
+    return read_answer(text, target)[0]
 
 
 def read_answer(text: str, source: str) -> tuple[list[EpisodeRecord], TraceBuilder]:

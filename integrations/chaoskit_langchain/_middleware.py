@@ -19,6 +19,7 @@ from chaoskit.engine import ErrorResult, ModelCall, begin_model_call
 from ._common import read_since_last_step, record_step
 from ._intercept import CallInterceptor
 from ._modelfaults import fault_response, lc_error
+from ._replay import answer_model, answer_model_async
 
 __all__ = ["ChaosMiddleware"]
 
@@ -116,7 +117,8 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
             injected = call.error(lc_error)
             if injected is not None:
                 raise injected
-            response = fault_response(call, handler(request))
+            # answered from the episode's cassette when it replays one (and kept when it records one)
+            response = fault_response(call, answer_model(request, handler, current_episode()))
         except GraphBubbleUp:
             raise  # an interrupt or a handoff inside the model call: no failed call
         except Exception as exc:
@@ -136,7 +138,7 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
             injected = call.error(lc_error)
             if injected is not None:
                 raise injected
-            response = fault_response(call, await handler(request))
+            response = fault_response(call, await answer_model_async(request, handler, current_episode()))
         except GraphBubbleUp:
             raise
         except Exception as exc:
