@@ -4,7 +4,8 @@ tests: ``python tests/_mcp_meta_server.py [PORT]`` (stdio without a port, Stream
 - ``whoami`` answers, as JSON text, the ``traceparent``, ``tracestate`` and other keys of its request's
   ``params._meta``, and the ``Mcp-Session-Id`` header of the request (HTTP);
 - ``broken`` fails (the SDK answers ``isError: true``);
-- ``refuse`` raises the SDK's ``MCPError`` (the SDK answers a JSON-RPC error, code -32602).
+- ``refuse`` raises the SDK's ``MCPError`` (the SDK answers a JSON-RPC error, code -32602);
+- ``slow`` answers after 30 s (for a client that cancels the call meanwhile).
 
 With ``SERVER_SPANS=FILE`` the server's own OpenTelemetry spans (the mcp 2.x SDK makes one per request, parented
 by the context in ``_meta``) are written to FILE, one JSON object a line.
@@ -63,6 +64,15 @@ def broken() -> str:
 def refuse() -> str:
     """Always refused as a protocol error."""
     raise MCPError(code=-32602, message="refused on purpose")
+
+
+@app.tool()
+async def slow() -> str:
+    """Answers after 30 s."""
+    import anyio
+
+    await anyio.sleep(30)
+    return "late"
 
 
 if __name__ == "__main__":

@@ -191,6 +191,30 @@ def test_a_json_rpc_error_is_its_code_on_the_client_span(tmp_path: Path) -> None
     assert client["status"] == {"code": 2, "message": "refused on purpose"}
 
 
+def test_a_call_the_client_cancels_once_sent_ends_its_client_span_as_cancelled(tmp_path: Path) -> None:
+    env = {**os.environ}
+    env.pop("TRACEPARENT", None)
+    argv = [*_proxy_args(tmp_path, None), "--", sys.executable, str(SERVER)]
+    params = StdioServerParameters(command=sys.executable, args=argv, env=env)
+
+    async def go() -> None:
+        with anyio.fail_after(STEP_S):
+            async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                with anyio.move_on_after(2):  # the SDK sends notifications/cancelled as it gives up
+                    await s.call_tool("slow", {})
+                await s.call_tool("whoami", {})  # the session goes on
+
+    anyio.run(go)
+    spans = _spans(tmp_path / "proxy.jsonl")
+    (attempt,) = _attempts(spans, "slow")
+    (client,) = _client_spans(spans, "slow")
+    assert attempt["attrs"]["chaoskit.outcome"] == "cancelled" and client["parentSpanId"] == attempt["spanId"]
+    assert client["attrs"]["error.type"] == "CancelledError"
+    assert client["status"] == {"code": 2, "message": "cancelled before the server answered"}
+    assert len(_client_spans(spans, "whoami")) == 1
+
+
 def test_a_fault_the_proxy_answers_itself_has_no_client_span(tmp_path: Path) -> None:
     """Nothing was sent upstream for an injected error: there is an attempt span, and no CLIENT span."""
     got = _stdio(tmp_path, "faults:\n  - {type: error, tool: whoami, on_call: 1}\n", None)

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 from opentelemetry import propagate
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import SpanKind, StatusCode
@@ -85,10 +86,13 @@ def _client_span(attempt_span: Any, name: str, request: JSONRPCRequest, peer: Ma
                 attrs[sc.JSONRPC_REQUEST_ID] = str(request.id)
             span.set_attributes(attrs)
         yield span
-    except BaseException as exc:  # the upstream went away, or the client gave up: the message was sent
+    except BaseException as exc:  # the upstream went away, or the client cancelled: the message was sent
         if span.is_recording():
             span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
-            span.set_status(StatusCode.ERROR, str(exc) or type(exc).__qualname__)
+            # a cancellation's own text names a task and a cancel scope: say what happened instead
+            cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+            why = "cancelled before the server answered" if cancelled else str(exc) or type(exc).__qualname__
+            span.set_status(StatusCode.ERROR, why)
         raise
     finally:
         span.end()
