@@ -78,8 +78,8 @@ def _proxy_args(tmp_path: Path, plan: str | None) -> list[str]:
     return args
 
 
-def _stdio(tmp_path: Path, plan: str | None, meta: dict[str, Any] | None) -> dict[str, Any]:
-    env = {**os.environ, "SERVER_SPANS": str(tmp_path / "server.jsonl")}
+def _stdio(tmp_path: Path, plan: str | None, meta: dict[str, Any] | None, **extra: str) -> dict[str, Any]:
+    env = {**os.environ, "SERVER_SPANS": str(tmp_path / "server.jsonl"), **extra}
     env.pop("TRACEPARENT", None)
     argv = [*_proxy_args(tmp_path, plan), "--", sys.executable, str(SERVER)]
     params = StdioServerParameters(command=sys.executable, args=argv, env=env)
@@ -159,6 +159,14 @@ def test_the_client_span_carries_the_mcp_attributes_and_its_context_reaches_the_
     assert {(s["context"]["trace_id"], s["parent_id"]) for s in tool_spans} == {
         (f"0x{TRACE_ID}", f"0x{c['spanId']}") for c in clients
     }
+
+
+def test_with_chaoskit_tracing_off_the_request_goes_as_the_client_sent_it(tmp_path: Path) -> None:
+    got = _stdio(tmp_path, None, {"traceparent": TRACEPARENT, "tracestate": TRACESTATE}, CHAOSKIT_TRACE="0")
+    received = json.loads(_text(got["whoami"][0]))["meta"]
+    assert (received["traceparent"], received["tracestate"]) == (TRACEPARENT, TRACESTATE)
+    path = tmp_path / "proxy.jsonl"
+    assert not path.exists() or not _client_spans(_spans(path), "whoami")
 
 
 def test_a_tool_error_is_tool_error_on_the_client_span(tmp_path: Path) -> None:

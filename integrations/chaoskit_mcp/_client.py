@@ -107,8 +107,8 @@ async def upstream_call(
 ) -> Message:
     """Send ``request`` through ``forward`` under a ``tools/call {name}`` CLIENT span, a child of the attempt's
     span, with its context in ``params._meta``; ``peer``: the transport, session and protocol attributes."""
-    if attempt_span is None:
-        return await forward(request)
+    if attempt_span is None or not attempt_span.get_span_context().is_valid:
+        return await forward(request)  # chaoskit's tracing is off: no span, the request as the client sent it
     with _client_span(attempt_span, name, request, peer) as span:
         response = await forward(_with_context(request, span))
         if span.is_recording():
