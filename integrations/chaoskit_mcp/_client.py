@@ -27,10 +27,7 @@ from chaoskit import telemetry
 
 from ._wire import JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
-__all__ = ["TOOL_ERROR", "http_peer", "stdio_peer", "upstream_call"]
-
-#: ``error.type`` of a call the server answered with ``isError: true`` (the MCP conventions' value)
-TOOL_ERROR = sc.MCP_TOOL_ERROR
+__all__ = ["http_peer", "stdio_peer", "upstream_call"]
 
 Message = JSONRPCResponse | JSONRPCError
 
@@ -71,7 +68,7 @@ def _record(span: Any, response: Message) -> None:
         span.set_attributes({sc.ERROR_TYPE: code, sc.RPC_RESPONSE_STATUS_CODE: code})
         span.set_status(StatusCode.ERROR, response.error.message)
     elif isinstance(response.result, Mapping) and response.result.get("isError") is True:
-        span.set_attribute(sc.ERROR_TYPE, TOOL_ERROR)
+        span.set_attribute(sc.ERROR_TYPE, sc.MCP_TOOL_ERROR)
         span.set_status(StatusCode.ERROR)
 
 
