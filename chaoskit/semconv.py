@@ -177,3 +177,13 @@ GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 EVALUATION_EVIDENCE: Final = "chaoskit.evaluation.evidence"
 #: the span ``chaoskit check --write-back`` adds under an episode's span in a backend that cannot annotate
 SPAN_EVALUATION: Final = "chaoskit.evaluation"
+
+# --- MCP: the proxy's ``tools/call {tool}`` CLIENT span toward the upstream server (issue 27) -----------------
+# (the MCP conventions of semantic-conventions-genai, docs/gen-ai/mcp.md; mcp.method.name, mcp.session.id,
+# jsonrpc.request.id, network.transport and rpc.response.status_code are above, with the proxies' names)
+MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
+NETWORK_PROTOCOL_NAME: Final = "network.protocol.name"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+#: ``error.type`` of a tools/call the server answered with ``isError: true``
+MCP_TOOL_ERROR: Final = "tool_error"

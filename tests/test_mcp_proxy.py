@@ -95,6 +95,8 @@ def spans(path: Path) -> list[dict[str, Any]]:
         for rs in json.loads(line)["resourceSpans"]:
             for ss in rs["scopeSpans"]:
                 for span in ss["spans"]:
+                    if span["name"].startswith("tools/call "):
+                        continue  # the CLIENT span toward the server, not an attempt (tests/test_mcp_client_span.py)
                     attrs = {a["key"]: next(iter(a["value"].values())) for a in span.get("attributes", [])}
                     out.append({"name": span["name"], **attrs})
     return sorted(out, key=lambda s: int(s.get("chaoskit.attempt", 0)))  # initialize's span has no attempt

@@ -15,11 +15,11 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install '
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(tmp_path: Path, scenario: Path) -> dict[str, object]:
+def run(tmp_path: Path, scenario: Path, *args: str) -> dict[str, object]:
     out = tmp_path / "results.json"
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
     done = subprocess.run(
-        [sys.executable, "-m", "chaoskit", "run", str(scenario), "--json", str(out), "--quiet"],
+        [sys.executable, "-m", "chaoskit", "run", str(scenario), "--json", str(out), "--quiet", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -37,9 +37,22 @@ def test_the_example_mcp_agent_runs_through_the_proxy(tmp_path: Path, transport:
         text = scenario.read_text(encoding="utf-8").replace("mcp:\n", "mcp:\n  transport: http\n")
         scenario = tmp_path / "over-http.yaml"
         scenario.write_text(text, encoding="utf-8")
-    results = run(tmp_path, scenario)
+    traces = tmp_path / "traces.jsonl"
+    results = run(tmp_path, scenario, "--traces", str(traces))
     (episode,) = results["episodes"]  # type: ignore[misc]
     assert episode["passed"], episode
+    # every attempt is in the episode's trace (the runner's run_episode span), whoever started the proxy: over
+    # http the runner does, and hands it the episode's TRACEPARENT
+    spans = [
+        span
+        for line in traces.read_text(encoding="utf-8").splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+    (root,) = [s["traceId"] for s in spans if s["name"].startswith("run_episode ")]
+    attempts = [s["traceId"] for s in spans if s["name"].startswith("execute_tool ")]
+    assert len(attempts) == 3 and set(attempts) == {root}
     timeline = episode["attempts"]["timeline"]
     assert [(t["tool"], t["fault"], t["outcome"]) for t in timeline] == [
         ("lookup_order", "list_changed", "ok"),  # the protocol fault of the scenario's mcp: key

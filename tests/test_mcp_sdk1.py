@@ -23,6 +23,8 @@ FILES = [
     "tests/test_mcp_adapters.py",
     "tests/test_mcp_real_servers.py",
     "tests/test_mcp_episodes.py::test_a_session_per_call_counts_one_two_three",
+    # the example agent and server, as `chaoskit run` starts them (over stdio and Streamable HTTP)
+    "tests/test_mcp_runner.py::test_the_example_mcp_agent_runs_through_the_proxy",
 ]
 SUBRUN_TIMEOUT_S = 900
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from chaoskit._errors import ChaoskitError, PlanError
 from chaoskit.plan._locate import _line_for
@@ -127,6 +128,20 @@ def _proxy_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("CHAOSKIT_PLAN", "CHAOSKIT_TRACES_FILE")}
 
 
+def _episode_env() -> dict[str, str]:
+    """:func:`_proxy_env` with ``TRACEPARENT`` of the current span (the episode's, where the runner calls
+    :func:`tool_proxies`): a proxy serving one episode puts its attempts in the episode's trace, as the one the
+    agent starts itself (with the agent's environment) does."""
+    env = _proxy_env()
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier)
+    if "traceparent" in carrier:
+        env["TRACEPARENT"] = carrier["traceparent"]
+    else:
+        env.pop("TRACEPARENT", None)  # not the runner's own parent: the proxy's spans are no child of it
+    return env
+
+
 @contextlib.contextmanager
 def _mcp(server: McpServer, plan: Plan, workdir: Path, traces: Path) -> Iterator[dict[str, str]]:
     plan_path = _plan_file(plan, list(server.faults), workdir / "mcp-plan.yaml")
@@ -141,7 +156,7 @@ def _mcp(server: McpServer, plan: Plan, workdir: Path, traces: Path) -> Iterator
     proxy += ["--listen", "127.0.0.1:0", "--ready-file", str(ready)]
     proxy += ["--upstream", server.url] if server.url else ["--", *_argv(server.command or [])]
     what = "the proxy `chaoskit mcp-proxy`"
-    with _listening(proxy, _from_file(ready), _proxy_env(), what, workdir / "mcp-proxy.log") as url:
+    with _listening(proxy, _from_file(ready), _episode_env(), what, workdir / "mcp-proxy.log") as url:
         yield {"CHAOSKIT_MCP_URL": url}
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
+
+try:
+    from mcp.server.mcpserver import MCPServer
+except ImportError:  # mcp 1.x (what langchain-mcp-adapters requires) names the same server FastMCP
+    from mcp.server.fastmcp import FastMCP as MCPServer
 
 app = MCPServer("orders")
 

@@ -1,13 +1,17 @@
-"""Screenshot a chaos run in Arize Phoenix's trace view with headless Chromium: ``docs/img/phoenix-trace.png``.
+"""Screenshot a chaos run in Arize Phoenix's trace view with headless Chromium: ``docs/img/phoenix-trace.png``,
+and its grades as Phoenix's span annotations: ``docs/img/phoenix-annotations.png``.
 
-    python -m examples.phoenix.screenshot [--out PATH] [--scenario FILE] [--agent REF]
+    python -m examples.phoenix.screenshot [--out PATH] [--annotations-out PATH] [--scenario FILE] [--agent REF]
 
 As root on Linux, with ``chromium`` installed. It creates (or reuses) Phoenix's cached venv, then, inside a
 network namespace with only loopback, starts Phoenix on free ports, runs the scenario with chaoskit exporting
 over OTLP/HTTP (set through ``OTEL_EXPORTER_OTLP_ENDPOINT`` and ``OTEL_RESOURCE_ATTRIBUTES`` only), reads the
 episode back with ``fetch_phoenix``, and opens Phoenix's ``/redirects/spans/<span id>`` route for the first
 attempt that an injected fault failed: the trace view with the episode, its attempts and that fault selected,
-marked as an error. Phoenix is stopped by its PID at the end. Takes about a minute once the venv is cached.
+marked as an error. It then writes the grades back (``chaoskit check --from-phoenix URL --project P
+--write-back``: one span annotation per check on the episode's span) and opens that span with its Annotations
+card expanded as a table (``_cdp.py``, Chromium driven over the DevTools protocol by Phoenix's venv, which holds
+``websockets``). Phoenix is stopped by its PID at the end. Takes about a minute once the venv is cached.
 """
 
 from __future__ import annotations
@@ -73,7 +77,28 @@ def _read_back(px: Phoenix, deadline_s: float = 60.0) -> Trace:
         time.sleep(0.5)
 
 
-def _inside(out: Path, scenario: Path, agent: str, phoenix_python: Path) -> None:
+def _write_back(px: Phoenix) -> str:
+    """``chaoskit check --from-phoenix --write-back``: the grades as span annotations; its summary line."""
+    argv = [sys.executable, "-m", "chaoskit", "check", "--from-phoenix", px.url, "--project", PROJECT, "--write-back"]
+    run = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    if run.returncode not in (0, 1) or "annotation" not in run.stderr:
+        raise SystemExit(f"chaoskit check --write-back failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
+    return run.stderr.strip()
+
+
+def _annotations_shot(px: Phoenix, span_id: str, out: Path, phoenix_python: Path) -> None:
+    """The episode's span in Phoenix's trace view, its Annotations card open as a table."""
+    target = f"{px.url}/redirects/spans/{span_id}"
+    argv = [str(phoenix_python), str(Path(__file__).with_name("_cdp.py")), target, str(out)]
+    argv += ["--wait-text", "invoke_agent", "--click", "Annotations", "--click", "Table", "--chromium", _chromium()]
+    argv += ["--then-text", "no_duplicate_writes"]  # the table loaded (the list cuts the names short)
+    shot = subprocess.run(argv, capture_output=True, text=True, timeout=240, check=False)
+    if shot.returncode != 0 or not out.exists():
+        raise SystemExit(f"the annotations screenshot failed ({shot.returncode}):\n{shot.stderr[-3000:]}")
+    print(f"{out}: {out.stat().st_size} bytes, {target}")
+
+
+def _inside(out: Path, scenario: Path, agent: str, phoenix_python: Path, annotations_out: Path) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that Phoenix is stopped on the way out
     loopback_up()
     with tempfile.TemporaryDirectory(prefix="chaoskit-phoenix-") as tmp, Phoenix(phoenix_python, Path(tmp)) as px:
@@ -85,24 +110,31 @@ def _inside(out: Path, scenario: Path, agent: str, phoenix_python: Path) -> None
         target = f"{px.url}/redirects/spans/{faulted[0].span_id}"
         out.parent.mkdir(parents=True, exist_ok=True)
         argv = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+        # no calls home (the namespace has only loopback), and a fresh profile
+        argv += ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
+        argv += [f"--user-data-dir={Path(tmp) / 'chromium-profile'}"]
         argv += ["--window-size=1600,1000", "--virtual-time-budget=15000", f"--screenshot={out}", target]
         shot = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
         if shot.returncode != 0 or not out.exists():
             raise SystemExit(f"chromium failed ({shot.returncode}):\n{shot.stderr[-3000:]}")
         print(f"{out}: {out.stat().st_size} bytes, {target}")
+        print(_write_back(px))
+        _annotations_shot(px, str(trace.episodes[0].span_id), annotations_out, phoenix_python)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Take the screenshot (re-running this module inside a network namespace); 0 on success."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "img" / "phoenix-trace.png")
+    annotations = ROOT / "docs" / "img" / "phoenix-annotations.png"
+    parser.add_argument("--annotations-out", type=Path, default=annotations)
     parser.add_argument("--scenario", type=Path, default=ROOT / "examples" / "scenarios" / "refund-after-500.yaml")
     parser.add_argument("--agent", default="examples.plain.agents:naive")
     parser.add_argument("--inside", type=Path, help=argparse.SUPPRESS)  # Phoenix's python, in the namespace
     args = parser.parse_args(argv)
-    out, scenario = args.out.resolve(), args.scenario.resolve()
+    out, scenario, annotations_out = args.out.resolve(), args.scenario.resolve(), args.annotations_out.resolve()
     if args.inside is not None:
-        _inside(out, scenario, args.agent, args.inside)
+        _inside(out, scenario, args.agent, args.inside, annotations_out)
         return 0
     problem = namespace_problem()
     if problem is not None:
@@ -112,11 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     except PhoenixUnavailable as exc:
         raise SystemExit(str(exc)) from None
     child = [sys.executable, "-m", "examples.phoenix.screenshot", "--inside", str(python), "--out", str(out)]
-    child += ["--scenario", str(scenario), "--agent", args.agent]
+    child += ["--scenario", str(scenario), "--agent", args.agent, "--annotations-out", str(annotations_out)]
     code, output = run_in_namespace(child, timeout=300, cwd=ROOT)
     print(output.strip())
-    if code == 0 and out.stat().st_size > MAX_BYTES:
-        print(f"warning: {out} is {out.stat().st_size} bytes, more than {MAX_BYTES}", file=sys.stderr)
+    for png in (out, annotations_out) if code == 0 else ():
+        if png.stat().st_size > MAX_BYTES:
+            print(f"warning: {png} is {png.stat().st_size} bytes, more than {MAX_BYTES}", file=sys.stderr)
     return code
 
 

@@ -23,6 +23,7 @@ from chaoskit.semconv import (
     RPC_RESPONSE_STATUS_CODE,
 )
 
+from ._client import upstream_call
 from ._content import error_result, fake_result, malformed, payload_of
 from ._episodes import EpisodeCounts, trace_id_of, traceparent_of
 from ._plan import ProtocolDecider, ProtocolFault
@@ -203,14 +204,19 @@ class ToolCalls:
     async def call(
         self,
         request: JSONRPCRequest,
-        forward: Callable[[], Awaitable[Message]],
+        forward: Callable[[JSONRPCRequest], Awaitable[Message]],
         protocol: ProtocolDecider,
         *,
         gone: dict[str, ProtocolFault],
         session: str | None = None,
         held: Held | None = None,
+        peer: Mapping[str, Any] | None = None,
     ) -> CallOutcome:
         """Answer one tools/call: decide, fake or forward, transform; ``finish()`` records it.
+
+        ``forward`` sends the request it is given to the upstream (under the ``tools/call`` CLIENT span, see
+        ``_client``, whose context it carries in ``params._meta``); ``peer``: that span's transport, session
+        and protocol attributes.
 
         Cancelled (``held.stop`` says why the client gave up), the span ends at once as ``cancelled``; a call
         cancelled before it reached the server did not run, and a cancel while the proxy held the call for its
@@ -219,7 +225,7 @@ class ToolCalls:
         name = params.get("name")
         args = params.get("arguments")
         if not isinstance(name, str) or not name or not (args is None or isinstance(args, dict)):
-            return CallOutcome(await forward(), _noop)  # not a call chaoskit can name: the server answers it
+            return CallOutcome(await forward(request), _noop)  # not a call chaoskit can name: the server answers it
         args = args or {}
         fault, attempt = self._begin(name, args, params, protocol, gone)
         self._annotate(attempt, request, session)
@@ -232,7 +238,7 @@ class ToolCalls:
         if name in gone:
             return self._unknown(attempt, request, gone[name], notify=fault is not None)
         try:
-            response, value = await self._carry_out(attempt, name, request.id, forward)
+            response, value = await self._carry_out(attempt, request, forward, peer or {})
         except BaseException as exc:  # cancelled: the client gave up, or went away
             why = held.stop if held is not None else None
             if why is not None and held is not None and not held.sent:
@@ -266,15 +272,16 @@ class ToolCalls:
     ) -> tuple[ProtocolFault | None, Attempt]:
         """Count the call and decide its faults: in the episode's shared counts when the call names an episode."""
         traceparent = traceparent_of(params)
+        parent = _carrier(params, traceparent)
         trace_id = trace_id_of(traceparent) if traceparent else self._env_trace
         if trace_id is None or self.counts is None or self.plan is None:
-            with _parent(traceparent):
+            with _parent(parent):
                 return protocol.decide(name, args), begin(self.spec(name), args, attach=False)
         scope = self._scopes.get(trace_id)
         if scope is None:
             scope = self._scopes[trace_id] = SharedScope(self.plan)
         # no await in here: the file stays locked only while the call is counted and decided
-        with self.counts.hold(trace_id) as state, _parent(traceparent):
+        with self.counts.hold(trace_id) as state, _parent(parent):
             fault = protocol.decide(name, args, counts=state.setdefault("protocol", {}))
             with scope.activate(state.setdefault("core", {})):
                 attempt = begin(self.spec(name), args, attach=False)
@@ -300,9 +307,14 @@ class ToolCalls:
         return CallOutcome(error, lambda: attempt.fail(exc), list_changed=changed, attempt=attempt)
 
     async def _carry_out(
-        self, attempt: Attempt, name: str, request_id: Any, forward: Callable[[], Awaitable[Message]]
+        self,
+        attempt: Attempt,
+        request: JSONRPCRequest,
+        forward: Callable[[JSONRPCRequest], Awaitable[Message]],
+        peer: Mapping[str, Any],
     ) -> tuple[Message, Any]:
         # (response, value recorded on success, or the exception recorded as the failure)
+        name, request_id = attempt.spec.name, request.id
         try:
             pre = attempt.before
             if pre.sleep:
@@ -313,7 +325,8 @@ class ToolCalls:
                 result = fake_result(pre.value)
                 return _ok(request_id, result), pre.value
             attempt.executed = True
-            response = await forward()
+            # the one message sent upstream: its CLIENT span (a fault the proxy answers itself sends none)
+            response = await upstream_call(attempt.span, name, request, forward, peer)
             if isinstance(response, JSONRPCError):
                 # the server refused the call as a protocol error (unknown tool, bad arguments): it did not run
                 attempt.executed = False
@@ -336,13 +349,23 @@ class ToolCalls:
             return _ok(request_id, error_result(name, exc)), exc
 
 
-@contextlib.contextmanager
-def _parent(traceparent: str | None) -> Iterator[None]:
-    """The client's span (the ``traceparent`` of the request's ``_meta``) as the parent of the attempt's span."""
+def _carrier(params: Mapping[str, Any], traceparent: str | None) -> dict[str, str] | None:
+    """The W3C trace context of the request's ``_meta``: its valid ``traceparent``, and its ``tracestate``."""
     if traceparent is None:
+        return None
+    meta = params.get("_meta")
+    state = meta.get("tracestate") if isinstance(meta, Mapping) else None
+    return {"traceparent": traceparent, **({"tracestate": state} if isinstance(state, str) else {})}
+
+
+@contextlib.contextmanager
+def _parent(carrier: dict[str, str] | None) -> Iterator[None]:
+    """The client's span (the trace context of the request's ``_meta``) as the parent of the attempt's span (its
+    ``tracestate`` kept, so that the CLIENT span passes it on to the server)."""
+    if carrier is None:
         yield
         return
-    token = otel_context.attach(TraceContextTextMapPropagator().extract({"traceparent": traceparent}))
+    token = otel_context.attach(TraceContextTextMapPropagator().extract(carrier))
     try:
         yield
     finally:

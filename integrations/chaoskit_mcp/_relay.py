@@ -77,6 +77,8 @@ class Relay:
         self._dropped: set[Any] = set()
         self._write: Any = None
         self._listed = False
+        #: the protocol version the upstream answered ``initialize`` with (``mcp.protocol.version``)
+        self.protocol_version: str | None = None
         self._listing: anyio.Event | None = None
         self._lists_change = any(
             f.type == "list_changed" or (f.type == "tool_disappears" and f.params.get("notify"))
@@ -241,6 +243,8 @@ class Relay:
                 response = self._gone_error(request.id, str(exc))
             if isinstance(response, JSONRPCResponse):
                 if request.method == "initialize":
+                    version = response.result.get("protocolVersion")
+                    self.protocol_version = version if isinstance(version, str) else None
                     response = await self._initialize(response)
                 elif request.method == "tools/list":
                     response = self._tools_list(response)
@@ -308,9 +312,16 @@ class Relay:
             self._listed = True
             self._listing.set()
 
+    def _peer(self) -> dict[str, Any]:
+        # the attributes of a call's CLIENT span toward the upstream: its transport, session and protocol version
+        peer = self.upstream.peer()
+        if self.protocol_version:
+            peer[sc.MCP_PROTOCOL_VERSION] = self.protocol_version
+        return peer
+
     async def _tool_call(self, request: JSONRPCRequest, held: Held) -> None:
-        async def forward() -> Message:
-            return await self._request(request, held)
+        async def forward(sent: JSONRPCRequest) -> Message:
+            return await self._request(sent, held)
 
         if not self._listed:
             # outside the call's scope: a cancel meanwhile waits for the attempt, so calls count in arrival order
@@ -318,7 +329,7 @@ class Relay:
         outcome = None
         with held.scope:
             outcome = await self.calls.call(
-                request, forward, self.decider, gone=self.gone_tools, session=self.session, held=held
+                request, forward, self.decider, gone=self.gone_tools, session=self.session, held=held, peer=self._peer()
             )
         if outcome is None:
             return  # cancelled: its span says so

@@ -16,8 +16,11 @@ from typing import Any, Protocol
 
 import anyio
 
+import chaoskit.semconv as sc
+
 from . import _wire as types
 from ._calls import UpstreamGone
+from ._client import http_peer, stdio_peer
 from ._wire import http_client, parse, unwrap, wrap
 
 __all__ = ["HttpUpstream", "StdioUpstream", "Upstream", "read_line"]
@@ -66,6 +69,10 @@ class Upstream(Protocol):
     async def stop(self) -> None:
         """Close the connection; stop the child and everything it started."""
 
+    def peer(self) -> dict[str, Any]:
+        """The transport attributes of a call's CLIENT span toward this server (and its session id, if any)."""
+        ...
+
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     # Linux: the child gets SIGTERM if the proxy dies without stopping it (SIGKILL, a crash): no orphans
@@ -83,6 +90,10 @@ class StdioUpstream:
         self.describe = f"the MCP server `{shlex.join(self.argv)}`"
         self.gone: str | None = None
         self.proc: asyncio.subprocess.Process | None = None
+
+    def peer(self) -> dict[str, Any]:
+        """A pipe: no address, and no session id (stdio has none)."""
+        return stdio_peer()
 
     @property
     def pid(self) -> int | None:
@@ -220,6 +231,19 @@ class HttpUpstream:
         self._stack = contextlib.AsyncExitStack()
         self._read: Any = None
         self._write: Any = None
+        #: the ``Mcp-Session-Id`` the server gave this session (read off its responses)
+        self.session_id: str | None = None
+        self._peer = http_peer(url)
+
+    def peer(self) -> dict[str, Any]:
+        """TCP to the URL's host and port, and the server's session id once it gave one."""
+        return {**self._peer, sc.MCP_SESSION_ID: self.session_id} if self.session_id else dict(self._peer)
+
+    async def _note_session(self, response: Any) -> None:
+        # an event hook of the SDK's HTTP client: mcp 1.x and 2.x differ in how they expose the id, not in this
+        found = response.headers.get("mcp-session-id")
+        if found:
+            self.session_id = found
 
     async def start(self) -> None:
         """Open the SDK transport (its task group lives until :meth:`stop`, in the same task)."""
@@ -227,6 +251,7 @@ class HttpUpstream:
 
         # the SDK's own client settings (30 s, 300 s to read a held stream), with the agent's credentials
         self._client = await self._stack.enter_async_context(http_client(30.0, 300.0))
+        self._client.event_hooks = {**self._client.event_hooks, "response": [self._note_session]}
         self._sync_credentials()
         # mcp 1.x yields a third item (the session id getter), 2.x two
         streams = await self._stack.enter_async_context(streamable_http_client(self.url, http_client=self._client))
