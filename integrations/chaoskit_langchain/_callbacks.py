@@ -109,7 +109,9 @@ class _StepHooks:
                 episode,
                 getattr(generation, "message", None),
                 read=read,
-                model=model,
+                # a counted call is recorded under the name it was counted under, as its failed calls are: the
+                # checks group a model's calls by that name, and a retry under another name would go unseen
+                model=model if call is None else call.model,
                 start=start,
                 capture=self.capture_content,
                 attributes=None if call is None else call.attributes(),

@@ -166,7 +166,8 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
                 episode,
                 _answer(response),
                 read=read_since_last_step(getattr(request, "messages", [])),
-                model=_model_of(request),
+                # the name the call was counted under, as its failed calls are recorded (see the callbacks)
+                model=call.model,
                 start=start,
                 capture=self.capture_content,
                 attributes=call.attributes(),
