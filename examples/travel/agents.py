@@ -219,7 +219,8 @@ class TravelGraphAgent:
         from langchain.agents import create_agent
         from langchain.agents.middleware import ToolErrorMiddleware
 
-        from examples.agentkit.replay import ReplayChatModel
+        from examples.agentkit.modelretry import PolicyModelRetry
+        from examples.agentkit.replay import Replay, ReplayChatModel
 
         self.env = TravelEnv()
         env = self.env
@@ -227,11 +228,15 @@ class TravelGraphAgent:
         def build(transport: Transport) -> TravelAgent:
             return TravelAgent(policy, env, transport)
 
+        def answer(task: str, failure: Failure) -> str:
+            return build(Replay([])).answer_failure(task, failure)
+
         self.graph = create_agent(
             ReplayChatModel(agent=build),
             tools=make_tools(env),
             system_prompt=SYSTEM,
-            middleware=[ToolErrorMiddleware(on_error=_surface_error)],
+            # the model's provider errors are retried (or not) as the policy retries a tool's
+            middleware=[ToolErrorMiddleware(on_error=_surface_error), PolicyModelRetry(build(Replay([])).policy, answer)],
         )
         instrument_graph(
             self.graph,
@@ -239,6 +244,7 @@ class TravelGraphAgent:
             idempotency_args=IDEMPOTENCY_ARGS,
             idempotent=IDEMPOTENT,
             capture_content=True,  # example data, no secrets: the metrics read the steps' text
+            model_faults=True,  # the plan's model faults (target: model) reach its model calls too
         )
 
     def invoke(self, task: str) -> str:
