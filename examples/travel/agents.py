@@ -236,7 +236,10 @@ class TravelGraphAgent:
             tools=make_tools(env),
             system_prompt=SYSTEM,
             # the model's provider errors are retried (or not) as the policy retries a tool's
-            middleware=[ToolErrorMiddleware(on_error=_surface_error), PolicyModelRetry(build(Replay([])).policy, answer)],
+            middleware=[
+                ToolErrorMiddleware(on_error=_surface_error),
+                PolicyModelRetry(build(Replay([])).policy, answer),
+            ],
         )
         instrument_graph(
             self.graph,

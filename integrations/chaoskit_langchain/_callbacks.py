@@ -51,6 +51,12 @@ class _StepHooks:
         #: the model calls counted by a handler that injects model faults, by run, for their steps' attributes
         self._calls: dict[UUID, ModelCall] = {}
 
+    @property
+    def injects_model_faults(self) -> bool:
+        """Whether this handler injects the plan's model faults (``model_faults=True``): ``chaoskit suggest``
+        proposes model-fault cases for an agent that holds one."""
+        return bool(getattr(self, "model_faults", False))
+
     def on_chat_model_start(
         self,
         serialized: dict[str, Any],

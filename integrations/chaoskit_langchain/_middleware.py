@@ -64,6 +64,9 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
     the retry middleware entirely.
     """
 
+    #: it wraps every model call with the plan's model faults: ``chaoskit suggest`` reads this
+    injects_model_faults = True
+
     def __init__(
         self,
         plan: Plan | None = None,
