@@ -167,6 +167,8 @@ class ModelEndpoint:
                 await self._cut(call, resp, provider, send, out)
             elif fault is not None and fault.type in _COMPLETION_FAULTS:
                 await self._rewrite_stream(call, resp, provider, send, out)
+            elif call.episode is None:  # nothing records the call: the stream is not even read along
+                await self._pass(resp, send, None)
             else:
                 reader = llm.StreamReader(provider)
                 await self._pass(resp, send, reader)
