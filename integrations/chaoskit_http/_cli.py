@@ -13,6 +13,9 @@ A plan's `tool:` names a route ("POST /refunds", "GET /orders/{id}") or an opera
 Every request is one tool attempt: faults come back as real HTTP (status codes, Retry-After, a held
 connection then 504, a body cut short, latency); `after_write` forwards the request, then answers 500.
 Idempotency-Key headers are recorded, so `chaoskit check` tells keyed retries from duplicate writes.
+In front of a model provider, POST .../chat/completions and .../v1/messages are model calls: the plan's
+`target: model` faults come as the provider sends them (429 + Retry-After, 529/503, cut or rewritten
+completions, streams cut at `after_chunks`); see docs/faults.md.
 
 Safety: binds 127.0.0.1 unless --listen names another address (then a warning); forwards only to
 --upstream, never to a host named by the request; credentials pass through unchanged and are redacted
