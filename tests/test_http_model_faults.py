@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import json
 import socket
 import threading
@@ -157,8 +158,11 @@ class Provider:
         usage = bool((req.get("stream_options") or {}).get("include_usage"))
         events = anthropic_events(model, tools) if anthropic else openai_events(model, tools, usage)
         headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
         stream = b"".join(events)
+        if req.get("x_gzip"):  # a provider that compresses its stream
+            stream = gzip.compress(stream)
+            headers.append((b"content-encoding", b"gzip"))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         # chunked as a network would: cuts inside events, never on their boundaries only
         for i in range(0, len(stream), 97):
             await send({"type": "http.response.body", "body": stream[i : i + 97], "more_body": True})
@@ -484,3 +488,28 @@ def test_a_route_the_plan_names_as_a_tool_stays_a_tool(provider: tuple[Provider,
         resp = httpx.post(url + "/v1/chat/completions", json=OPENAI_REQ, timeout=10)
     assert resp.status_code == 500
     assert [dict(s.attributes or {})[sc.GEN_AI_TOOL_NAME] for s in cap.attempt_spans()] == ["POST /v1/chat/completions"]
+
+
+def test_a_compressed_stream_is_passed_whole_and_its_cut_skipped_with_a_warning(provider: tuple[Provider, str]) -> None:
+    _, up = provider
+    plan = {"faults": [{"type": "overloaded", "target": "model", "after_chunks": 2}]}
+    with serve(plan, upstream=up) as url, pytest.warns(chaoskit.ChaosWarning, match="compressed"):
+        with httpx.stream(
+            "POST", url + "/v1/chat/completions", json={**OPENAI_REQ, "stream": True, "x_gzip": True}
+        ) as r:
+            got = b"".join(r.iter_bytes())
+    assert got == b"".join(openai_events("gpt-4o-mini", False, False))
+
+
+def test_a_model_request_past_the_read_limit_is_refused_as_the_provider_would(
+    provider: tuple[Provider, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chaoskit_http import _llmcall
+
+    prov, up = provider
+    monkeypatch.setattr(_llmcall, "MAX_REQUEST", 100 * 1024)
+    big = {**ANTHROPIC_REQ, "messages": [{"role": "user", "content": "x" * 200 * 1024}]}
+    with serve({"faults": []}, upstream=up) as url:
+        resp = httpx.post(url + "/v1/messages", json=big, timeout=10)
+    assert resp.status_code == 413 and resp.json()["error"]["type"] == "request_too_large"
+    assert not prov.requests

@@ -91,6 +91,11 @@ class ModelEndpoint:
     async def handle(self, req: _Request, send: Any, provider: str) -> int:
         """Serve one model call; the status answered (0: none)."""
         body = await _whole_body(req)
+        if body is None:
+            message = f"a model request over {MAX_REQUEST} bytes is more than this proxy reads"
+            status, headers, data = llm.error_response(provider, ModelHTTPError(413, message))
+            await answers.respond(send, status, headers, data)
+            return status
         try:
             doc = json.loads(body) if body else None
         except ValueError:
@@ -163,6 +168,11 @@ class ModelEndpoint:
             await self._pass(resp, send, None)
             return
         if ctype == "text/event-stream":
+            coding = (wire.header(resp.headers, b"content-encoding") or "identity").strip().lower()
+            if coding != "identity" and fault is not None and fault.type != "latency":
+                # its events cannot be told apart without decoding it: it goes through as it came
+                call.skip(f"the stream is compressed (Content-Encoding: {coding})")
+                fault = None
             if fault is not None and fault.after_chunks is not None and stream:
                 await self._cut(call, resp, provider, send, out)
             elif fault is not None and fault.type in _COMPLETION_FAULTS:
@@ -302,7 +312,9 @@ class ModelEndpoint:
         await answers.respond(send, resp.status, headers, data)
 
 
-async def _whole_body(req: _Request) -> bytes:
+async def _whole_body(req: _Request) -> bytes | None:
+    """The whole request body (a chat request is read whole: its ``model`` names the call); None past
+    :data:`MAX_REQUEST` bytes."""
     if not req.prefix.more:
         return req.prefix.data
     parts: list[bytes] = []
@@ -311,7 +323,7 @@ async def _whole_body(req: _Request) -> bytes:
         parts.append(chunk)
         size += len(chunk)
         if size > MAX_REQUEST:
-            raise ValueError(f"a model request over {MAX_REQUEST} bytes")
+            return None
     req.prefix = wire.BodyPrefix(b"".join(parts), False)
     return req.prefix.data
 
