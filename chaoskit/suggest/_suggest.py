@@ -157,6 +157,28 @@ def suggest(
     prefix = f"suggest-{_prefix(agent, openapi) if agent or openapi else 'mcp'}"
     cases = plan_cases(classes, tasks, prefix=prefix, faults=faults, tools=tools)
     cases += _model_cases(made, classes, tasks, prefix, faults, tools)
+    gaps = _gaps(made, classes, tasks, faults, tools)
+    return Suggestion(
+        agent=agent if made is not None else None,
+        mcp=mcp,
+        classes=classes,
+        tasks=tasks,
+        cases=cases,
+        findings=declared_findings(classes),
+        skipped=skipped,
+        gaps=gaps,
+        http=http,
+    )
+
+
+def _gaps(
+    made: Any,
+    classes: list[Classification],
+    tasks: dict[str, Task],
+    faults: Collection[str] | None,
+    tools: Collection[str] | None,
+) -> dict[str, str]:
+    """The cases a tool with a task (or the agent's model calls) did not get, and why."""
     gaps: dict[str, str] = {}
     if made is not None and faults is not None and set(faults) & set(MODEL_FAULTS) and model_hook(made) is None:
         gaps["model calls"] = (
@@ -171,17 +193,7 @@ def suggest(
         and (tools is None or c.name in tools)
         and (faults is None or "after_write" in faults)
     }
-    return Suggestion(
-        agent=agent if made is not None else None,
-        mcp=mcp,
-        classes=classes,
-        tasks=tasks,
-        cases=cases,
-        findings=declared_findings(classes),
-        skipped=skipped,
-        gaps=gaps,
-        http=http,
-    )
+    return gaps
 
 
 def _model_cases(

@@ -25,7 +25,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chaoskit import ModelHTTPError, ModelTimeout
 from chaoskit import semconv as sc
@@ -37,7 +37,33 @@ from . import _wire as wire
 from ._client import CONNECT_FAILED, TIMED_OUT, Response
 
 if TYPE_CHECKING:
-    from ._app import HttpProxy, _Request
+    from chaoskit import Plan
+
+    from ._client import Upstream
+
+
+class _Request(Protocol):
+    """What a model call needs of the request being proxied (``chaoskit_http._app._Request``)."""
+
+    method: str
+    raw_path: bytes
+    query: bytes
+    headers: list[tuple[bytes, bytes]]
+    prefix: wire.BodyPrefix
+
+    def body(self) -> AsyncIterator[bytes]: ...
+
+
+class HttpProxy(Protocol):
+    """What a model call needs of the proxy (``chaoskit_http.HttpProxy``): its plan, upstream and limits."""
+
+    plan: Plan
+    upstream: Upstream
+    max_body: int
+    stopping: asyncio.Event | None
+
+    async def _hold(self, req: Any, seconds: float) -> None: ...
+
 
 __all__ = ["ModelEndpoint"]
 
