@@ -513,3 +513,41 @@ def test_a_model_request_past_the_read_limit_is_refused_as_the_provider_would(
         resp = httpx.post(url + "/v1/messages", json=big, timeout=10)
     assert resp.status_code == 413 and resp.json()["error"]["type"] == "request_too_large"
     assert not prov.requests
+
+
+def test_a_whole_anthropic_answer_keeps_its_json_tool_input_and_the_fault_is_skipped(
+    provider: tuple[Provider, str],
+) -> None:
+    _, up = provider
+    body = {**ANTHROPIC_REQ, "tools": [ANTHROPIC_TOOL]}
+    plan = {"faults": [{"type": "malformed_tool_call"}]}
+    direct = httpx.post(up + "/v1/messages", json=body, timeout=10).content
+    with serve(plan, upstream=up) as url, pytest.warns(chaoskit.ChaosWarning, match="input_json_delta"):
+        proxied = httpx.post(url + "/v1/messages", json=body, timeout=10).content
+    assert proxied == direct
+
+
+def test_timeout_holds_then_504_and_latency_delays_an_unchanged_answer(provider: tuple[Provider, str]) -> None:
+    prov, up = provider
+    plan = {
+        "faults": [
+            {"type": "timeout", "target": "model", "on_call": 1, "after_s": 0.3},
+            {"type": "latency", "target": "model", "on_call": 2, "delay_s": 0.3},
+        ]
+    }
+    direct = httpx.post(up + "/v1/chat/completions", json=OPENAI_REQ, timeout=10).content
+    with telemetry.capture() as cap, chaoskit.episode("agent", plan=plan) as ep:
+        with serve(plan, upstream=up) as url:
+            started = time.monotonic()
+            timed_out = httpx.post(url + "/v1/chat/completions", json=OPENAI_REQ, timeout=10)
+            held = time.monotonic() - started
+            started = time.monotonic()
+            late = httpx.post(url + "/v1/chat/completions", json=OPENAI_REQ, timeout=10)
+            delayed = time.monotonic() - started
+        ep.finish("done")
+    assert timed_out.status_code == 504 and timed_out.json()["error"]["type"] == "server_error" and held >= 0.3
+    assert late.status_code == 200 and late.content == direct and delayed >= 0.3
+    assert len(prov.requests) == 2  # the direct call and the delayed one; the timed-out call never left
+    first, second = chat_spans(cap)
+    assert first[sc.FAULT_TYPE] == "timeout" and first[sc.ERROR_TYPE] == "ModelTimeout"
+    assert second[sc.FAULT_TYPE] == "latency" and sc.ERROR_TYPE not in second
