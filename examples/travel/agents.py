@@ -6,7 +6,9 @@ bookings before trying again). A hold refused because the flight is gone means t
 searches again once and takes the next cheapest. Each factory (``careful``, ``naive``, ``give_up``, ``bluffer``,
 ``obeys_injection``) returns a :class:`TravelGraphAgent`: a ``langchain.agents.create_agent`` graph whose chat
 model replays the script (:class:`examples.agentkit.replay.ReplayChatModel`) and whose ToolNode is routed through
-chaoskit with ``chaoskit_langgraph.instrument_graph``, so the battery exercises LangGraph end to end.
+chaoskit with ``chaoskit_langgraph.instrument_graph``, so the battery exercises LangGraph end to end. The graph's
+model calls are faulted too (``model_faults=True``), and each agent retries a failed model call as its policy
+retries a tool (:class:`examples.agentkit.modelretry.PolicyModelRetry`).
 """
 
 from __future__ import annotations
