@@ -551,3 +551,18 @@ def test_timeout_holds_then_504_and_latency_delays_an_unchanged_answer(provider:
     first, second = chat_spans(cap)
     assert first[sc.FAULT_TYPE] == "timeout" and first[sc.ERROR_TYPE] == "ModelTimeout"
     assert second[sc.FAULT_TYPE] == "latency" and sc.ERROR_TYPE not in second
+
+
+def test_a_dead_upstream_is_a_502_in_the_providers_format_and_a_completion_fault_is_skipped() -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    plan = {"faults": [{"type": "truncated"}]}
+    with telemetry.capture() as cap, chaoskit.episode("agent", plan=plan) as ep:
+        with serve(plan, upstream=dead) as url, pytest.warns(chaoskit.ChaosWarning, match="could not be reached"):
+            resp = httpx.post(url + "/v1/messages", json=ANTHROPIC_REQ, timeout=10)
+        ep.finish("down")
+    assert resp.status_code == 502 and resp.json()["error"]["type"] == "api_error"
+    (span,) = chat_spans(cap)
+    assert span[sc.FAULT_SKIPPED] == "truncated" and sc.FAULT_TYPE not in span
+    assert span[sc.HTTP_RESPONSE_STATUS_CODE] == 502 and span[sc.ERROR_TYPE] == "ModelHTTPError"

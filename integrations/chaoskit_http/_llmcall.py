@@ -163,10 +163,11 @@ class ModelEndpoint:
             status = 504 if isinstance(exc, TIMED_OUT) else 502
             message = f"the upstream {self.proxy.upstream.netloc} failed: {type(exc).__name__}: {exc or 'no detail'}"
             out.status, out.error = status, ModelHTTPError(status, message)
+            if fault is not None and fault.type != "latency":  # a completion fault: there is no completion
+                why = "could not be reached" if isinstance(exc, CONNECT_FAILED) else "failed before it answered"
+                call.skip(f"the upstream {why}")
             _record(call, out)
             await answers.respond(send, status, *llm.error_response(provider, out.error)[1:])
-            if isinstance(exc, CONNECT_FAILED) and fault is not None:
-                call.skip("the upstream could not be reached")
             return
         try:
             await self._answer(call, resp, stream, provider, send, out)
