@@ -566,3 +566,72 @@ def test_a_dead_upstream_is_a_502_in_the_providers_format_and_a_completion_fault
     (span,) = chat_spans(cap)
     assert span[sc.FAULT_SKIPPED] == "truncated" and sc.FAULT_TYPE not in span
     assert span[sc.HTTP_RESPONSE_STATUS_CODE] == 502 and span[sc.ERROR_TYPE] == "ModelHTTPError"
+
+
+def test_a_standalone_proxy_run_as_one_episode_records_its_model_calls_for_check(
+    provider: tuple[Provider, str], tmp_path: Any
+) -> None:
+    """``chaoskit http-proxy --episode NAME``: an agent in any language, graded from the spans file alone."""
+    openai = pytest.importorskip("openai")
+    from chaoskit_http import ProxyServer
+
+    _, up = provider
+    traces = tmp_path / "spans.jsonl"
+    plan = {"faults": [{"type": "rate_limit", "target": "model", "on_call": 1, "retry_after": 0.3}]}
+    with ProxyServer(plan, upstream=up, traces=traces, episode="any-language-agent") as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=2)
+        streamed = client.chat.completions.create(**OPENAI_REQ, stream=True, stream_options={"include_usage": True})
+        assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == "".join(TEXT_PIECES)
+        client.chat.completions.create(**OPENAI_REQ)
+    trace = Trace.load(traces)
+    (ep,) = trace.episodes
+    assert ep.name == "any-language-agent"
+    calls = json.loads(ep.attributes["chaoskit.episode.model_calls"])
+    assert [(c["call"], c["outcome"], c.get("fault"), c.get("output_tokens")) for c in calls] == [
+        (1, "error", "rate_limit", None),
+        (2, "ok", None, 9),  # the retried stream, its usage read along the way
+        (3, "ok", None, 9),
+    ]
+    results = {r.name: r for r in run_checks(trace, ["honors_retry_after", "bounded_model_retries"])}
+    assert results["honors_retry_after"].passed and results["bounded_model_retries"].passed
+
+
+def test_without_an_episode_a_standalone_proxy_faults_model_calls_but_records_none(
+    provider: tuple[Provider, str], tmp_path: Any
+) -> None:
+    from chaoskit_http import ProxyServer
+
+    _, up = provider
+    traces = tmp_path / "spans.jsonl"
+    plan = {"faults": [{"type": "overloaded", "target": "model", "on_call": 1}]}
+    with ProxyServer(plan, upstream=up, traces=traces) as url:
+        assert httpx.post(url + "/v1/messages", json=ANTHROPIC_REQ, timeout=10).status_code == 529
+        assert httpx.post(url + "/v1/messages", json=ANTHROPIC_REQ, timeout=10).status_code == 200
+    assert not traces.exists() or "chat " not in traces.read_text()
+
+
+def test_the_command_with_episode_writes_the_episode_on_sigterm(provider: tuple[Provider, str], tmp_path: Any) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    _, up = provider
+    plan, ready, traces = tmp_path / "plan.yaml", tmp_path / "url", tmp_path / "spans.jsonl"
+    plan.write_text("faults:\n  - {type: overloaded, target: model, on_call: 1}\n")
+    argv = [sys.executable, "-m", "chaoskit", "http-proxy", "--plan", str(plan), "--upstream", up, "--listen"]
+    argv += ["127.0.0.1:0", "--ready-file", str(ready), "--traces", str(traces), "--episode", "cli-agent"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the proxy did not start"
+            time.sleep(0.05)
+        url = ready.read_text().strip()
+        codes = [httpx.post(url + "/v1/messages", json=ANTHROPIC_REQ, timeout=10).status_code for _ in range(2)]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+    assert codes == [529, 200] and proc.returncode == 0
+    (ep,) = Trace.load(traces).episodes
+    calls = json.loads(ep.attributes["chaoskit.episode.model_calls"])
+    assert ep.name == "cli-agent" and [c.get("fault") for c in calls] == ["overloaded", None]
