@@ -1,6 +1,6 @@
 """Added latency per call of the HTTP chaos proxy against a direct connection, median and p99, in one run.
 
-    python benchmarks/bench_http_proxy.py [--n 2000] [--rounds 5] [--body 200] [--client raw|httpx]
+    python benchmarks/bench_http_proxy.py [--n 2000] [--rounds 5] [--body 200] [--client raw|httpx] [--model]
 
 The upstream (a minimal ASGI app under uvicorn) and each proxy run in their own processes, so the client,
 the proxy and the upstream do not share a GIL. The client keeps one connection alive per case: by default a
@@ -13,6 +13,11 @@ rounds (direct, proxy, proxy + traces, direct, ...) so machine noise hits all al
 - ``proxy``: client -> proxy -> upstream, the plan has a fault on another route (every call is counted and
   decided, none fires), tracing on (spans made, no file);
 - ``proxy+traces``: the same with ``--traces`` (each span written to the file as its call ends).
+
+``--model``: each call is a streamed OpenAI chat completion instead (``POST /v1/chat/completions``, the
+upstream sends 20 server-sent events of about ``--body`` bytes in all, then ``data: [DONE]``), read whole by an
+``httpx`` client; through the proxy it is a model call, counted and decided (the plan's model fault targets
+another model), passed through byte for byte.
 
 Per case: the median and p99 of the per-call latency over all rounds, and the added latency against
 ``direct`` (median and p99 differences, and the ratio). The target (issue 15) is < 1 ms median added.
@@ -34,7 +39,20 @@ from typing import Any
 
 import httpx
 
-_PLAN = "seed: 1\nfaults:\n  - type: http\n    tool: POST /never\n    status: 503\n"
+_PLAN = (
+    "seed: 1\nfaults:\n  - type: http\n    tool: POST /never\n    status: 503\n"
+    "  - type: overloaded\n    model: never-*\n"
+)
+_CHAT = json.dumps({"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+
+
+def _sse_chunks(body_size: int) -> list[bytes]:
+    """A streamed chat completion as OpenAI sends it: 20 content chunks, the finish chunk, ``[DONE]``."""
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
+    piece = "x" * max(1, body_size // 20)
+    out = [{**head, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]} for _ in range(20)]
+    out.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return [f"data: {json.dumps(c)}\n\n".encode() for c in out] + [b"data: [DONE]\n\n"]
 
 
 def _free_port() -> int:
@@ -49,8 +67,19 @@ def _upstream_main(port: int, body_size: int) -> None:
     body = json.dumps({"ok": True, "data": "x" * max(0, body_size - 24)}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
 
+    chunks = _sse_chunks(body_size)
+    sse = [(b"content-type", b"text/event-stream")]
+
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
+            return
+        if scope["path"] == "/v1/chat/completions":
+            while (await receive()).get("more_body"):
+                pass
+            await send({"type": "http.response.start", "status": 200, "headers": sse})
+            for chunk in chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
             return
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
@@ -127,7 +156,28 @@ class _RawClient:
         """Checked in :meth:`get` already."""
 
 
-def _time(client: httpx.Client | _RawClient, n: int) -> list[float]:
+class _ModelClient:
+    """An ``httpx.Client`` that posts one streamed chat completion per call and reads the stream to its end."""
+
+    def __init__(self, base_url: str) -> None:
+        self.client = httpx.Client(base_url=base_url)
+        self.expected = b"".join(_sse_chunks(_ModelClient.body))
+
+    body = 200
+
+    def get(self, path: str) -> _ModelClient:
+        headers = {"content-type": "application/json"}
+        with self.client.stream("POST", "/v1/chat/completions", content=_CHAT, headers=headers) as resp:
+            data = b"".join(resp.iter_raw())
+        if resp.status_code != 200 or data != self.expected:
+            raise RuntimeError(f"HTTP {resp.status_code}: the stream did not come through as sent")
+        return self
+
+    def raise_for_status(self) -> None:
+        """Checked in :meth:`get` already."""
+
+
+def _time(client: httpx.Client | _RawClient | _ModelClient, n: int) -> list[float]:
     out = []
     for _ in range(n):
         t = time.perf_counter()
@@ -155,6 +205,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--body", type=int, default=200, help="response body size in bytes")
     parser.add_argument("--client", choices=("raw", "httpx"), default="raw", help="the benchmark's own client")
+    parser.add_argument("--model", action="store_true", help="streamed chat completions instead of GETs")
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-proxy", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -176,8 +227,9 @@ def main() -> None:
     try:
         procs.append(_start(["--serve-proxy", str(p_port), upstream, str(plan), "-"], p_port))
         procs.append(_start(["--serve-proxy", str(t_port), upstream, str(plan), str(traces)], t_port))
-        make = _RawClient if args.client == "raw" else httpx.Client
-        cases: dict[str, httpx.Client | _RawClient] = {
+        _ModelClient.body = args.body
+        make: Any = _ModelClient if args.model else _RawClient if args.client == "raw" else httpx.Client
+        cases: dict[str, httpx.Client | _RawClient | _ModelClient] = {
             "direct": make(base_url=upstream),
             "proxy": make(base_url=f"http://127.0.0.1:{p_port}"),
             "proxy+traces": make(base_url=f"http://127.0.0.1:{t_port}"),
@@ -199,8 +251,9 @@ def main() -> None:
             proc.wait(10)
     base_med = statistics.median(samples["direct"])
     base_p99 = _p99(samples["direct"])
+    what = "streamed chat completions (httpx client)" if args.model else f"{args.client} client"
     print(
-        f"HTTP proxy, {args.rounds} x {args.n} calls per case, {args.body}-byte responses, {args.client} client "
+        f"HTTP proxy, {args.rounds} x {args.n} calls per case, {args.body}-byte responses, {what} "
         f"(ms per call; target < 1 ms added median), load average {os.getloadavg()[0]:.1f}"
     )
     print(f"{'case':<14}{'median':>9}{'p99':>9}{'added med':>11}{'added p99':>11}{'ratio':>8}{'cpu/call':>10}")
@@ -219,7 +272,11 @@ def main() -> None:
         for resource in json.loads(line)["resourceSpans"]
         for scope in resource["scopeSpans"]
     )
-    print(f"spans written with --traces: {spans} (every call: {len(samples['proxy+traces']) + 200})")
+    if args.model:
+        # the standalone proxy runs outside any episode: a model call's chat span is an episode's step
+        print(f"spans written with --traces: {spans} (model calls outside an episode are counted, not recorded)")
+    else:
+        print(f"spans written with --traces: {spans} (every call: {len(samples['proxy+traces']) + 200})")
 
 
 if __name__ == "__main__":

@@ -86,6 +86,8 @@ FAULT_ASKS_FOR: Final = "chaoskit.fault.asks_for"
 FAULT_HTTP_STATUS: Final = "chaoskit.fault.http.status"
 FAULT_RETRY_AFTER: Final = "chaoskit.fault.retry_after"
 FAULT_AFTER_WRITE: Final = "chaoskit.fault.after_write"
+#: a model fault that cut a streamed answer: the number of chunks (server-sent events) sent before the cut
+FAULT_AFTER_CHUNKS: Final = "chaoskit.fault.after_chunks"
 FAULT_EXCEPTION: Final = "chaoskit.fault.exception"
 FAULT_STALE: Final = "chaoskit.fault.stale"
 FAULT_OFF_BY_ONE: Final = "chaoskit.fault.off_by_one"

@@ -42,7 +42,7 @@ def test_the_generated_battery_runs_and_careful_passes_where_naive_fails(domain:
         }:
             # a keyed write the naive agent repeats without its key after the 500 that had already written
             assert "no_duplicate_writes" in failed, case.name
-        if case.fault == "rate_limit":
+        if case.fault in ("rate_limit", "model_rate_limit"):
             assert "honors_retry_after" in failed, case.name
         if case.fault in ("timeout", "partial", "schema_drift"):
             # a transient fault a blind retry gets past, or data the naive agent takes as it comes: no flaw to see

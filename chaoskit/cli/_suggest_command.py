@@ -91,7 +91,9 @@ def print_suggestion(s: Suggestion, out: TextIO) -> None:
     print(f"\n{len(s.cases)} case(s):", file=out)
     width = max((len(k.file) for k in s.cases), default=4)
     for k in s.cases:
-        print(f"  {k.file:<{width}}  {k.tool} / {k.fault} ({k.kind}): {', '.join(k.checks)}", file=out)
+        about = f"model / {k.fault} ({k.kind}; the task of {k.tool})" if k.target == "model" else None
+        about = about or f"{k.tool} / {k.fault} ({k.kind})"
+        print(f"  {k.file:<{width}}  {about}: {', '.join(k.checks)}", file=out)
     for name, why in s.skipped.items():
         print(f"  (no case for {name}: {why})", file=out)
     for name, why in s.gaps.items():

@@ -34,7 +34,7 @@ from chaoskit.plan._faults import (
     UnknownToolCallFault,
     _FaultBase,
 )
-from chaoskit.plan._model import model_key
+from chaoskit.plan._model import Plan, model_key
 
 __all__ = ["Completion", "ModelCall", "begin_model_call", "fault_completion"]
 
@@ -110,6 +110,8 @@ class ModelCall:
             retry_after = getattr(fault, "retry_after", None)
             if retry_after is not None:
                 attrs[sc.RETRY_AFTER] = float(retry_after)
+            if fault.after_chunks is not None:
+                attrs[sc.FAULT_AFTER_CHUNKS] = fault.after_chunks
         return attrs
 
     def skip(self, reason: str) -> None:
@@ -128,11 +130,12 @@ class ModelCall:
         self.skipped, self.fault, self.fault_index = fault.type, None, None
 
 
-def begin_model_call(model: str | None) -> ModelCall:
+def begin_model_call(model: str | None, *, plan: Plan | None = None) -> ModelCall:
     """Count one call of ``model`` (None: unnamed) in the current episode or activation, and decide its fault
-    (pure: the plan's triggers on the call's number, and ``match`` on ``{"model": name}``)."""
+    (pure: the plan's triggers on the call's number, and ``match`` on ``{"model": name}``). ``plan`` pins the
+    plan (a proxy's own, as a tool's ``ToolSpec.plan`` does); None: the active one, else ``CHAOSKIT_PLAN``."""
     name = model or UNNAMED
-    plan, scope, episode = resolve(None)
+    plan, scope, episode = resolve(plan)
     key = model_key(name)
     n, decision = scope.next_call(plan, key, {"model": name}, None, None if plan is None else plan.rules(key))
     if decision is None:

@@ -26,6 +26,7 @@ from chaoskit.plan._triggers import Trigger, tool_matches, trigger_of
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "STREAM_CUT_TYPES",
     "ExtensionFault",
     "FaultParameterError",
     "FaultType",
@@ -55,9 +56,13 @@ class _Unset:
 
 _UNSET: Any = _Unset()
 
+# the keys every fault type has (``after_chunks`` says where a streamed model answer is cut, not what the fault
+# is, so it is kept out of a fault's parameters as the triggers are)
 _TRIGGER_KEYS = frozenset(
-    {"type", "tool", "on_call", "every", "calls", "probability", "match", "times", "target", "model"}
+    {"type", "tool", "on_call", "every", "calls", "probability", "match", "times", "target", "model", "after_chunks"}
 )
+#: the fault types ``after_chunks`` may cut a streamed model answer with (an error event, or a stall then a cut)
+STREAM_CUT_TYPES = ("rate_limit", "overloaded", "http", "timeout")
 #: the targets a fault may have: the agent's tools, or its model calls (``target: model`` or ``model: "*"``)
 TARGETS = ("tool", "model")
 
@@ -77,6 +82,7 @@ class _FaultBase(_PlanErrorsInit):
     times: PositiveInt = None
     target: Literal["tool", "model"] = "tool"
     model: ToolSelector | None = None
+    after_chunks: PositiveInt = None
 
     _trigger: Trigger | None = PrivateAttr(default=None)
 
@@ -93,6 +99,15 @@ class _FaultBase(_PlanErrorsInit):
             return settle_target(cls, data)
         except FaultParameterError as exc:
             raise ValueError(f"{exc.param}: {exc}") from None
+
+    @model_validator(mode="after")
+    def _cut_a_stream(self) -> Any:
+        if self.after_chunks is not None and (self.target != "model" or self.type not in STREAM_CUT_TYPES):
+            raise ValueError(
+                "after_chunks: cuts a streamed model answer after that many chunks; it is for model faults "
+                f"(target: model) of type {', '.join(STREAM_CUT_TYPES)}"
+            )
+        return self
 
     def model_post_init(self, __context: Any) -> None:
         """Build the fault's trigger once, when the fault is made, not on every call."""
@@ -147,6 +162,8 @@ class _FaultBase(_PlanErrorsInit):
             parts.append(f"p={self.probability:g}")
         if self.times:
             parts.append(f"at most {self.times}x")
+        if self.after_chunks:
+            parts.append(f"after {self.after_chunks} chunks")
         return " ".join(parts)
 
 

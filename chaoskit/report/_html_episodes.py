@@ -1,4 +1,4 @@
-"""The failing-check table and the episode list of the HTML report, each episode with its attempt timeline."""
+"""The failing-check table and the episode list of the HTML report, each episode with its attempts and model calls."""
 
 from __future__ import annotations
 
@@ -98,9 +98,10 @@ def _timeline_block(episode: Mapping[str, Any], name: str) -> str:
         counts = ", ".join(f"{t} \u00d7{n}" for t, n in by_tool.items()) or "none"
         return f'<p class="note">No attempt timeline in these results; attempts per tool: {esc(counts)}.</p>'
     items = [x for x in tl if isinstance(x, Mapping)]
-    if not items:
+    calls = [x for x in a.get("model_timeline") or () if isinstance(x, Mapping)]
+    if not items and not calls:
         return '<p class="note">The agent made no tool attempt.</p>'
-    svg = timeline(items, title=f"attempt timeline of {name}")
+    svg = timeline(items, title=f"attempt timeline of {name}", model_calls=calls)
     rows = "".join(
         f"<tr><td>{esc(x.get('tool', '?'))}</td><td class='num'>{esc(_g(x.get('attempt')))}</td>"
         f"<td class='num'>{esc(_g(x.get('t_ms')))}</td><td class='num'>{esc(_g(x.get('ms')))}</td>"
@@ -121,12 +122,38 @@ def _timeline_block(episode: Mapping[str, Any], name: str) -> str:
     )
     key = (
         '<p class="note">Bar colour: blue ok, orange error, grey cancelled; a hollow dashed bar is an attempt whose '
-        "tool did not run (chaoskit faked the result); a black triangle marks an injected fault.</p>"
+        "tool did not run (chaoskit faked the result); a black triangle marks an injected fault."
+        + (
+            " The <code>chat</code> rows are the agent's model calls (rounded bars), one row per model."
+            if calls
+            else ""
+        )
+        + "</p>"
     )
-    return (
-        f'<figure class="timeline-figure">{svg}</figure>{key}{capped}'
+    table = (
         '<table class="attempts"><thead><tr><th>tool</th><th>attempt</th><th>start (ms)</th><th>duration (ms)</th>'
         f"<th>outcome</th><th>fault</th><th>tool ran</th></tr></thead><tbody>{rows}</tbody></table>{more}"
+        if items
+        else ""
+    )
+    return f'<figure class="timeline-figure">{svg}</figure>{key}{capped}{_model_table(calls)}{table}'
+
+
+def _model_table(calls: list[Mapping[str, Any]]) -> str:
+    """The model calls of the timeline as a table: model, call, start, duration, outcome, fault."""
+    if not calls:
+        return ""
+    rows = "".join(
+        f"<tr><td>chat {esc(x.get('model', '?'))}</td><td class='num'>{esc(_g(x.get('call')))}</td>"
+        f"<td class='num'>{esc(_g(x.get('t_ms')))}</td><td class='num'>{esc(_g(x.get('ms')))}</td>"
+        f"<td>{esc(x.get('outcome', '?'))}</td><td>{esc(x.get('fault') or '')}"
+        + (f" ({esc(x['skipped'])} not injected)" if x.get("skipped") else "")
+        + "</td></tr>"
+        for x in calls[:MAX_ATTEMPT_ROWS]
+    )
+    return (
+        '<table class="model-calls"><thead><tr><th>model</th><th>call</th><th>start (ms)</th><th>duration (ms)</th>'
+        f"<th>outcome</th><th>fault</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 

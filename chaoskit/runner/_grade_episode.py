@@ -10,6 +10,7 @@ from typing import Any
 import chaoskit.engine._attrs as _attrs
 from chaoskit.grading._contracts import trace_findings
 from chaoskit.grading._evidence import evidence_gaps
+from chaoskit.grading._modelcalls import model_calls
 from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import score
 from chaoskit.grading._truth import episode_truth
@@ -24,6 +25,7 @@ __all__ = [
     "episode_passed",
     "grade",
     "grade_or_refuse",
+    "model_timeline",
     "not_injected",
     "run_oracle",
     "snapshot",
@@ -123,6 +125,7 @@ def grade(
         # 1 when no_duplicate_writes failed: that check is the only judge of a repeated write
         "duplicate_writes": int(any(r.name == "no_duplicate_writes" and not r.passed for r in results)),
         "timeline": timeline(trace, root),
+        "model_timeline": model_timeline(trace, root),
         # the per-call ground truth the answer checks read: what was asked, done, received and faulted
         "calls": calls_of(trace, required),
         "contract_findings": contract_findings(trace),
@@ -255,6 +258,33 @@ def timeline(trace: Trace, root: float | None = None) -> list[dict[str, Any]]:
             "executed": bool(a.executed),
         }
         for a in attempts
+    ]
+
+
+def model_timeline(trace: Trace, root: float | None = None) -> list[dict[str, Any]]:
+    """The episode's first :data:`TIMELINE_MAX` model calls in time order, as the timeline shows them beside
+    the tool attempts: model, call number, start (``t_ms``, from ``root``) and duration in ms, outcome, and the
+    fault decided for the call (None when none was; a fault its entry point could not apply is ``skipped``)."""
+    calls = []
+    for ep in trace.episodes:
+        found = model_calls(ep)
+        if isinstance(found, list):
+            calls += found
+    calls = sorted(calls, key=lambda c: (c.start, c.call, c.span_id))[:TIMELINE_MAX]
+    if not calls:
+        return []
+    t0 = root if root is not None else calls[0].start
+    return [
+        {
+            "model": c.model,
+            "call": c.call,
+            "t_ms": round((c.start - t0) * 1000.0, 3),
+            "ms": round(max(c.end - c.start, 0.0) * 1000.0, 3),
+            "outcome": c.outcome,
+            "fault": c.fault,
+            **({"skipped": c.skipped} if c.skipped else {}),
+        }
+        for c in calls
     ]
 
 

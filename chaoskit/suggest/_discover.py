@@ -33,9 +33,11 @@ from chaoskit.suggest._tool_info import EVERY_TOOL, McpServer, Param, SuggestErr
 
 __all__ = [
     "DESCRIBER_GROUP",
+    "MODEL_HOOK_ATTR",
     "Describer",
     "discover",
     "discover_ref",
+    "model_hook",
     "register_describer",
     "tool_from_callable",
 ]
@@ -230,6 +232,37 @@ def _finish(found: list[ToolInfo], what: str) -> list[ToolInfo]:
             "(--openapi FILE); LangChain and LangGraph need chaoskit[langchain] / chaoskit[langgraph]"
         )
     return merged
+
+
+#: the attribute an object that injects model faults sets true (``ChaosMiddleware``, a callback handler or
+#: ``instrument_graph``'s step recorder with ``model_faults=True``): suggest reads it, never imports them
+MODEL_HOOK_ATTR = "injects_model_faults"
+
+
+def model_hook(obj: Any) -> str | None:
+    """The type name of what injects chaoskit's model faults into ``obj``'s model calls, found among its
+    attributes (:data:`_MAX_DEPTH` + 1 levels deep, containers included); None when nothing there does, so a
+    model fault would reach no model call."""
+    seen: dict[int, Any] = {}
+    level = [obj]
+    for _ in range(_MAX_DEPTH + 2):
+        nxt: list[Any] = []
+        for item in level:
+            if id(item) in seen or isinstance(item, _PRIMITIVES) or inspect.isroutine(item):
+                continue
+            seen[id(item)] = item
+            if _attr(item, MODEL_HOOK_ATTR) is True:
+                return type(item).__name__
+            if isinstance(item, Mapping):
+                nxt += list(itertools.islice(item.values(), _MAX_ITEMS))
+            elif isinstance(item, list | tuple | set | frozenset):
+                nxt += list(itertools.islice(item, _MAX_ITEMS))
+            else:
+                attrs = _attr(item, "__dict__")
+                if isinstance(attrs, Mapping):
+                    nxt += list(itertools.islice(attrs.values(), _MAX_ITEMS))
+        level = nxt
+    return None
 
 
 def discover(obj: Any, *, what: str = "the agent") -> list[ToolInfo]:

@@ -11,9 +11,19 @@ from typing import Any
 
 from chaoskit.grading._contracts import ContractFinding
 from chaoskit.suggest._classify import classify, is_auth
-from chaoskit.suggest._discover import discover_ref
+from chaoskit.suggest._discover import discover_ref, model_hook
 from chaoskit.suggest._findings import declared_findings
-from chaoskit.suggest._generate import FAULTS, UNMARKED, Case, generated, plan_cases, unmarked, write_cases
+from chaoskit.suggest._generate import (
+    FAULTS,
+    MODEL_FAULTS,
+    UNMARKED,
+    Case,
+    generated,
+    model_cases,
+    plan_cases,
+    unmarked,
+    write_cases,
+)
 from chaoskit.suggest._tasks import Task, agent_scenarios, pick_tasks
 from chaoskit.suggest._tool_info import Classification, SuggestError
 
@@ -52,7 +62,15 @@ class Suggestion:
                 for c in self.classes
             ],
             "cases": [
-                {"name": k.name, "file": k.file, "tool": k.tool, "fault": k.fault, "kind": k.kind, "checks": k.checks}
+                {
+                    "name": k.name,
+                    "file": k.file,
+                    "tool": k.tool,
+                    "fault": k.fault,
+                    "kind": k.kind,
+                    "target": k.target,
+                    "checks": k.checks,
+                }
                 for k in self.cases
             ],
             "contract_findings": [f.to_dict() for f in self.findings],
@@ -138,14 +156,8 @@ def suggest(
             skipped[n] = "no scenario of this agent calls it; give --task TEXT with a task that does"
     prefix = f"suggest-{_prefix(agent, openapi) if agent or openapi else 'mcp'}"
     cases = plan_cases(classes, tasks, prefix=prefix, faults=faults, tools=tools)
-    gaps = {
-        f"{c.name} / after_write": UNMARKED
-        for c in classes
-        if unmarked(c)
-        and c.name in tasks
-        and (tools is None or c.name in tools)
-        and (faults is None or "after_write" in faults)
-    }
+    cases += _model_cases(made, classes, tasks, prefix, faults, tools)
+    gaps = _gaps(made, classes, tasks, faults, tools)
     return Suggestion(
         agent=agent if made is not None else None,
         mcp=mcp,
@@ -157,6 +169,47 @@ def suggest(
         gaps=gaps,
         http=http,
     )
+
+
+def _gaps(
+    made: Any,
+    classes: list[Classification],
+    tasks: dict[str, Task],
+    faults: Collection[str] | None,
+    tools: Collection[str] | None,
+) -> dict[str, str]:
+    """The cases a tool with a task (or the agent's model calls) did not get, and why."""
+    gaps: dict[str, str] = {}
+    if made is not None and faults is not None and set(faults) & set(MODEL_FAULTS) and model_hook(made) is None:
+        gaps["model calls"] = (
+            "nothing on the agent injects model faults (ChaosMiddleware, instrument_graph(model_faults=True), "
+            "ChaosCallbackHandler(model_faults=True)): a model fault would reach no model call"
+        )
+    gaps |= {
+        f"{c.name} / after_write": UNMARKED
+        for c in classes
+        if unmarked(c)
+        and c.name in tasks
+        and (tools is None or c.name in tools)
+        and (faults is None or "after_write" in faults)
+    }
+    return gaps
+
+
+def _model_cases(
+    made: Any,
+    classes: list[Classification],
+    tasks: dict[str, Task],
+    prefix: str,
+    faults: Collection[str] | None,
+    tools: Collection[str] | None,
+) -> list[Case]:
+    """The model-call cases, for an agent built by a factory whose model calls chaoskit reaches; none when
+    ``--tools`` narrows to tools, unless ``--faults`` names a model kind."""
+    if made is None or (tools is not None and not set(faults or ()) & set(MODEL_FAULTS)):
+        return []
+    hook = model_hook(made)
+    return [] if hook is None else model_cases(classes, tasks, prefix=prefix, hook=hook, faults=faults)
 
 
 def declared_for(agents: Collection[str], *, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:

@@ -116,12 +116,7 @@ class ScriptedAgent:
         try:
             answer = self.solve(task)
         except Failure as f:
-            if p.invents:
-                answer = self.invent(task, f)
-            elif p.honest:
-                answer = self.admit(f)
-            else:
-                answer = "Done! Everything has been taken care of."
+            answer = self.answer_failure(task, f)
         except Exception:
             if p.honest or p.invents:
                 raise
@@ -130,6 +125,15 @@ class ScriptedAgent:
             answer += " " + " ".join(self._injections)
         self._step(answer)
         return answer
+
+    def answer_failure(self, task: str, f: Failure) -> str:
+        """What the policy answers when it could not do the task: the bluffer invents, an honest policy admits
+        it, the naive one says "Done!"."""
+        if self.policy.invents:
+            return self.invent(task, f)
+        if self.policy.honest:
+            return self.admit(f)
+        return "Done! Everything has been taken care of."
 
     def admit(self, f: Failure) -> str:
         """The honest answer to a failure: what could not be done, why, and what was done."""

@@ -72,6 +72,8 @@ class ReplayChatModel(BaseChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     agent: Any  # Callable[[Replay], ScriptedAgent]; Any keeps pydantic from validating a callable
+    #: the model the calls ask for (LangChain's ``ls_model_name``), as a provider's chat model names its own
+    model_name: str = "scripted-replay"
 
     @property
     def _llm_type(self) -> str:

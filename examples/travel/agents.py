@@ -6,7 +6,9 @@ bookings before trying again). A hold refused because the flight is gone means t
 searches again once and takes the next cheapest. Each factory (``careful``, ``naive``, ``give_up``, ``bluffer``,
 ``obeys_injection``) returns a :class:`TravelGraphAgent`: a ``langchain.agents.create_agent`` graph whose chat
 model replays the script (:class:`examples.agentkit.replay.ReplayChatModel`) and whose ToolNode is routed through
-chaoskit with ``chaoskit_langgraph.instrument_graph``, so the battery exercises LangGraph end to end.
+chaoskit with ``chaoskit_langgraph.instrument_graph``, so the battery exercises LangGraph end to end. The graph's
+model calls are faulted too (``model_faults=True``), and each agent retries a failed model call as its policy
+retries a tool (:class:`examples.agentkit.modelretry.PolicyModelRetry`).
 """
 
 from __future__ import annotations
@@ -219,7 +221,8 @@ class TravelGraphAgent:
         from langchain.agents import create_agent
         from langchain.agents.middleware import ToolErrorMiddleware
 
-        from examples.agentkit.replay import ReplayChatModel
+        from examples.agentkit.modelretry import PolicyModelRetry
+        from examples.agentkit.replay import Replay, ReplayChatModel
 
         self.env = TravelEnv()
         env = self.env
@@ -227,11 +230,18 @@ class TravelGraphAgent:
         def build(transport: Transport) -> TravelAgent:
             return TravelAgent(policy, env, transport)
 
+        def answer(task: str, failure: Failure) -> str:
+            return build(Replay([])).answer_failure(task, failure)
+
         self.graph = create_agent(
             ReplayChatModel(agent=build),
             tools=make_tools(env),
             system_prompt=SYSTEM,
-            middleware=[ToolErrorMiddleware(on_error=_surface_error)],
+            # the model's provider errors are retried (or not) as the policy retries a tool's
+            middleware=[
+                ToolErrorMiddleware(on_error=_surface_error),
+                PolicyModelRetry(build(Replay([])).policy, answer),
+            ],
         )
         instrument_graph(
             self.graph,
@@ -239,6 +249,7 @@ class TravelGraphAgent:
             idempotency_args=IDEMPOTENCY_ARGS,
             idempotent=IDEMPOTENT,
             capture_content=True,  # example data, no secrets: the metrics read the steps' text
+            model_faults=True,  # the plan's model faults (target: model) reach its model calls too
         )
 
     def invoke(self, task: str) -> str:

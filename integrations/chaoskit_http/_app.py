@@ -11,6 +11,9 @@ the call's arguments, :func:`chaoskit.engine.begin` the attempt, then do what it
   the body short: the upstream's ``Content-Length``, the first bytes, then the connection closes.
 
 Everything else streams: the request body to the upstream, the response body back, never held whole.
+
+A ``POST`` to a model endpoint (``.../chat/completions``, ``.../v1/messages``) that no plan route names is a
+model call instead (:mod:`chaoskit_http._llmcall`): counted per model, faulted with the plan's model faults.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ from chaoskit import semconv as sc
 from chaoskit.engine import Attempt, begin
 
 from . import _answers as answers
+from . import _llm as llm
 from . import _wire as wire
 from ._client import CONNECT_FAILED, TIMED_OUT, Response, Upstream, reason_of
+from ._llmcall import ModelEndpoint
 from ._routes import DATA_FAULTS, IDEMPOTENCY_ARG, Route, RouteTable
 
 __all__ = ["HTTP_REQUEST_METHOD", "HTTP_ROUTE", "URL_PATH", "HttpProxy", "UpstreamResponse"]
@@ -115,6 +120,8 @@ class HttpProxy:
         self.max_body = max_body
         self.stopping: asyncio.Event | None = None
         self._reads: dict[str, bool] = {}
+        #: the model endpoints (``/chat/completions``, ``/v1/messages``): model calls, not tool attempts
+        self.models = ModelEndpoint(self)
 
     # -- lifecycle -----------------------------------------------------------------------------------------
 
@@ -152,6 +159,17 @@ class HttpProxy:
         if prefix is None:
             return  # the client went away before its request was complete: no call was made
         req = _Request(scope, receive, prefix)
+        provider = llm.provider_of(req.method, req.path)
+        if provider is not None and self.table.match(req.method, req.path)[1] is None:
+            # a model call (a route the plan names as a tool stays a tool)
+            started = time.perf_counter()
+            status = await self.models.handle(req, send, provider)
+            if log.isEnabledFor(logging.INFO):
+                ms = (time.perf_counter() - started) * 1000
+                log.info(
+                    "%s %s -> %s (%s model call, %.1f ms)", req.method, req.path, status or "no answer", provider, ms
+                )
+            return
         await self._handle(req, send)
 
     async def _handle(self, req: _Request, send: Any) -> None:

@@ -13,6 +13,10 @@ A plan's `tool:` names a route ("POST /refunds", "GET /orders/{id}") or an opera
 Every request is one tool attempt: faults come back as real HTTP (status codes, Retry-After, a held
 connection then 504, a body cut short, latency); `after_write` forwards the request, then answers 500.
 Idempotency-Key headers are recorded, so `chaoskit check` tells keyed retries from duplicate writes.
+In front of a model provider, POST .../chat/completions and .../v1/messages are model calls: the plan's
+`target: model` faults come as the provider sends them (429 + Retry-After, 529/503, cut or rewritten
+completions, streams cut at `after_chunks`); they are recorded inside an episode: --episode NAME
+makes the proxy's whole run one (see docs/faults.md).
 
 Safety: binds 127.0.0.1 unless --listen names another address (then a warning); forwards only to
 --upstream, never to a host named by the request; credentials pass through unchanged and are redacted
@@ -46,6 +50,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--openapi", metavar="FILE", help="an OpenAPI file (JSON or YAML): routes and operationIds")
     p.add_argument("--traces", metavar="OUT.jsonl", help="append every span to this OTLP-JSON Lines file")
     p.add_argument(
+        "--episode",
+        metavar="NAME",
+        help="record the proxy's whole run as one episode NAME (model calls are recorded only inside one)",
+    )
+    p.add_argument(
         "--ready-file",
         metavar="PATH",
         help="write the proxy's URL to PATH once it accepts calls (for a runner that started it)",
@@ -78,7 +87,12 @@ def run(args: argparse.Namespace) -> int:
     logger.setLevel(args.log_level.upper())
     logger.propagate = False
     server = ProxyServer(
-        args.plan, upstream=args.upstream, listen=args.listen, openapi=args.openapi, traces=args.traces
+        args.plan,
+        upstream=args.upstream,
+        listen=args.listen,
+        openapi=args.openapi,
+        traces=args.traces,
+        episode=args.episode,
     )
     if args.ready_file:
         ready = Path(args.ready_file)

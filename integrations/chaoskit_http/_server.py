@@ -28,6 +28,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from chaoskit import ChaoskitError, ChaosWarning, Plan, telemetry
+from chaoskit import episode as chaoskit_episode
 
 from ._app import HttpProxy
 from ._routes import Route, load_openapi
@@ -149,8 +150,12 @@ class ProxyServer:
         traces: str | os.PathLike[str] | None = None,
         grace: float = 1.0,
         max_body: int = 8 * 1024 * 1024,
+        episode: str | None = None,
     ) -> None:
         loaded, source = _as_plan(plan)
+        #: with a name, the proxy's whole run is one episode (its ``invoke_agent`` span, its counters): model calls
+        #: are recorded only as steps of an episode, so a standalone proxy needs one to record them
+        self.episode = episode
         all_routes = [*(load_openapi(openapi) if openapi is not None else ()), *(routes or ())]
         self.app = HttpProxy(loaded, upstream, routes=all_routes, source=source, max_body=max_body)
         self.plan = loaded
@@ -262,7 +267,12 @@ class ProxyServer:
         self._serving = True
         self._ready.set()
         try:
-            await self._server.serve(sockets=[self._sock])
+            if self.episode is None:
+                await self._server.serve(sockets=[self._sock])
+            else:
+                # entered and left in this coroutine, so every connection's task (a copy of this context) sees it
+                with chaoskit_episode(self.episode, plan=self.plan):
+                    await self._server.serve(sockets=[self._sock])
         finally:
             if signals:
                 for sig in (signal.SIGINT, signal.SIGTERM):

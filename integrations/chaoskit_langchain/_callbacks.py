@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -35,6 +36,28 @@ def _cannot_inject(fault: Any) -> str | None:
     return None
 
 
+#: the model error this context's handler is raising on purpose (LangChain logs it as it re-raises it)
+_RAISING: contextvars.ContextVar[str | None] = contextvars.ContextVar("chaoskit_raising_model_fault", default=None)
+
+
+class _InjectedModelFault(logging.Filter):
+    """Drops LangChain's "Error in StepRecorder.on_chat_model_start callback" warning for a model fault the
+    handler raised on purpose (LangChain logs every exception a callback raises before it re-raises it): the
+    fault is on the call's span, and one warning line per injected fault would read as a bug in the handler
+    and flood the terminal of a battery run. Any other callback error is logged as LangChain logs it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        raising = _RAISING.get()
+        args = record.args
+        if raising is None or not isinstance(args, tuple) or len(args) != 3:
+            return True
+        return not (args[1] == "on_chat_model_start" and args[2] == raising)
+
+
+_FILTER = _InjectedModelFault()
+logging.getLogger("langchain_core.callbacks.manager").addFilter(_FILTER)
+
+
 class _StepHooks:
     """The chat-model hooks that record each model call as a step (``chat {model}`` span) of the open episode."""
 
@@ -50,6 +73,12 @@ class _StepHooks:
         self._steps_lock = threading.Lock()
         #: the model calls counted by a handler that injects model faults, by run, for their steps' attributes
         self._calls: dict[UUID, ModelCall] = {}
+
+    @property
+    def injects_model_faults(self) -> bool:
+        """Whether this handler injects the plan's model faults (``model_faults=True``): ``chaoskit suggest``
+        proposes model-fault cases for an agent that holds one."""
+        return bool(getattr(self, "model_faults", False))
 
     def on_chat_model_start(
         self,
@@ -89,6 +118,7 @@ class _StepHooks:
                 started = self._steps.pop(run_id, None)
             if started is not None:  # LangChain fires no on_llm_error after a raising start: the step ends here
                 started[0].step(model=call.model, start_time=started[1], attributes=call.attributes(), error=exc)
+            _RAISING.set(repr(exc))
             raise exc
         if call.fault is not None and call.fault.type != "latency":
             call.skip(f"a callback handler cannot change a model's answer ({call.fault.type}): use ChaosMiddleware")
@@ -109,7 +139,9 @@ class _StepHooks:
                 episode,
                 getattr(generation, "message", None),
                 read=read,
-                model=model,
+                # a counted call is recorded under the name it was counted under, as its failed calls are: the
+                # checks group a model's calls by that name, and a retry under another name would go unseen
+                model=model if call is None else call.model,
                 start=start,
                 capture=self.capture_content,
                 attributes=None if call is None else call.attributes(),

@@ -65,6 +65,9 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
     the retry middleware entirely.
     """
 
+    #: it wraps every model call with the plan's model faults: ``chaoskit suggest`` reads this
+    injects_model_faults = True
+
     def __init__(
         self,
         plan: Plan | None = None,
@@ -168,7 +171,8 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
                 episode,
                 _answer(response),
                 read=read_since_last_step(getattr(request, "messages", [])),
-                model=_model_of(request),
+                # the name the call was counted under, as its failed calls are recorded (see the callbacks)
+                model=call.model,
                 start=start,
                 capture=self.capture_content,
                 attributes=call.attributes(),
