@@ -49,7 +49,9 @@ class Recording(BaseChatModel):
     def _llm_type(self) -> str:
         return "recording"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         self.seen.append(list(messages))
         return ChatResult(generations=[ChatGeneration(message=self.replies[len(self.seen) - 1])])
 
@@ -110,7 +112,7 @@ def test_reflexion_reflects_after_a_failure_and_the_trace_shows_the_reflection()
 def test_reflexion_without_a_failure_runs_like_react() -> None:
     model = Recording(replies=[_call(1), AIMessage("Order 4832 is delivered.")], seen=[])
     agent = ReflexionAgent(model, [lookup_order])
-    out, spans = _run(agent)
+    out, _ = _run(agent)
     assert out == "Order 4832 is delivered." and agent.reflections == [] and len(model.seen) == 2
 
 

@@ -217,7 +217,13 @@ class EpisodeRunner:
             trace_id=trace_id,
             episode_id=episode_id,
             metrics=run_metrics(self.config, self.plan_for, ep, spans, trace, lines, checks, passed),
+            **self._labels(agent),
         )
+
+    def _labels(self, agent: PythonAgent | CommandAgent) -> dict[str, str | None]:
+        """The episode's model and architecture: the battery file's labels of the agent, else its own."""
+        given = {**getattr(agent, "declared", {}), **self.config.labels.get(agent.ref, {})}
+        return {"model": given.get("model"), "architecture": given.get("architecture")}
 
     # -- in-process ----------------------------------------------------------------------------------------
 

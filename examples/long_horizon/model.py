@@ -144,7 +144,10 @@ def _answer(task: str, st: _State) -> str:
     fine = [s for s, v in st.stock.items() if v["on_hand"] >= v["reorder_point"]]
     orders = f"placed {len(placed)} purchase orders: {', '.join(placed)}" if placed else "placed no purchase order"
     if not st.lost:
-        return f"Done: I checked the stock of all {len(skus_of(task))} SKUs and {orders}; {len(fine)} were at or above their reorder point."
+        n = len(skus_of(task))
+        return (
+            f"Done: I checked the stock of all {n} SKUs and {orders}; {len(fine)} were at or above their reorder point."
+        )
     lost = [
         f"{sku} ({'could not check its stock' if name == 'check_stock' else 'could not place its order'}: {why})"
         for (name, sku), why in st.lost.items()
@@ -204,7 +207,9 @@ class PlannerModel(BaseChatModel):
         """It knows its two tools; binding changes nothing."""
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         reply = decide(messages)
         read = sum(len(_text(m)) for m in messages)
         written = len(_text(reply)) + len(json.dumps(reply.tool_calls))
