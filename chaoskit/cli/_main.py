@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "chaoskit.cli._replay",
     "chaoskit.cli._merge",
     "chaoskit.cli._compare",
+    "chaoskit.cli._generate",
     "chaoskit.cli._report",
     "chaoskit.cli._suggest",
     "chaoskit.cli._judge",
