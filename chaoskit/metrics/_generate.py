@@ -283,7 +283,7 @@ def generate(
     """Every (model, architecture, horizon, task) trajectory, in that order (see the module docstring)."""
     specs = [m if isinstance(m, ModelSpec) else parse_model(m, seed) for m in models]
     _check(specs, architectures, horizons, tasks, fault_rate)
-    out = []
+    out: list[Generated] = []
     for model in specs:
         for arch in architectures:
             for horizon in horizons:
@@ -297,16 +297,11 @@ def _one(model: ModelSpec, arch: str, horizon: int, t: int, fault_rate: float, s
     rng = random.Random(ep_seed)
     items = {f"ITEM-{101 + i}": rng.randint(10, 99) for i in range((horizon - 1) // 2)}
     task = f"Bring each of these items to its target value: {', '.join(items)}. Look each one up, then update it."
-    half = fault_rate / 2
-    plan = Plan(
-        seed=ep_seed,
-        faults=[
-            {"type": "http", "tool": "*", "status": 503, "probability": half},
-            {"type": "error", "tool": "*", "probability": half},
-        ]
-        if fault_rate
-        else [],
-    )
+    faults = [
+        {"type": "http", "tool": "*", "status": 503, "probability": fault_rate / 2},
+        {"type": "error", "tool": "*", "probability": fault_rate / 2},
+    ]
+    plan = Plan.from_dict({"seed": ep_seed, "faults": faults if fault_rate else []}, source="chaoskit generate")
     task_id = f"{model.name}/{arch}/h{horizon}/{t}"
     world = _World(items)
     with capture() as cap:

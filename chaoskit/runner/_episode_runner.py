@@ -217,13 +217,14 @@ class EpisodeRunner:
             trace_id=trace_id,
             episode_id=episode_id,
             metrics=run_metrics(self.config, self.plan_for, ep, spans, trace, lines, checks, passed),
-            **self._labels(agent),
+            model=self._label(agent, "model"),
+            architecture=self._label(agent, "architecture"),
         )
 
-    def _labels(self, agent: PythonAgent | CommandAgent) -> dict[str, str | None]:
-        """The episode's model and architecture: the battery file's labels of the agent, else its own."""
-        given = {**getattr(agent, "declared", {}), **self.config.labels.get(agent.ref, {})}
-        return {"model": given.get("model"), "architecture": given.get("architecture")}
+    def _label(self, agent: PythonAgent | CommandAgent, axis: str) -> str | None:
+        """The episode's model or architecture: the battery file's label of the agent, else the agent's own."""
+        given = self.config.labels.get(agent.ref, {}).get(axis)
+        return given if given is not None else getattr(agent, "declared", {}).get(axis)
 
     # -- in-process ----------------------------------------------------------------------------------------
 
