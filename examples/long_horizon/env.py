@@ -35,12 +35,12 @@ class Warehouse:
         #: the task text the agent received (set by the agent factory), which the end-state oracle reads
         self.task = ""
 
-    @chaos(description="Check a SKU's stock: units on hand and its reorder point.")
+    @chaos(description="Check a SKU's stock: units on hand, its reorder point and the suggested order.")
     def check_stock(self, sku: str) -> dict[str, Any]:
-        """Check a SKU's stock: units on hand and its reorder point."""
+        """Check a SKU's stock: units on hand, its reorder point, and the order that restocks it (0: none)."""
         if sku not in self.stock:
             raise KeyError(f"no SKU {sku}")
-        return {"sku": sku, **self.stock[sku]}
+        return {"sku": sku, **self.stock[sku], "suggested_order": needs(sku)}
 
     @chaos(irreversible=True, idempotency_arg="key", description="Place a purchase order for a SKU.")
     def place_order(self, sku: str, quantity: int, key: str | None = None) -> dict[str, Any]:

@@ -122,7 +122,8 @@ def _next(task: str, st: _State) -> tuple[str, dict[str, Any]] | None:
             return "check_stock", {"sku": sku}
         s = st.stock[sku]
         if s["on_hand"] < s["reorder_point"] and sku not in st.orders and ("place_order", sku) not in st.lost:
-            qty = 2 * s["reorder_point"] - s["on_hand"]
+            # the warehouse's suggested order: a value read, not computed (an argument the trace can ground)
+            qty = s.get("suggested_order") or 2 * s["reorder_point"] - s["on_hand"]
             return "place_order", {"sku": sku, "quantity": qty, "key": f"restock-{sku}"}
     return None
 
@@ -135,7 +136,7 @@ def _say(name: str, args: dict[str, Any], st: _State, task: str) -> str:
     s = st.stock[sku]
     return (
         f"{sku} has {s['on_hand']} units, below its reorder point of {s['reorder_point']}: "
-        f"ordering {args['quantity']} units to bring it to twice that point."
+        f"ordering the suggested {args['quantity']} units, which bring it to twice that point."
     )
 
 
