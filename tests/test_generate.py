@@ -12,8 +12,8 @@ import pytest
 
 from chaoskit import Trace
 from chaoskit.cli._main import main
-from chaoskit.metrics import read_steps, read_trajectories, trajectories
-from chaoskit.metrics._generate import ARCHITECTURES, generate, parse_model
+from chaoskit.metrics import generate, read_steps, read_trajectories, trajectories
+from chaoskit.metrics._generate import ARCHITECTURES, parse_model
 from chaoskit.semconv import STEP_KIND
 
 ROOT = Path(__file__).resolve().parents[1]
