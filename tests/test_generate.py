@@ -101,15 +101,16 @@ def test_a_lower_skill_makes_more_mistakes_the_metrics_see(tmp_path: Path) -> No
     from chaoskit.metrics import trajectory_metrics
 
     def means(skill: str) -> dict[str, float]:
-        made = generate(models=[f"m={skill}"], architectures=["react"], horizons=[20], tasks=8, fault_rate=0.0)
+        made = generate(models=[f"m={skill}"], architectures=["react"], horizons=[20], tasks=8, fault_rate=0.2)
         path = tmp_path / f"{skill}.jsonl"
         path.write_text("".join(json.dumps(g.otlp) + "\n" for g in made))
         found = trajectories(Trace.load(str(path)), read_steps(str(path)))
         ms = [trajectory_metrics(t) for t in found]
-        return {n: statistics.fmean(getattr(m, n) or 0.0 for m in ms) for n in ("cdi", "hallucination")}
+        return {n: statistics.fmean(getattr(m, n) or 0.0 for m in ms) for n in ("cdi", "hallucination", "svr")}
 
     low, high = means("0.1"), means("1.0")
     assert low["cdi"] > high["cdi"] and low["hallucination"] > high["hallucination"] == 0.0
+    assert low["svr"] > high["svr"] == 0.0  # a check claimed right after a failed call: nothing backs it
 
 
 def test_hidden_failures_are_labelled_in_the_ground_truth() -> None:

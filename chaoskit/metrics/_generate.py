@@ -11,8 +11,8 @@ probability), so the spans are the ones chaoskit writes for a real agent.
   failure, and retries once.
 - **Models**: ``name`` or ``name=SKILL`` (0 to 1; default: drawn from the seed and the name, 0.55 to 0.95).
   The lower the skill, the likelier each step drifts off the task, an update uses a value never read, an
-  earlier lookup is repeated (a loop), the answer claims a verification no call backs, the answer hides a
-  failure, and (plan-execute) a re-plan hands work to a sub-agent in words.
+  earlier lookup is repeated (a loop), a step claims a verification right after a call failed (nothing backs
+  it), the answer hides a failure, and (plan-execute) a re-plan hands work to a sub-agent in words.
 
 No model is called; nothing measures any real model. The same arguments give byte-identical output: span and
 trace ids, the episode id and the timestamps are derived from the seed (a synthetic clock: 50 ms per event, in
@@ -156,7 +156,8 @@ class _Run:
     def call(self, tool: Callable[..., Any], name: str, args: dict[str, Any], text: str) -> Any:
         """A step that calls ``tool`` (retried as the architecture does); its result, or None when lost."""
         for attempt in range(_TRIES[self.arch]):
-            self.step(self.rng.choice(_DRIFT) if self.p(0.5) else text, (name, args))
+            said = text if attempt == 0 else f"Retrying {name} for {args['item']}."
+            self.step(self.rng.choice(_DRIFT) if self.p(0.5) else said, (name, args))
             try:
                 out = tool(**args)
             except Exception as exc:
@@ -174,6 +175,8 @@ class _Run:
                     self.step(f"Re-planning: {name} for {args['item']} failed; retrying that step.{hand}")
                 if attempt + 1 == _TRIES[self.arch]:
                     self.lost.append(f"{args['item']} ({name} failed: {type(exc).__name__})")
+                    if self.p(0.6):  # claims a check right after the failure: no clean call backs it
+                        self.step(f"I verified {args['item']} directly; it is fine, moving on.")
                 continue
             said = json.dumps(out, sort_keys=True)
             self.steps[-1]["tool_outputs"].append(said)
