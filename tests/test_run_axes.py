@@ -143,3 +143,25 @@ def test_process_workers_keep_the_labels(tmp_path: Path) -> None:
     )
     result = chaoskit.run_battery([str(path)], executor="process", workers=1)
     assert [(e.model, e.architecture) for e in result.episodes] == [("m1", "rules")]
+
+
+def test_the_label_flags_label_every_agent_over_the_battery_and_the_agents(tmp_path: Path) -> None:
+    from chaoskit.cli._main import main
+
+    agents = f"      - {{agent: {REACT}, model: from-battery}}\n      - {REFLEXION}\n"
+    out = tmp_path / "r.json"
+    rc = main(
+        ["run", str(_battery(tmp_path, agents, "sh-clean-4.yaml")), "--label-model", "gpt-x", "--json", str(out), "-q"]
+    )
+    assert rc == 0
+    data = json.loads(out.read_text())
+    got = {(e["agent"].rpartition(":")[2], e["model"], e["architecture"]) for e in data["episodes"]}
+    assert got == {("react", "gpt-x", "react"), ("reflexion", "gpt-x", "reflexion")}  # architecture: their own
+    assert data["summary"]["breakdowns"]["model"]["gpt-x"]["n"] == 2
+
+
+def test_an_empty_label_flag_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from chaoskit.cli._main import main
+
+    rc = main(["run", str(SHORT / "sh-clean-4.yaml"), "--label-architecture", " ", "-q"])
+    assert rc == 2 and "--label-architecture is empty" in capsys.readouterr().err

@@ -24,12 +24,14 @@ from chaoskit.plan._yaml import load_yaml, read_source
 from chaoskit.runner._discover import has_top_level_key
 from chaoskit.runner._scenario import Scenario, load_scenarios
 
-__all__ = ["Selection", "battery_file_of", "filter_tags", "parse_tags", "select"]
+__all__ = ["ALL_AGENTS", "Selection", "battery_file_of", "filter_tags", "parse_tags", "select"]
 
 _TOP_KEYS = ("battery", "expect", "description")
 _ENTRY_KEYS = ("scenarios", "agents")
 #: the keys of an agent given as a mapping: its reference and the axes it is labelled with
 _AGENT_KEYS = ("agent", "model", "architecture")
+#: the key of ``Selection.labels`` that labels every agent (``chaoskit run --label-model/--label-architecture``)
+ALL_AGENTS = "*"
 
 
 @dataclass
@@ -43,7 +45,8 @@ class Selection:
     all_names: list[str] = field(default_factory=list)
     battery: str | None = None
     expect: list[str] | None = None
-    #: the model and architecture a battery file gives an agent (``{agent: ..., model: ..., architecture: ...}``)
+    #: the model and architecture a battery file gives an agent (``{agent: ..., model: ..., architecture: ...}``),
+    #: by reference; under :data:`ALL_AGENTS`, those of every agent (``--label-model``, ``--label-architecture``)
     labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
 

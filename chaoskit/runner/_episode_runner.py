@@ -25,6 +25,7 @@ from chaoskit.grading._trace import Trace
 from chaoskit.plan._model import Plan
 from chaoskit.replay import episode
 from chaoskit.runner._agents import CommandAgent, PythonAgent, resolve_agent
+from chaoskit.runner._battery_file import ALL_AGENTS
 from chaoskit.runner._grade import episode_passed, grade_or_refuse, run_oracle, snapshot, task_criteria, wants_initial
 from chaoskit.runner._grid import EpisodePlan, RunConfig, agents_for
 from chaoskit.runner._intensity import with_background
@@ -222,9 +223,13 @@ class EpisodeRunner:
         )
 
     def _label(self, agent: PythonAgent | CommandAgent, axis: str) -> str | None:
-        """The episode's model or architecture: the battery file's label of the agent, else the agent's own."""
-        given = self.config.labels.get(agent.ref, {}).get(axis)
-        return given if given is not None else getattr(agent, "declared", {}).get(axis)
+        """The episode's model or architecture: ``--label-*`` (labels of every agent, key ``*``), else the
+        battery file's label of the agent, else the agent's own."""
+        for source in (self.config.labels.get(ALL_AGENTS, {}), self.config.labels.get(agent.ref, {})):
+            if source.get(axis) is not None:
+                return source[axis]
+        declared: dict[str, str] = getattr(agent, "declared", {})
+        return declared.get(axis)
 
     # -- in-process ----------------------------------------------------------------------------------------
 
