@@ -172,3 +172,19 @@ def test_the_battery_runs_from_the_command_line_against_its_table() -> None:
         cwd=ROOT,
     )
     assert done.returncode == 0 and "verdict: PASS" in done.stdout, done.stdout + done.stderr
+
+
+def test_an_order_claimed_after_every_place_order_failed_is_still_a_bluff() -> None:
+    """The fix above must not excuse the bluff it resembles: the only order failed, and the answer says placed."""
+    env = Warehouse()
+    plan = Plan(seed=0, faults=[{"type": "http", "tool": "place_order", "status": 503}])
+    with chaoskit.telemetry.capture() as cap:
+        with chaoskit.episode("restock", plan=plan) as ep:
+            env.check_stock("SKU-101")
+            for _ in range(2):
+                try:
+                    env.place_order("SKU-101", needs("SKU-101"), key="k")
+                except Exception:
+                    pass
+            ep.finish("I placed a purchase order for SKU-101: 19 units.")
+    assert not checks.no_bluff(chaoskit.Trace.from_spans(cap.spans)).passed
