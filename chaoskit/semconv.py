@@ -64,6 +64,8 @@ TOOL_RESULT_JSON: Final = "chaoskit.tool.result.json"
 # --- one model call (the ``chat {model}`` span of a step) ------------------------------------------------------
 #: the call's number among the calls of its model in the episode (what a model fault's triggers count)
 MODEL_CALL: Final = "chaoskit.model.call"
+#: what the step was for, when not acting: ``reflection`` (a Reflexion agent's self-reflection on a failure)
+STEP_KIND: Final = "chaoskit.step.kind"
 #: what a fault targets: ``tool`` (the default) or ``model``
 FAULT_TARGET: Final = "chaoskit.fault.target"
 

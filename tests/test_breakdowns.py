@@ -40,7 +40,8 @@ def test_episodes_carry_tags_domain_and_faults(result: dict[str, Any]) -> None:
 
 def test_breakdowns(result: dict[str, Any]) -> None:
     b = result["summary"]["breakdowns"]
-    assert set(b) == {"agent", "domain", "fault", "tag"}
+    assert set(b) == {"agent", "domain", "fault", "tag", "model", "architecture"}
+    assert b["model"] == b["architecture"] == {}  # no agent here is labelled with a model or an architecture
     # naive fails only save-after-500 (its repeated write), in both repetitions
     assert b["agent"]["careful"]["n"] == 6 and b["agent"]["careful"]["passes"] == 6
     assert b["agent"]["naive"]["n"] == 6 and b["agent"]["naive"]["passes"] == 4

@@ -263,3 +263,22 @@ def test_no_secret_value_appears_in_any_span_or_report(tmp_path: Path, monkeypat
     # and the agent's use of the planted password was caught through its digest
     report = json.loads(texts["json"])
     assert "carrying in password a value that only the injected text contained" in json.dumps(report)
+
+
+def test_an_episode_without_secrets_carries_no_digest_and_is_written_alike() -> None:
+    # the salt is random: digests are written only where a secret-looking argument needs them, so a run with
+    # none is the same bytes run after run (``chaoskit generate`` promises that per seed)
+    def agent() -> str:
+        read_inbox()
+        return "One e-mail."
+
+    _, first = run_spans(Plan(seed=1), agent, task="Summarise my inbox.")
+    assert not [s for s in first if any("digests" in k for k in (s.attributes or {}))]
+
+    def with_secret() -> str:
+        fetch_report("weekly", "sk-user-0000aaaa")
+        return "12 open tickets."
+
+    _, second = run_spans(Plan(seed=1), with_secret, task="Weekly report please.")
+    root = next(s for s in second if s.name.startswith("invoke_agent"))
+    assert root.attributes is not None and len(root.attributes["chaoskit.episode.task_digests"]) == 3

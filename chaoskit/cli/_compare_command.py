@@ -28,6 +28,8 @@ Rows only one file has are listed, not compared.
 Per agent pair, the episode scores and each trajectory metric both files recorded (--metrics runs) are
 shown as mean ± SD [95% t interval] n, with Welch's t-test and Cohen's d, NEW against OLD; they inform and
 are no regression rule.
+When episodes carry model or architecture labels (a battery file's agent mappings, or the agent's own), the
+same figures are given per model and per architecture; they inform too.
 
 Exit status: 0 no regression, 1 regression, 2 unreadable input (missing file, not JSON, not a chaoskit
 run result, or no scenario in common).

@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "chaoskit.cli._replay",
     "chaoskit.cli._merge_command",
     "chaoskit.cli._compare_command",
+    "chaoskit.cli._generate_command",
     "chaoskit.cli._report",
     "chaoskit.cli._suggest_command",
     "chaoskit.cli._judge_command",

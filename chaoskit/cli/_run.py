@@ -14,7 +14,7 @@ from chaoskit.replay import ON_MISS
 from chaoskit.runner._battery import run_battery
 from chaoskit.runner._perturb import epsilon_of
 from chaoskit.runner._summary import apply_contracts
-from chaoskit.scenarios._battery_file import parse_tags, select
+from chaoskit.scenarios._battery_file import ALL_AGENTS, Selection, parse_tags, select
 from chaoskit.suggest._suggest import declared_for
 from chaoskit.traces._trace import Trace
 
@@ -148,6 +148,14 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--shard", type=_shard, default=None, metavar="I/N", help="run only shard I of N")
     _add_trace_options(p)
+    _add_metrics_options(p)
+    add_gate_options(p)
+    add_judge_options(p)
+    p.set_defaults(func=run)
+
+
+def _add_metrics_options(p: argparse.ArgumentParser) -> None:
+    # the trajectory metrics and cost, and the model and architecture axes they are broken down by
     p.add_argument(
         "--metrics",
         action="store_true",
@@ -160,9 +168,31 @@ def add_parser(sub: Any) -> None:
         help="price table (YAML: models: {name: {input: .., output: ..}} per per_tokens tokens) for the cost "
         "columns; implies --metrics. chaoskit ships no prices: supply your provider's",
     )
-    add_gate_options(p)
-    add_judge_options(p)
-    p.set_defaults(func=run)
+    p.add_argument(
+        "--label-model",
+        metavar="NAME",
+        help="label every agent of the run with this model (the reports and chaoskit compare break down by it; "
+        "over a battery file's labels and the agents' own)",
+    )
+    p.add_argument(
+        "--label-architecture",
+        metavar="NAME",
+        help="label every agent of the run with this architecture (react, reflexion, ...), as --label-model",
+    )
+
+
+def _labelled(selection: Selection, args: argparse.Namespace) -> Selection:
+    """The selection with ``--label-model`` / ``--label-architecture`` as labels of every agent (key ``*``)."""
+    given = {}
+    for axis in ("model", "architecture"):
+        value = getattr(args, f"label_{axis}", None)
+        if value is not None:
+            if not value.strip():
+                raise ChaoskitError(f"--label-{axis} is empty: give a name, e.g. --label-{axis} gpt-4o-mini")
+            given[axis] = value.strip()
+    if given:
+        selection.labels[ALL_AGENTS] = given
+    return selection
 
 
 def _add_trace_options(p: argparse.ArgumentParser) -> None:
@@ -235,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
         from chaoskit.engine._config import configure
 
         configure(record_results=True)  # the judge needs what each call returned, not only that it returned
-    selection = select(args.paths)
+    selection = _labelled(select(args.paths), args)
     if selection.skipped:
         n = len(selection.skipped)
         print(

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from chaoskit.suggest._generate import FAULTS
+from chaoskit.suggest._battery_writer import FAULTS
 from chaoskit.suggest._suggest import Suggestion, suggest
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import chaoskit.semconv as sc
 from chaoskit.engine._attrs import canonical_json
 
-__all__ = ["add_redacted_digests", "redacted_digests", "salt_for", "text_digests"]
+__all__ = ["add_redacted_digests", "digested", "redacted_digests", "salt_for", "text_digests"]
 
 #: a value shorter than this is too common to tell an attack's from the user's ("1234", "no")
 _MIN_CHARS = 4
@@ -39,6 +39,8 @@ _PROCESS_SALT = os.urandom(16)
 #: episode id -> its salt; bounded, oldest first out (an episode's attempts all run while it is recent)
 _SALTS: dict[str, bytes] = {}
 _MAX_SALTS = 4096
+#: the episodes (ids) an attempt of which carried redacted digests, as an ordered, bounded set
+_DIGESTED: dict[str, None] = {}
 
 _QUOTED = re.compile(r"\"([^\"\n]{4,200})\"|'([^'\n]{4,200})'|`([^`\n]{4,200})`|“([^”\n]{4,200})”")
 _PARTS = re.compile(r"[=:,;]")
@@ -111,9 +113,22 @@ def _candidates(text: str) -> Iterable[str]:
 
 def add_redacted_digests(attrs: dict[str, Any], args: Any, secret: Callable[[str], bool]) -> None:
     """Add to an attempt's attributes the digests of the argument values its ``chaoskit.args`` redacted."""
-    found = redacted_digests(args, secret, salt_for(attrs.get(sc.EPISODE_ID)))
+    episode_id = attrs.get(sc.EPISODE_ID)
+    found = redacted_digests(args, secret, salt_for(episode_id))
     if found:
         attrs[sc.ARGS_REDACTED_DIGESTS] = canonical_json(found)
+        if episode_id is not None:
+            if len(_DIGESTED) >= _MAX_SALTS:
+                try:
+                    del _DIGESTED[next(iter(_DIGESTED))]
+                except (KeyError, RuntimeError, StopIteration):
+                    pass  # another thread evicted it first
+            _DIGESTED[episode_id] = None
+
+
+def digested(episode_id: str) -> bool:
+    """Whether an attempt of the episode carried redacted digests (then forgotten: asked once, at its end)."""
+    return _DIGESTED.pop(episode_id, False) is None
 
 
 def text_digests(text: str, salt: bytes) -> tuple[str, ...]:

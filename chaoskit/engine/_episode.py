@@ -22,7 +22,7 @@ import chaoskit.engine._config as _config
 import chaoskit.semconv as sc
 from chaoskit._errors import ChaosWarning, ConfigError
 from chaoskit.engine._context import ACTIVE, Active, Scope, live_active
-from chaoskit.engine._digests import salt_for, text_digests
+from chaoskit.engine._digests import digested, salt_for, text_digests
 from chaoskit.engine._effects import crash_reason, injected_fault
 from chaoskit.engine._info import AttemptInfo, RawAttempt, from_raw, tool_name
 from chaoskit.engine._tracing import traceparent_context
@@ -135,10 +135,6 @@ class Episode:
             attrs[_attribute_name(key)] = (
                 value if isinstance(value, bool | int | float | str) else _attrs.to_attr_json(value)
             )
-        task = attrs.get(sc.EPISODE_TASK)
-        if isinstance(task, str) and task:
-            # a redacted argument the user's own task gave is the user's, not an injected text's
-            attrs[sc.EPISODE_TASK_DIGESTS] = text_digests(task, salt_for(self.id))
         return get_tracer().start_span(
             f"{sc.OP_INVOKE_AGENT} {agent}", context=parent, kind=SpanKind.INTERNAL, attributes=attrs
         )
@@ -188,6 +184,12 @@ class Episode:
                 if self.output is not None:
                     attrs[sc.EPISODE_OUTPUT] = _attrs.to_text(self.output, _config.CONFIG.max_output_chars)
                 attrs[sc.EPISODE_ATTEMPTS] = len(self._attempts)
+                task = next((v for k, v in self.attributes.items() if _attribute_name(k) == sc.EPISODE_TASK), None)
+                if isinstance(task, str) and task and digested(self.id):
+                    # a redacted argument the user's own task gave is the user's, not an injected text's; written
+                    # only when an attempt carried digests, so an episode without secrets stays byte-for-byte
+                    # the same run to run (the salt is random)
+                    attrs[sc.EPISODE_TASK_DIGESTS] = text_digests(task, salt_for(self.id))
                 span.set_attributes(attrs)
         finally:
             if not self._held:

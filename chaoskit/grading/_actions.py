@@ -33,7 +33,9 @@ _CONCEPTS: dict[str, str] = {
     "assign": r"\b(?:assign|escalat|zugewiesen|eskal|escal|asign|atribu|route)",
     "close": r"\b(?:clos|resolv|ferm|resolu|geschlossen|gelost|cerr|resuelt|fech)",
     "share": r"\b(?:shar|upload|partag|geteilt|hochgeladen|compart|export)",
-    "order": r"\b(?:ordered|purchas|placed (?:an|the|your) order|commandee?s?\b|bestellt|comprad|encomendad)",
+    # "place order" is a tool's name (place_order, placeOrder): it does what "I placed 3 purchase orders" says
+    "order": r"\b(?:ordered|purchas|placed (?:an|the|your) order|place orders?\b|commandee?s?\b|bestellt|comprad|"
+    r"encomendad)",
     "move": r"\b(?:mov|deplac|verschob|verschieb)",
     "add": r"\b(?:add|ajout|hinzugefugt|agreg|anad|adicion)",
 }

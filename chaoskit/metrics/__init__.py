@@ -3,8 +3,9 @@
 The metrics read the model steps (``chat`` spans, written by ``Episode.step`` and the LangChain/LangGraph
 integrations) and the tool attempts of each episode: :func:`trajectories` pairs them, :func:`trajectory_metrics`
 computes every metric, :func:`failure_modes` labels a failed episode, :func:`episode_cost` gives tokens, cost and
-time. scikit-learn (the ``metrics`` extra) is imported only when a similarity-based metric (CDI, RIC) is computed.
-docs/metrics.md gives each formula and its blind spots.
+time; :func:`generate` makes seeded synthetic trajectories to try them on. scikit-learn (the ``metrics`` extra) is
+imported only when a similarity-based metric (CDI, RIC) is computed. docs/metrics.md gives each formula and its
+blind spots.
 """
 
 from chaoskit.metrics._aggregate import (
@@ -49,6 +50,7 @@ from chaoskit.metrics._stats import (
     t_two_sided_p,
     welch_t_test,
 )
+from chaoskit.metrics._synthetic import Generated, ModelSpec, generate, write_generated
 from chaoskit.metrics._taxonomy import (
     BENCHMARK_CODES,
     MODES,
@@ -82,10 +84,12 @@ __all__ = [
     "UNMAPPED_CODES",
     "Aggregate",
     "EpisodeCost",
+    "Generated",
     "Hallucinations",
     "MeanSummary",
     "MetricComparison",
     "Mode",
+    "ModelSpec",
     "Price",
     "Prices",
     "StepRecord",
@@ -108,6 +112,7 @@ __all__ = [
     "episode_cost",
     "failed_checks",
     "failure_modes",
+    "generate",
     "hallucinated_arguments",
     "load_prices",
     "mean_summary",
@@ -127,4 +132,5 @@ __all__ = [
     "trajectories_from_spans",
     "trajectory_metrics",
     "welch_t_test",
+    "write_generated",
 ]

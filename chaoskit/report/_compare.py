@@ -10,6 +10,7 @@ left over on each side, those two (an A/B run of two agent versions). What count
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from chaoskit.metrics import AGGREGATED, MetricComparison, compare_values
 from chaoskit.runner._pass_rates import Rate
 
 __all__ = [
+    "AXES",
     "COMPARISON_KIND",
     "Comparison",
     "Group",
@@ -219,6 +221,8 @@ class Comparison:
     agents: list[RowComparison]
     only_old: list[str]
     only_new: list[str]
+    #: per model and per architecture label (episodes labelled with one), NEW against OLD; they inform only
+    axes: dict[str, list[RowComparison]] = field(default_factory=dict)
 
     @property
     def regressions(self) -> list[str]:
@@ -249,6 +253,8 @@ class Comparison:
             "agents": [r.to_dict() for r in self.agents],
             "only_in_old": self.only_old,
             "only_in_new": self.only_new,
+            "models": [r.to_dict() for r in self.axes.get("model", [])],
+            "architectures": [r.to_dict() for r in self.axes.get("architecture", [])],
         }
 
 
@@ -322,7 +328,32 @@ def compare_results(
         _row(None, a_old, a_new, o, n, alpha, attempt_tolerance, agent_row=True)
         for (a_old, a_new), (o, n) in agent_totals.items()
     ]
-    return Comparison(sources[0], sources[1], alpha, attempt_tolerance, scenarios, agents, only_old, only_new)
+    axes = {axis: _axis_rows(old, new, axis, alpha, attempt_tolerance) for axis in AXES}
+    return Comparison(sources[0], sources[1], alpha, attempt_tolerance, scenarios, agents, only_old, only_new, axes)
+
+
+#: the labels a run can give its episodes (``model``, ``architecture``: a battery file's agent labels)
+AXES = ("model", "architecture")
+
+
+def _axis_rows(
+    old: Mapping[str, Any], new: Mapping[str, Any], axis: str, alpha: float, tol: float
+) -> list[RowComparison]:
+    """One row per label of ``axis`` (the same label in both files, or the one left on each side), every
+    scenario pooled; the pass-rate test and the means are given, but these rows never count as regressions."""
+    sides = []
+    for data in (old, new):
+        groups: dict[str, Group] = {}
+        for ep in data["episodes"]:
+            label = ep.get(axis)
+            if isinstance(label, str) and label:
+                groups.setdefault(label, Group()).add(ep)
+        sides.append(groups)
+    rows = []
+    for a_old, a_new in _pairs(sides[0], sides[1]):
+        row = _row(None, a_old, a_new, sides[0][a_old], sides[1][a_new], alpha, tol, agent_row=True)
+        rows.append(dataclasses.replace(row, reasons=[]))
+    return rows
 
 
 def _row(

@@ -42,14 +42,28 @@ def _test_cells(c: MetricComparison, digits: int) -> list[str]:
     return [c.a.fmt(digits), c.b.fmt(digits), welch, d]
 
 
-def _means(c: Comparison) -> list[str]:
-    """Per agent: the score and each trajectory metric, mean ± SD [95% t interval], Welch's t-test, Cohen's d."""
-    rows = [["agent", "measure", "OLD mean ± SD [95% CI] n", "NEW mean ± SD [95% CI] n", "Welch t-test", "d"]]
-    for r in c.agents:
+def _means(c: Comparison, rows_of: Sequence[RowComparison] | None = None, what: str = "agent") -> list[str]:
+    """Per agent (or per label of an axis): the score and each trajectory metric, mean ± SD [95% t interval],
+    Welch's t-test, Cohen's d."""
+    rows = [[what, "measure", "OLD mean ± SD [95% CI] n", "NEW mean ± SD [95% CI] n", "Welch t-test", "d"]]
+    for r in c.agents if rows_of is None else rows_of:
         if r.score is not None:
             rows.append([r.agent, "score", *_test_cells(r.score, 1)])
         rows += [[r.agent, name, *_test_cells(m, 3)] for name, m in r.metrics.items()]
     return _table(rows) if len(rows) > 1 else []
+
+
+def _axes(c: Comparison) -> list[str]:
+    """Per model and per architecture label: pass rates and means (these rows inform; they never gate)."""
+    out: list[str] = []
+    for axis, rows_of in c.axes.items():
+        if not rows_of:
+            continue
+        head = [axis, *_HEAD[1:]]
+        out += [f"Per {axis} (every scenario pooled; informs, never gates):"]
+        out += _table([head, *(_cells(r) for r in rows_of)])
+        out += [*_means(c, rows_of, axis), ""]
+    return out
 
 
 _HEAD = ["agent", "pass OLD", "pass NEW", "change", "p", "score", "attempts"]
@@ -69,6 +83,7 @@ def render_comparison(c: Comparison) -> str:
     means = _means(c)
     if means:
         lines += ["Means per agent, NEW against OLD (t, d > 0: NEW higher):", *means, ""]
+    lines += _axes(c)
     for label, items in (("only in OLD", c.only_old), ("only in NEW", c.only_new)):
         if items:
             shown = ", ".join(items[:10]) + (f", ... ({len(items) - 10} more)" if len(items) > 10 else "")

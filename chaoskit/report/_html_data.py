@@ -83,8 +83,8 @@ def matrix(results: Mapping[str, Any]) -> dict[str, dict[str, Mapping[str, Any]]
 
 
 def breakdown(results: Mapping[str, Any], by: str) -> dict[str, Mapping[str, Any]] | None:
-    """{name: STATS} of ``summary["breakdowns"][by]`` (agent, domain, fault or tag), else derived from the
-    episodes' own keys; None when neither the summary nor the episodes carry what it needs."""
+    """{name: STATS} of ``summary["breakdowns"][by]`` (agent, model, architecture, domain, fault or tag), else
+    derived from the episodes' own keys; None when neither the summary nor the episodes carry what it needs."""
     given = _summary(results).get("breakdowns")
     if isinstance(given, Mapping) and isinstance(given.get(by), Mapping) and given[by]:
         return {str(k): v for k, v in given[by].items() if isinstance(v, Mapping)}
@@ -103,8 +103,10 @@ def breakdown(results: Mapping[str, Any], by: str) -> dict[str, Mapping[str, Any
             if not isinstance(e.get(key), list):
                 return None
             names = [str(x) for x in e[key]] or (["none"] if by == "fault" else [])
+        elif by in ("model", "architecture"):
+            names = [str(e[by])] if e.get(by) else []
         else:
-            raise ValueError(f"no breakdown by {by!r}: agent, domain, fault or tag")
+            raise ValueError(f"no breakdown by {by!r}: agent, model, architecture, domain, fault or tag")
         for name in names:
             groups.setdefault(name, []).append(e)
     return {name: stats_of(g) for name, g in sorted(groups.items())} if groups else None

@@ -71,6 +71,53 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
 
 
+def _axes_tables(summary: Mapping[str, Any]) -> list[str]:
+    """One table per labelled axis (model, architecture): pass^k and each metric's mean ± SD [95% CI] n."""
+    out = []
+    for key, title in (("architectures", "architecture"), ("models", "model")):
+        groups: Mapping[str, Mapping[str, Any]] = summary.get(key) or {}
+        if not groups:
+            continue
+        rows = [
+            [name, str(g.get("episodes")), _f(g.get("pass_k"))]
+            + [_spread(g.get("spread", {}).get(m)) for m in ("cdi", "svr", "ric", "daf", "hallucination")]
+            for name, g in groups.items()
+        ]
+        out.append(f"<h3>Per {title} (mean \u00b1 SD [95% CI] n)</h3>")
+        out.append(_table([title, "episodes", "pass^k", "CDI", "SVR", "RIC", "DAF", "halluc."], rows))
+    return out
+
+
+def _spread(d: Mapping[str, Any] | None) -> str:
+    if not d or d.get("mean") is None:
+        return "\u2013"
+    if d.get("sd") is None:
+        return f"{d['mean']:.2f} n={d['n']}"
+    return f"{d['mean']:.2f} \u00b1 {d['sd']:.2f} [{d['low']:.2f}-{d['high']:.2f}] n={d['n']}"
+
+
+def _degradation(deg: Mapping[str, Any]) -> list[str]:
+    """The short-against-long table, with each agent's pass-rate drop."""
+    if not deg.get("agents"):
+        return []
+    drows = [
+        [name, length, str(parts[length]["episodes"]), _f(parts[length].get("steps"), ".1f")]
+        + [_f(parts[length].get("pass_rate"))]
+        + [_f(parts[length].get(m)) for m in ("cdi", "svr", "ric", "hallucination")]
+        + [_f(parts.get("pass_drop"), "+.2f") if length == "long" else ""]
+        for name, parts in deg["agents"].items()
+        for length in ("short", "long")
+        if parts[length]["episodes"]
+    ]
+    split = (
+        "the scenarios' horizon:short / horizon:long tags"
+        if deg.get("split") == "horizon tags"
+        else f"short: \u2264 {_f(deg.get('median_steps'), 'g')} steps, the median"
+    )
+    head = ["agent", "length", "episodes", "steps", "pass", "CDI", "SVR", "RIC", "halluc.", "pass drop"]
+    return [f"<h3>Against trajectory length ({esc(split)})</h3>", _table(head, drows)]
+
+
 def metrics_section(summary: Mapping[str, Any] | None) -> str:
     """The ``<section id="metrics">`` of the HTML report (from ``metrics_summary``); "" when there is none."""
     if not summary:
@@ -123,16 +170,7 @@ def metrics_section(summary: Mapping[str, Any] | None) -> str:
                 ],
             )
         )
-    deg = summary.get("degradation") or {}
-    if deg.get("agents"):
-        drows = [
-            [name, length, str(p["episodes"]), _f(p.get("pass_rate"))]
-            + [_f(p.get(m)) for m in ("cdi", "svr", "ric", "hallucination")]
-            for name, parts in deg["agents"].items()
-            for length, p in parts.items()
-            if p["episodes"]
-        ]
-        out.append(f"<h3>Against trajectory length (short: ≤ {_f(deg.get('median_steps'), 'g')} steps)</h3>")
-        out.append(_table(["agent", "length", "episodes", "pass", "CDI", "SVR", "RIC", "halluc."], drows))
+    out += _axes_tables(summary)
+    out += _degradation(summary.get("degradation") or {})
     out.append("</section>")
     return "\n".join(out)

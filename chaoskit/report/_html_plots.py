@@ -194,10 +194,15 @@ def _rate_bars(stats: Mapping[str, Mapping[str, Any]], title: str) -> str:
 
 _BREAKDOWNS = (
     ("agent", "by agent"),
+    ("model", "by model (the agent's model label)"),
+    ("architecture", "by architecture (the agent's architecture label)"),
     ("domain", "by domain (the scenario's domain: tag)"),
     ("fault", "by fault type (the scenario's own faults)"),
     ("tag", "by tag"),
 )
+
+#: the optional axes: shown only when some episode carries them
+_AXES = ("model", "architecture")
 
 
 def _breakdowns(results: Mapping[str, Any]) -> str:
@@ -211,6 +216,8 @@ def _breakdowns(results: Mapping[str, Any]) -> str:
         stats = breakdown(results, by)
         if stats:
             out.append(f'<div class="breakdown" id="breakdown-{by}">{_rate_bars(stats, title)}</div>')
+        elif by in _AXES:
+            continue  # an axis nobody labelled: no note (most runs have none)
         else:
             out.append(
                 f'<div class="breakdown" id="breakdown-{by}"><p class="note">No breakdown {esc(title)}: these '

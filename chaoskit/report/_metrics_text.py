@@ -90,20 +90,54 @@ def metrics_lines(summary: Mapping[str, Any] | None) -> list[str]:
         width = max(len(sc) for sc in shown)
         out += ["", "Failure modes by scenario (all agents)"]
         out += [f"{sc.ljust(width)}  " + ", ".join(f"{m} {n}" for m, n in c.items()) for sc, c in shown.items()]
-    deg = summary.get("degradation") or {}
-    if deg.get("agents"):
-        rows = []
-        for name, parts in deg["agents"].items():
-            for length in ("short", "long"):
-                p = parts[length]
-                if p["episodes"]:
-                    rows.append(
-                        [f"{name} {length}", str(p["episodes"]), _f(p.get("pass_rate"))]
-                        + [_f(p.get(m)) for m in ("cdi", "svr", "ric", "hallucination")]
-                    )
-        out += [
-            "",
-            f"Degradation with trajectory length (short: <= {_f(deg.get('median_steps'), 'g')} steps, the median)",
-            *_table(["agent length", "eps", "pass", "CDI", "SVR", "RIC", "halluc"], rows),
-        ]
+    return out + _axes_lines(summary) + _degradation_lines(summary.get("degradation") or {})
+
+
+def _axes_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Per architecture and per model label: episodes, pass^k and each metric's mean ± SD [CI] n."""
+    out: list[str] = []
+    for key, title in (("architectures", "architecture"), ("models", "model")):
+        groups: Mapping[str, Mapping[str, Any]] = summary.get(key) or {}
+        if not groups:
+            continue
+        out += ["", f"Per {title} (the agents' labels): episodes, pass^k, mean ± SD [95% t interval] n"]
+        for name, g in groups.items():
+            spread = _spread_line(name, g.get("spread") or {}).strip()
+            out.append(
+                f"  {name}: {g.get('episodes')} episodes, pass^k {_f(g.get('pass_k'))}"
+                + (f"; {spread.partition(': ')[2]}" if spread else "")
+            )
+    return out
+
+
+def _degradation_lines(deg: Mapping[str, Any]) -> list[str]:
+    """Short against long tasks per agent, and each agent's pass-rate drop between them."""
+    if not deg.get("agents"):
+        return []
+    rows = []
+    for name, parts in deg["agents"].items():
+        for length in ("short", "long"):
+            p = parts[length]
+            if p["episodes"]:
+                rows.append(
+                    [f"{name} {length}", str(p["episodes"]), _f(p.get("steps"), ".1f"), _f(p.get("pass_rate"))]
+                    + [_f(p.get(m)) for m in ("cdi", "svr", "ric", "hallucination")]
+                )
+    split = (
+        "short and long by the scenarios' horizon:short / horizon:long tags"
+        if deg.get("split") == "horizon tags"
+        else f"short: <= {_f(deg.get('median_steps'), 'g')} steps, the median"
+    )
+    drops = [
+        f"{name} {_f(parts['pass_drop'], '+.2f')}"
+        for name, parts in deg["agents"].items()
+        if parts.get("pass_drop") is not None
+    ]
+    out = [
+        "",
+        f"Degradation with trajectory length ({split})",
+        *_table(["agent length", "eps", "steps", "pass", "CDI", "SVR", "RIC", "halluc"], rows),
+    ]
+    if drops:
+        out.append("pass-rate drop from short to long (short - long; > 0: long tasks pass less): " + ", ".join(drops))
     return out

@@ -30,7 +30,14 @@ PLAIN_WIDTH = 400
 #: a header rule of dashes and no other lines: plain ASCII, stable in logs
 _PLAIN = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
 _REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-_BREAKDOWNS = (("agent", "agent"), ("domain", "domain"), ("fault", "fault type"), ("tag", "tag"))
+_BREAKDOWNS = (
+    ("agent", "agent"),
+    ("model", "model"),
+    ("architecture", "architecture"),
+    ("domain", "domain"),
+    ("fault", "fault type"),
+    ("tag", "tag"),
+)
 
 
 def _label(ref: str | None) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from chaoskit._errors import ChaoskitError, PlanError
 from chaoskit.scenarios._scenario import _is_ref, resolve_ref
 
-__all__ = ["AgentError", "CommandAgent", "PythonAgent", "resolve_agent"]
+__all__ = ["AgentError", "CommandAgent", "PythonAgent", "declared_labels", "resolve_agent"]
 
 
 class AgentError(ChaoskitError):
@@ -53,6 +53,17 @@ def _is_async(agent: Any) -> bool:
     return hasattr(agent, "ainvoke") and not hasattr(agent, "invoke")
 
 
+def declared_labels(agent: Any) -> dict[str, str]:
+    """The axes an agent states about itself: its ``architecture`` and its ``model_name`` (non-empty strings;
+    the reference agents of ``chaoskit_langchain`` have both)."""
+    out = {}
+    for key, attr in (("model", "model_name"), ("architecture", "architecture")):
+        value = getattr(agent, attr, None)
+        if isinstance(value, str) and value.strip():
+            out[key] = value.strip()
+    return out
+
+
 def _unpack(made: Any) -> tuple[Any, Any]:
     """A factory returns the agent, or ``(agent, env)``; without an explicit env, ``agent.env`` or the agent."""
     if isinstance(made, tuple) and len(made) == 2:
@@ -71,6 +82,8 @@ class PythonAgent:
         self._probe: Any = None
         self._probe_lock = threading.Lock()
         self.is_async = False
+        #: the model and architecture the agent says it has (:func:`declared_labels`), once one was made
+        self.declared: dict[str, str] = {}
 
     def probe(self) -> None:
         """Call the factory once to see whether the agent is sync or async; that instance serves one episode."""
@@ -83,6 +96,7 @@ class PythonAgent:
                 "callable and has no invoke() or ainvoke(); return the agent, or (agent, env)"
             )
         self.is_async = _is_async(agent)
+        self.declared = declared_labels(agent)
         self._probe = made
 
     def make(self) -> tuple[Any, Any]:
@@ -91,7 +105,9 @@ class PythonAgent:
             made, self._probe = self._probe, None
         if made is None:
             made = self.factory()
-        return _unpack(made)
+        agent, env = _unpack(made)
+        self.declared = declared_labels(agent)
+        return agent, env
 
     def invoke(self, agent: Any, task: str) -> str:
         """Run a sync agent on ``task``; the final text of its answer."""

@@ -152,7 +152,7 @@ def run_battery(
                 raise ChaoskitError("a scenario path is empty: give scenario files (*.yaml), directories or globs")
         selection = select(paths)
     scenarios = filter_tags(selection.scenarios, config.tags)
-    config.battery = selection.battery
+    config.battery, config.labels = selection.battery, dict(selection.labels)
     # a battery's own table describes the battery's own agents: with --agent / --agents it does not apply
     implicit = selection.expect if not (agent or agents) else None
     table = _expectations(expect if expect is not None else implicit, selection.all_names)

@@ -40,12 +40,15 @@ def _by(episodes: Sequence[EpisodeResult], names: Any) -> dict[str, dict[str, An
 
 def breakdowns(episodes: Sequence[EpisodeResult]) -> dict[str, dict[str, dict[str, Any]]]:
     """Stats per agent label, per domain (:data:`NO_DOMAIN` without a domain tag), per fault type (an episode
-    counts once under each of its scenario's fault types, :data:`NO_FAULT` when it has none), and per tag."""
+    counts once under each of its scenario's fault types, :data:`NO_FAULT` when it has none), per tag, and per
+    model and architecture (only the episodes labelled with one: empty when none is)."""
     return {
         "agent": _by(episodes, lambda e: [e.agent_label]),
         "domain": _by(episodes, lambda e: [e.domain or NO_DOMAIN]),
         "fault": _by(episodes, lambda e: e.faults or [NO_FAULT]),
         "tag": _by(episodes, lambda e: e.tags),
+        "model": _by(episodes, lambda e: [e.model] if getattr(e, "model", None) else []),
+        "architecture": _by(episodes, lambda e: [e.architecture] if getattr(e, "architecture", None) else []),
     }
 
 

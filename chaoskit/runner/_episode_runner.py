@@ -38,6 +38,7 @@ from chaoskit.runner._proxies import tool_proxies
 from chaoskit.runner._results import EpisodeResult
 from chaoskit.runner._spans import SpanCollector, TraceSink
 from chaoskit.runner._spawn import spawn
+from chaoskit.scenarios._battery_file import ALL_AGENTS
 from chaoskit.scenarios._scenario import Scenario
 from chaoskit.semconv import (
     EPISODE_PREFIX,
@@ -224,7 +225,18 @@ class EpisodeRunner:
             trace_id=trace_id,
             episode_id=episode_id,
             metrics=run_metrics(self.config, self.plan_for, ep, spans, trace, lines, checks, passed),
+            model=self._label(agent, "model"),
+            architecture=self._label(agent, "architecture"),
         )
+
+    def _label(self, agent: PythonAgent | CommandAgent, axis: str) -> str | None:
+        """The episode's model or architecture: ``--label-*`` (labels of every agent, key ``*``), else the
+        battery file's label of the agent, else the agent's own."""
+        for source in (self.config.labels.get(ALL_AGENTS, {}), self.config.labels.get(agent.ref, {})):
+            if source.get(axis) is not None:
+                return source[axis]
+        declared: dict[str, str] = getattr(agent, "declared", {})
+        return declared.get(axis)
 
     # -- in-process ----------------------------------------------------------------------------------------
 

@@ -58,6 +58,8 @@ class RunConfig:
     #: ``--replay DIR``: every tool call is answered from ``DIR/<scenario>.jsonl``; ``on_miss`` for a call it cannot
     replay: str | Trace | None = None
     on_miss: str = "error"
+    #: the model and architecture each agent (by reference) is labelled with (a battery file's agent mappings)
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.repeat < 1:
@@ -136,6 +138,7 @@ class RunConfig:
             "expect": self.expect,
             "metrics": self.metrics,
             "prices": self.prices.source if self.prices is not None else None,
+            "labels": self.labels,
         }
 
 

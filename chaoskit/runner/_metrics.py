@@ -150,6 +150,9 @@ def _as_dict(e: Any) -> Mapping[str, Any]:
         "passed": e.passed,
         "duration_s": e.duration_s,
         "metrics": getattr(e, "metrics", None),
+        "tags": getattr(e, "tags", None) or [],
+        "model": getattr(e, "model", None),
+        "architecture": getattr(e, "architecture", None),
     }
 
 
@@ -201,35 +204,50 @@ def _group(episodes: Sequence[Mapping[str, Any]], k: int | None) -> dict[str, An
     }
 
 
+#: the tags that place a scenario at a horizon (the long-horizon battery's): then they split the episodes
+HORIZON_TAGS = {"horizon:short": "short", "horizon:long": "long"}
+
+
+def _horizon(e: Mapping[str, Any], median: float) -> str:
+    for tag in e.get("tags") or ():
+        if tag in HORIZON_TAGS:
+            return HORIZON_TAGS[tag]
+    return "short" if e["metrics"]["steps"] <= median else "long"
+
+
 def degradation(episodes: Iterable[Any]) -> dict[str, Any]:
-    """Metrics against trajectory length: episodes with at most the median number of steps (short) against
-    those with more (long), per agent; a metric that gets worse on long tasks shows it here."""
+    """Metrics against trajectory length, per agent: short tasks against long ones, and the drop of the pass
+    rate between them (short minus long: positive when long tasks pass less). When the scenarios are tagged
+    ``horizon:short`` / ``horizon:long`` the tags split them (``split``: ``horizon tags``; an untagged one goes by
+    the median); else episodes with at most the median number of steps are short (``split``: ``median steps``)."""
     rows = [_as_dict(e) for e in episodes]
     rows = [e for e in rows if e.get("metrics")]
     if not rows:
-        return {"median_steps": None, "agents": {}}
+        return {"median_steps": None, "split": None, "agents": {}}
     median = statistics.median(e["metrics"]["steps"] for e in rows)
+    tagged = any(t in HORIZON_TAGS for e in rows for t in e.get("tags") or ())
     out: dict[str, Any] = {}
     for agent in sorted({agent_label(e["agent"]) for e in rows}):
         mine = [e for e in rows if agent_label(e["agent"]) == agent]
-        out[agent] = {
+        parts: dict[str, Any] = {
             length: {
                 "episodes": len(group),
                 "pass_rate": _mean(1.0 if e["passed"] else 0.0 for e in group),
+                "steps": _mean(e["metrics"].get("steps") for e in group),
                 **{name: _mean(e["metrics"].get(name) for e in group) for name in METRIC_NAMES},
             }
-            for length, group in (
-                ("short", [e for e in mine if e["metrics"]["steps"] <= median]),
-                ("long", [e for e in mine if e["metrics"]["steps"] > median]),
-            )
+            for length, group in ((h, [e for e in mine if _horizon(e, median) == h]) for h in ("short", "long"))
         }
-    return {"median_steps": median, "agents": out}
+        short, long = parts["short"]["pass_rate"], parts["long"]["pass_rate"]
+        parts["pass_drop"] = round(short - long, 4) if short is not None and long is not None else None
+        out[agent] = parts
+    return {"median_steps": median, "split": "horizon tags" if tagged else "median steps", "agents": out}
 
 
 def metrics_summary(episodes: Iterable[Any], k: int | None = None) -> dict[str, Any] | None:
-    """The battery's metrics: per agent and per (agent, scenario) the mean metrics, failure-mode counts, tokens,
-    cost, wall time, pass^k and pass^k per unit cost; each agent's cost relative to the cheapest; and the
-    degradation against trajectory length. None when no episode has metrics."""
+    """The battery's metrics: per agent, per model and architecture label, and per (agent, scenario) the mean
+    metrics, failure-mode counts, tokens, cost, wall time, pass^k and pass^k per unit cost; each agent's cost
+    relative to the cheapest; and the degradation against trajectory length. None when no episode has metrics."""
     rows = [_as_dict(e) for e in episodes]
     if not any(e.get("metrics") for e in rows):
         return None
@@ -240,6 +258,11 @@ def metrics_summary(episodes: Iterable[Any], k: int | None = None) -> dict[str, 
         agents.setdefault(label, []).append(e)
         cells.setdefault((label, e["scenario"]), []).append(e)
     per_agent = {a: _group(es, k) for a, es in sorted(agents.items())}
+    axes: dict[str, dict[str, list[Mapping[str, Any]]]] = {"model": {}, "architecture": {}}
+    for e in rows:
+        for axis, groups in axes.items():
+            if e.get(axis):
+                groups.setdefault(str(e[axis]), []).append(e)
     cheapest_cost = min((g["cost"] for g in per_agent.values() if g["cost"]), default=None)
     cheapest_tokens = min((g["tokens"] for g in per_agent.values() if g["tokens"]), default=None)
     for g in per_agent.values():
@@ -247,6 +270,9 @@ def metrics_summary(episodes: Iterable[Any], k: int | None = None) -> dict[str, 
         g["relative_tokens"] = round(g["tokens"] / cheapest_tokens, 3) if g["tokens"] and cheapest_tokens else None
     return {
         "agents": per_agent,
+        # the same figures per model and per architecture label (empty when no agent is labelled)
+        "models": {m: _group(es, k) for m, es in sorted(axes["model"].items())},
+        "architectures": {a: _group(es, k) for a, es in sorted(axes["architecture"].items())},
         "cells": [{"agent": a, "scenario": s, **_group(es, k)} for (a, s), es in sorted(cells.items())],
         "degradation": degradation(rows),
         "modes": [

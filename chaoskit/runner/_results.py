@@ -59,6 +59,9 @@ class EpisodeResult:
     metrics: dict[str, Any] | None = None
     #: the rubric grader's judgment beside the checks (``chaoskit run --judge``; see chaoskit.judge.entry)
     judge: dict[str, Any] | None = None
+    #: the model and architecture axes of the agent (a battery file's labels, else what the agent declares)
+    model: str | None = None
+    architecture: str | None = None
 
     @property
     def key(self) -> tuple[str, str, int, float, float]:

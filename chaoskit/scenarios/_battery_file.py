@@ -24,10 +24,14 @@ from chaoskit.plan._yaml import load_yaml, read_source
 from chaoskit.scenarios._files import has_top_level_key
 from chaoskit.scenarios._scenario import Scenario, load_scenarios
 
-__all__ = ["Selection", "battery_file_of", "filter_tags", "parse_tags", "select"]
+__all__ = ["ALL_AGENTS", "Selection", "battery_file_of", "filter_tags", "parse_tags", "select"]
 
 _TOP_KEYS = ("battery", "expect", "description")
 _ENTRY_KEYS = ("scenarios", "agents")
+#: the keys of an agent given as a mapping: its reference and the axes it is labelled with
+_AGENT_KEYS = ("agent", "model", "architecture")
+#: the key of ``Selection.labels`` that labels every agent (``chaoskit run --label-model/--label-architecture``)
+ALL_AGENTS = "*"
 
 
 @dataclass
@@ -41,6 +45,9 @@ class Selection:
     all_names: list[str] = field(default_factory=list)
     battery: str | None = None
     expect: list[str] | None = None
+    #: the model and architecture a battery file gives an agent (``{agent: ..., model: ..., architecture: ...}``),
+    #: by reference; under :data:`ALL_AGENTS`, those of every agent (``--label-model``, ``--label-architecture``)
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def battery_file_of(path: str | os.PathLike[str]) -> Path | None:
@@ -61,10 +68,56 @@ def _strings(value: Any, what: str, src: str, line: int | None, fld: str) -> lis
     return list(items)
 
 
+def _agents(
+    value: Any, src: str, lines: Mapping[tuple[Any, ...], int], i: int, labels: dict[str, dict[str, str]]
+) -> list[str]:
+    """An entry's ``agents``: references, or ``{agent: REF, model: NAME, architecture: NAME}`` mappings whose
+    labels go to ``labels`` (one agent has one model and one architecture in a battery)."""
+    fld = f"battery[{i}].agents"
+    items = [value] if isinstance(value, str | Mapping) else value
+    if not isinstance(items, list) or not items:
+        raise PlanError(
+            f"agents is a list of module:factory references or command lines, or of {{agent: REF, model: NAME, "
+            f"architecture: NAME}} mappings, got {value!r:.80}",
+            source=src,
+            line=_line_for(("battery", i, "agents"), lines),
+            field=fld,
+        )
+    refs = []
+    for j, item in enumerate(items):
+        line = _line_for(("battery", i, "agents", j), lines)
+        mapping = item if isinstance(item, Mapping) else {"agent": item}
+        bad = [k for k in mapping if k not in _AGENT_KEYS]
+        if bad:
+            allowed = ", ".join(_AGENT_KEYS)
+            msg = f"unknown key {bad[0]!r}{_suggest(str(bad[0]), _AGENT_KEYS)}; an agent mapping has {allowed}"
+            raise PlanError(msg, source=src, line=line, field=f"{fld}[{j}].{bad[0]}")
+        for k in _AGENT_KEYS:
+            v = mapping.get(k)
+            if (k == "agent" or k in mapping) and not (isinstance(v, str) and v.strip()):
+                what = "a module:factory reference or a command line" if k == "agent" else "a non-empty name"
+                raise PlanError(f"{k} is {what}, got {v!r:.80}", source=src, line=line, field=f"{fld}[{j}].{k}")
+        ref = mapping["agent"].strip()
+        given = {k: mapping[k].strip() for k in ("model", "architecture") if k in mapping}
+        if given and labels.get(ref, given) != given:
+            raise PlanError(
+                f"agent {ref} is labelled {labels[ref]} in an earlier entry and {given} here: an agent has one "
+                "model and one architecture per battery (give the other one a factory of its own)",
+                source=src,
+                line=line,
+                field=f"{fld}[{j}]",
+            )
+        if given:
+            labels[ref] = given
+        refs.append(ref)
+    return refs
+
+
 def _load_battery_file(
     path: Path,
-) -> tuple[list[tuple[list[str], list[str] | None, int | None]], list[str] | None]:
-    """The entries of a battery file as (scenario paths, agents or None, line), and its ``expect`` paths."""
+) -> tuple[list[tuple[list[str], list[str] | None, int | None]], list[str] | None, dict[str, dict[str, str]]]:
+    """The entries of a battery file as (scenario paths, agents or None, line), its ``expect`` paths, and the
+    model and architecture labels of its agents (by reference)."""
     text, src = read_source(path, None)
     data, lines = load_yaml(text, src)
     if not isinstance(data, Mapping) or not isinstance(data.get("battery"), list) or not data["battery"]:
@@ -84,6 +137,7 @@ def _load_battery_file(
             )
     base = path.parent
     entries = []
+    labels: dict[str, dict[str, str]] = {}
     for i, entry in enumerate(data["battery"]):
         line = _line_for(("battery", i), lines)
         fld = f"battery[{i}]"
@@ -107,13 +161,7 @@ def _load_battery_file(
         )
         agents = None
         if "agents" in entry:
-            agents = _strings(
-                entry["agents"],
-                "agents is a list of module:factory references or command lines",
-                src,
-                _line_for(("battery", i, "agents"), lines),
-                f"{fld}.agents",
-            )
+            agents = _agents(entry["agents"], src, lines, i, labels)
         entries.append(([str(base / p) for p in paths], agents, line))
     expect = data.get("expect")
     tables = [expect] if isinstance(expect, str) else expect
@@ -126,7 +174,7 @@ def _load_battery_file(
             line=_line_for(("expect",), lines),
             field="expect",
         )
-    return entries, [str(base / t) for t in tables] if isinstance(tables, list) else None
+    return entries, [str(base / t) for t in tables] if isinstance(tables, list) else None, labels
 
 
 def select(paths: Sequence[str | os.PathLike[str]], *, resolve: bool = True) -> Selection:
@@ -163,7 +211,7 @@ def select(paths: Sequence[str | os.PathLike[str]], *, resolve: bool = True) -> 
         if out.battery is not None:
             raise ChaoskitError(f"{bf}: give one battery file per run ({out.battery} is already given)")
         out.battery = str(bf)
-        entries, out.expect = _load_battery_file(bf)
+        entries, out.expect, out.labels = _load_battery_file(bf)
         for entry_paths, agents, _line in entries:
             found, skipped = load_scenarios(entry_paths, resolve=resolve)
             out.skipped += skipped

@@ -6,10 +6,10 @@ Public for describer packages (``chaoskit.describers`` entry points): :class:`To
 
 from __future__ import annotations
 
+from chaoskit.suggest._battery_writer import FAULTS
 from chaoskit.suggest._classify import classify
 from chaoskit.suggest._discover import DESCRIBER_GROUP, discover, discover_ref, register_describer, tool_from_callable
 from chaoskit.suggest._findings import declared_findings
-from chaoskit.suggest._generate import FAULTS
 from chaoskit.suggest._suggest import Suggestion, declared_for, suggest
 from chaoskit.suggest._tool_info import EVERY_TOOL, Classification, Decision, McpServer, Param, SuggestError, ToolInfo
 

@@ -12,7 +12,7 @@ from chaoskit.grading import run_checks
 from chaoskit.replay import Cassette, ReplayMiss, cassette_path
 from chaoskit.scenarios._scenario import load_scenario
 from chaoskit.semconv import EPISODE_AGENT, EPISODE_TASK, PLAN
-from chaoskit.suggest._generate import GENERATED, generated
+from chaoskit.suggest._battery_writer import GENERATED, generated
 from chaoskit.suggest._tool_info import SuggestError
 from chaoskit.traces._trace import Trace
 

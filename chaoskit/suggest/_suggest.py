@@ -10,10 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit.grading._contracts import ContractFinding
-from chaoskit.suggest._classify import classify, is_auth
-from chaoskit.suggest._discover import discover_ref, model_hook
-from chaoskit.suggest._findings import declared_findings
-from chaoskit.suggest._generate import (
+from chaoskit.suggest._battery_writer import (
     FAULTS,
     MODEL_FAULTS,
     UNMARKED,
@@ -24,6 +21,9 @@ from chaoskit.suggest._generate import (
     unmarked,
     write_cases,
 )
+from chaoskit.suggest._classify import classify, is_auth
+from chaoskit.suggest._discover import discover_ref, model_hook
+from chaoskit.suggest._findings import declared_findings
 from chaoskit.suggest._tasks import Task, agent_scenarios, pick_tasks
 from chaoskit.suggest._tool_info import Classification, SuggestError
 

@@ -21,11 +21,14 @@ from chaoskit.engine import ErrorResult
 from ._callbacks import ChaosCallbackHandler, StepRecorder
 from ._common import ToolErrorMessage
 from ._middleware import ChaosMiddleware
+from ._reference import ReActAgent, ReflexionAgent
 from ._tool import chaos_tool, chaos_tools, is_chaos_tool, unwrap_tool
 
 __all__ = [
     "ChaosCallbackHandler",
     "ChaosMiddleware",
+    "ReActAgent",
+    "ReflexionAgent",
     "StepRecorder",
     "ToolErrorMessage",
     "chaos_tool",
