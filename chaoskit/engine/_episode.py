@@ -330,24 +330,9 @@ class Episode:
             return
         calls = [_tool_call(c) for c in tool_calls]
         self._note_calls(parent, calls)
-        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}
-        if self.conversation_id is not None:
-            attrs[sc.GEN_AI_CONVERSATION_ID] = self.conversation_id
-        for key, value in (
-            (sc.GEN_AI_PROVIDER_NAME, provider),
-            (sc.GEN_AI_REQUEST_MODEL, model),
-            (sc.GEN_AI_RESPONSE_MODEL, response_model),
-        ):
-            if value is not None:
-                attrs[key] = str(value)
-        for key, count in (
-            (sc.GEN_AI_USAGE_INPUT_TOKENS, input_tokens),
-            (sc.GEN_AI_USAGE_OUTPUT_TOKENS, output_tokens),
-        ):
-            if count is not None:
-                if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                    raise ConfigError(f"Episode.step({key.rsplit('.', 1)[1]}=...): expected an int >= 0, got {count!r}")
-                attrs[key] = count
+        attrs = _step_attributes(
+            self.conversation_id, provider, model, response_model, usage=(input_tokens, output_tokens)
+        )
         reason = "error" if error is not None else finish_reason or ("tool_calls" if calls else "stop")
         attrs[sc.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
         if attributes:
@@ -498,6 +483,32 @@ def current_episode() -> Episode | None:
     """The episode open in the current context (thread / asyncio task), if any."""
     current = live_active()
     return current.episode if current is not None else None
+
+
+def _step_attributes(
+    conversation: str | None,
+    provider: str | None,
+    model: str | None,
+    response_model: str | None,
+    *,
+    usage: tuple[int | None, int | None],
+) -> dict[str, Any]:
+    """The GenAI attributes of a ``chat`` span: who served the step, in which conversation, and its usage."""
+    attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}
+    for key, value in (
+        (sc.GEN_AI_CONVERSATION_ID, conversation),
+        (sc.GEN_AI_PROVIDER_NAME, provider),
+        (sc.GEN_AI_REQUEST_MODEL, model),
+        (sc.GEN_AI_RESPONSE_MODEL, response_model),
+    ):
+        if value is not None:
+            attrs[key] = str(value)
+    for key, count in zip((sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS), usage, strict=True):
+        if count is not None:
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ConfigError(f"Episode.step({key.rsplit('.', 1)[1]}=...): expected an int >= 0, got {count!r}")
+            attrs[key] = count
+    return attrs
 
 
 def _attribute_name(key: str) -> str:

@@ -240,6 +240,20 @@ def _open(spec: ToolSpec, decided: Decided, call_id: str | None) -> tuple[Any, s
         return _INVALID, args_hash, idem
 
 
+def _ok_attributes(spec: ToolSpec, n: int, episode: Any, text: str | None, args_hash: str | None) -> dict[str, Any]:
+    """The start attributes of an unfaulted call whose span takes them in bulk (:func:`plain_sync`)."""
+    attrs = {**spec.span_attributes, _ATTEMPT: n, _OUTCOME: _OK, _EXECUTED: True}
+    if episode is not None:
+        attrs[_EPISODE_ID] = episode.id
+        if episode.tool_attributes:
+            attrs.update(episode.tool_attributes)
+    if text is not None:
+        attrs[_ARGS] = text
+        attrs[_config.CONFIG.args_alias] = text
+        attrs[_ARGS_HASH] = args_hash
+    return attrs
+
+
 def plain_sync(
     spec: ToolSpec,
     decided: Decided,
@@ -280,16 +294,7 @@ def plain_sync(
             # the span's own attribute dict, filled in place: every value here is a str, bool or int
             target = store_of(span) if constant is not None and (episode is None or type(eid) is str) else None
             if target is None or constant is None:
-                attrs = {**spec.span_attributes, _ATTEMPT: decided[3], _OUTCOME: _OK, _EXECUTED: True}
-                if episode is not None:
-                    attrs[_EPISODE_ID] = eid
-                    if episode.tool_attributes:
-                        attrs.update(episode.tool_attributes)
-                if text is not None:
-                    attrs[_ARGS] = text
-                    attrs[_config.CONFIG.args_alias] = text
-                    attrs[_ARGS_HASH] = args_hash
-                put(span, attrs)
+                put(span, _ok_attributes(spec, decided[3], episode, text, args_hash))
             else:
                 target.update(constant)
                 target[_ATTEMPT] = decided[3]

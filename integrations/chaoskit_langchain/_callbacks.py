@@ -47,7 +47,8 @@ class _StepHooks:
         self.capture_content = capture_content
         self.record_steps = record_steps
         self.model_faults = model_faults
-        self._steps: dict[UUID, tuple[Episode, float, str | None, list[dict[str, Any]]]] = {}
+        #: per model run: its episode, start, model, what it reads anew and its provider
+        self._steps: dict[UUID, tuple[Episode, float, str | None, list[dict[str, Any]], str | None]] = {}
         self._steps_lock = threading.Lock()
         #: the model calls counted by a handler that injects model faults, by run, for their steps' attributes
         self._calls: dict[UUID, ModelCall] = {}
