@@ -257,3 +257,27 @@ def test_semconv_md_lists_every_name_in_semconv_py() -> None:
         value = getattr(sc, n)
         assert value.strip() in text, f"docs/semconv.md does not give {n}'s value {value!r}"
     assert re.search(r"semantic-conventions-genai@[0-9a-f]{7,40}", text), "the conventions' version is not pinned"
+
+
+def test_battery_runner_names_each_episode_s_agent(tmp_path: Path) -> None:
+    from chaoskit.runner import run_battery
+
+    traces = tmp_path / "traces.jsonl"
+    scenario = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "refund-after-500.yaml"
+    result = run_battery([scenario], traces=traces, progress=False)
+    spans = [
+        span
+        for line in traces.read_text(encoding="utf-8").splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+    attrs = [{a["key"]: next(iter(a["value"].values())) for a in s["attributes"]} for s in spans]
+    roots = [(s, a) for s, a in zip(spans, attrs, strict=True) if s["name"].startswith(sc.OP_INVOKE_AGENT)]
+    assert len(roots) == len(result.episodes) > 0
+    for span, root in roots:
+        # the application's agent (the factory of examples.plain.agents:careful), not the scenario's name
+        assert root[sc.GEN_AI_AGENT_NAME] == "careful" != root[sc.SCENARIO]
+        assert span["name"] == "invoke_agent careful"
+    tool_spans = [a for s, a in zip(spans, attrs, strict=True) if s["name"].startswith(sc.OP_EXECUTE_TOOL + " ")]
+    assert tool_spans and all(a[sc.GEN_AI_AGENT_NAME] == "careful" for a in tool_spans)
