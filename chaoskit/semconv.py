@@ -16,13 +16,24 @@ GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
 GEN_AI_TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
 GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+#: the call's arguments (the same redacted, capped JSON as ``chaoskit.args``, which it supersedes)
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+#: the conversation (LangGraph's ``thread_id``) an episode, attempt or model step belongs to
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+#: the model's provider on a ``chat`` span (``openai``, ``anthropic``, ...)
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 ERROR_TYPE: Final = "error.type"
 EXCEPTION_MESSAGE: Final = "exception.message"
 EXCEPTION_TYPE: Final = "exception.type"
 HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
-#: the span event OpenTelemetry's ``record_exception`` adds, holding ``exception.message``
+#: the span event OpenTelemetry's ``record_exception`` adds, holding ``exception.message`` (deprecated by OTEP 4430;
+#: with ``gen_ai_latest_experimental`` chaoskit writes ``exception.type`` / ``exception.message`` on the span instead)
 EXCEPTION_EVENT: Final = "exception"
+#: the environment variable the GenAI conventions ask instrumentations to honour, and the value that selects the
+#: latest experimental conventions (docs/semconv.md says what it changes)
+SEMCONV_OPT_IN_ENV: Final = "OTEL_SEMCONV_STABILITY_OPT_IN"
+SEMCONV_GENAI_LATEST: Final = "gen_ai_latest_experimental"
 
 #: ``gen_ai.operation.name`` values and the span names built from them (``execute_tool search``)
 OP_EXECUTE_TOOL: Final = "execute_tool"
@@ -60,6 +71,9 @@ TOOL_IDEMPOTENT: Final = "chaoskit.tool.idempotent"
 TOOL_REFUSED: Final = "chaoskit.tool.refused"
 #: the recorded result (gen_ai.tool.call.result) is the JSON of a value, not the text the tool returned
 TOOL_RESULT_JSON: Final = "chaoskit.tool.result.json"
+#: what a refused attempt returned (the tool's error value), recorded as results are; the conventions keep
+#: ``gen_ai.tool.call.result`` for successful executions
+TOOL_REFUSAL: Final = "chaoskit.tool.refusal"
 
 # --- one model call (the ``chat {model}`` span of a step) ------------------------------------------------------
 #: the call's number among the calls of its model in the episode (what a model fault's triggers count)

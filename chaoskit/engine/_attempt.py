@@ -69,7 +69,7 @@ class Attempt:
 
     # one name a line would cost 20 lines of a module near its size limit
     __slots__ = tuple(
-        "_done _history _presumed _token args before call_id episode executed fault fault_index hash"  # noqa: SIM905
+        "_done _history _presumed _token args before call_id caller episode executed fault fault_index hash"  # noqa: SIM905
         " idem injected_exc injected_value n refused scope skipped span spec start".split()
     )
 
@@ -82,9 +82,11 @@ class Attempt:
         attach: bool,
         cannot_inject: Callable[[_FaultBase], str | None] | None = None,
         _decided: Decided | None = None,
+        caller: Mapping[str, str] | None = None,
     ) -> None:
         self.spec = spec
         self.call_id = call_id
+        self.caller = caller
         self.executed = False
         self.injected_exc: BaseException | None = None
         self.injected_value: Any = _UNSET
@@ -139,7 +141,7 @@ class Attempt:
             self.injected_value = self.before.value
 
     def _start_attributes(self, fault: _FaultBase | None, index: int | None) -> dict[str, Any]:
-        attrs = start_attributes(self.spec, self.n, self._presumed, self.episode, self.call_id, self.idem)
+        attrs = start_attributes(self.spec, self.n, self._presumed, self.episode, self.call_id, self.idem, self.caller)
         if self.skipped is not None:
             attrs[sc.FAULT_SKIPPED] = self.skipped
         if fault is not None:
@@ -386,6 +388,7 @@ def begin(
     call_id: str | None = None,
     attach: bool = True,
     cannot_inject: Callable[[_FaultBase], str | None] | None = None,
+    caller: Mapping[str, str] | None = None,
 ) -> Attempt:
     """Start one attempt: count the call, decide the fault (pure), open the span.
 
@@ -394,9 +397,11 @@ def begin(
     (callback handlers, whose start and end run in different frames). ``cannot_inject(fault)`` returns a
     reason when this entry point cannot produce that fault: the fault is then skipped with a
     :class:`ChaosWarning`, recorded on the span as ``chaoskit.fault.skipped``, and keeps its ``times`` budget.
-    It must be pure (it is asked while the call is counted and again to word the warning).
+    It must be pure (it is asked while the call is counted and again to word the warning). ``caller`` holds
+    what the entry point knows of the call's agent and conversation (``gen_ai.agent.name``,
+    ``gen_ai.conversation.id``: string values), put on the span over the episode's own.
     """
-    return Attempt(spec, args, call_id, attach=attach, cannot_inject=cannot_inject)
+    return Attempt(spec, args, call_id, attach=attach, cannot_inject=cannot_inject, caller=caller)
 
 
 def call_sync(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import chaoskit.semconv as sc
 import chaoskit.telemetry as telemetry
 from chaoskit._errors import ConfigError, PlanError
 from chaoskit.plan._locate import _suggest
@@ -82,9 +83,21 @@ def _trace_from_env() -> bool:
     return os.environ.get("CHAOSKIT_TRACE", "").strip().lower() not in _OFF
 
 
+def latest_genai_from_env() -> bool:
+    """``OTEL_SEMCONV_STABILITY_OPT_IN`` (a comma-separated list) holds ``gen_ai_latest_experimental``: write the
+    latest GenAI conventions only, not the shapes they deprecate (docs/semconv.md); read at import and each reset."""
+    values = os.environ.get(sc.SEMCONV_OPT_IN_ENV, "")
+    return sc.SEMCONV_GENAI_LATEST in (v.strip() for v in values.split(","))
+
+
 @dataclass
 class _Config:
     trace: bool = field(default_factory=_trace_from_env)
+    #: ``gen_ai_latest_experimental`` opted in (see :func:`latest_genai_from_env`)
+    latest_genai: bool = field(default_factory=latest_genai_from_env)
+    #: the second name the arguments are written under: ``chaoskit.args`` (readers of earlier traces, dashboards),
+    #: or, with the latest conventions, ``gen_ai.tool.call.arguments`` again (one store, no branch on the hot path)
+    args_alias: str = field(init=False, default=sc.ARGS)
     max_attr_chars: int = 4096
     max_output_chars: int = 8192
     record_results: bool = False
@@ -94,6 +107,9 @@ class _Config:
     known_tools: set[str] = field(default_factory=set)
     env_plan: Plan | None = None
     env_plan_loaded: bool = False
+
+    def __post_init__(self) -> None:
+        self.args_alias = sc.GEN_AI_TOOL_CALL_ARGUMENTS if self.latest_genai else sc.ARGS
 
 
 _lock = threading.Lock()

@@ -25,6 +25,7 @@ from chaoskit.engine._context import ACTIVE, Active, Scope, live_active
 from chaoskit.engine._digests import digested, salt_for, text_digests
 from chaoskit.engine._effects import crash_reason, injected_fault
 from chaoskit.engine._info import AttemptInfo, RawAttempt, from_raw, tool_name
+from chaoskit.engine._plain import record_error
 from chaoskit.engine._tracing import traceparent_context
 from chaoskit.plan._locate import _suggest
 from chaoskit.plan._model import Plan
@@ -62,10 +63,24 @@ class Episode:
         plan: Plan | Mapping[str, Any] | None = None,
         *,
         capture_content: bool | None = None,
+        agent_name: str | None = None,
+        conversation_id: str | None = None,
         **attributes: Any,
     ) -> None:
         if name is not None and not isinstance(name, str):
             raise ConfigError(f"episode(name=...): expected a string or None, got {type(name).__name__}")
+        for key, value in (("agent_name", agent_name), ("conversation_id", conversation_id)):
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ConfigError(f"episode({key}=...): expected a non-empty string or None, got {value!r}")
+        #: the application's agent (``gen_ai.agent.name``) and conversation (``gen_ai.conversation.id``), and
+        #: the attributes they give every attempt span of the episode (string values: the hot path stores them)
+        self.agent_name = agent_name
+        self.conversation_id = conversation_id
+        self.tool_attributes: dict[str, str] = {}
+        if agent_name:
+            self.tool_attributes[sc.GEN_AI_AGENT_NAME] = agent_name
+        if conversation_id:
+            self.tool_attributes[sc.GEN_AI_CONVERSATION_ID] = conversation_id
         if capture_content is not None and not isinstance(capture_content, bool):
             raise ConfigError(f"episode(capture_content=...): expected True, False or None, got {capture_content!r}")
         #: whether :meth:`step` records the step's text and tool calls (None: the environment variable decides)
@@ -113,7 +128,10 @@ class Episode:
         return self
 
     def _start_span(self) -> trace.Span:
-        agent = self.name or "agent"
+        agent = self.agent_name
+        if agent is None and not _config.CONFIG.latest_genai:
+            # the earlier conventions' shape, kept by default: the episode's name, or the literal ``agent``
+            agent = self.name or "agent"
         parent = None
         current = trace.get_current_span()
         if _ended_episode(current):
@@ -121,11 +139,11 @@ class Episode:
             parent = traceparent_context() or otel_context.Context()
         elif not current.get_span_context().is_valid:
             parent = traceparent_context()
-        attrs: dict[str, Any] = {
-            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-            sc.GEN_AI_AGENT_NAME: agent,
-            sc.EPISODE_ID: self.id,
-        }
+        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.EPISODE_ID: self.id}
+        if agent is not None:
+            attrs[sc.GEN_AI_AGENT_NAME] = agent
+        if self.conversation_id is not None:
+            attrs[sc.GEN_AI_CONVERSATION_ID] = self.conversation_id
         if self.name:
             attrs[sc.SCENARIO] = self.name
         if self.plan is not None:
@@ -136,8 +154,29 @@ class Episode:
                 value if isinstance(value, bool | int | float | str) else _attrs.to_attr_json(value)
             )
         return get_tracer().start_span(
-            f"{sc.OP_INVOKE_AGENT} {agent}", context=parent, kind=SpanKind.INTERNAL, attributes=attrs
+            f"{sc.OP_INVOKE_AGENT} {agent}" if agent else sc.OP_INVOKE_AGENT,
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attrs,
         )
+
+    def identify(self, *, agent_name: str | None = None, conversation_id: str | None = None) -> None:
+        """Name the application's agent and conversation once known (the runner, once it built the agent; an
+        integration, on LangGraph's ``thread_id``): on the root span (renamed ``invoke_agent {agent}``) and on
+        the attempts that start from now on. What was given already, here or to :func:`episode`, is kept."""
+        span = self._span
+        recording = span is not None and not self._span_closed and span.is_recording()
+        if agent_name and isinstance(agent_name, str) and self.agent_name is None:
+            self.agent_name = agent_name
+            self.tool_attributes = {**self.tool_attributes, sc.GEN_AI_AGENT_NAME: agent_name}
+            if recording and span is not None:
+                span.set_attribute(sc.GEN_AI_AGENT_NAME, agent_name)
+                span.update_name(f"{sc.OP_INVOKE_AGENT} {agent_name}")
+        if conversation_id and isinstance(conversation_id, str) and self.conversation_id is None:
+            self.conversation_id = conversation_id
+            self.tool_attributes = {**self.tool_attributes, sc.GEN_AI_CONVERSATION_ID: conversation_id}
+            if recording and span is not None:
+                span.set_attribute(sc.GEN_AI_CONVERSATION_ID, conversation_id)
 
     def _restore(self) -> None:
         """Undo what ``__enter__`` made current. A token can be reset only in the context that made it; an
@@ -257,14 +296,11 @@ class Episode:
         self.error = exc
         span = self._span
         if span is not None and span.is_recording():
-            span.set_attributes(
-                {
-                    sc.ERROR_TYPE: type(exc).__qualname__,
-                    sc.EPISODE_ERROR: _attrs.cap(reason or f"agent crashed: {type(exc).__name__}: {exc}", 1024),
-                }
-            )
-            span.record_exception(exc)
-            span.set_status(Status(StatusCode.ERROR, _attrs.cap(str(exc), 512)))
+            attrs = {
+                sc.ERROR_TYPE: type(exc).__qualname__,
+                sc.EPISODE_ERROR: _attrs.cap(reason or f"agent crashed: {type(exc).__name__}: {exc}", 1024),
+            }
+            record_error(span, exc, attrs)
 
     def step(
         self,
@@ -282,6 +318,7 @@ class Episode:
         capture_content: bool | None = None,
         attributes: Mapping[str, Any] | None = None,
         error: BaseException | None = None,
+        provider: str | None = None,
     ) -> None:
         """Record one model step as a ``chat {model}`` span under this episode's span.
 
@@ -293,24 +330,16 @@ class Episode:
         =true``), redacted like tool arguments and capped. Times are epoch seconds (default: now). A no-op with
         tracing off or once the episode's span has ended. ``attributes`` are added to the span (a model fault's
         ``chaoskit.fault.*``); ``error``, the exception the call raised, makes it an ERROR span (``error.type``).
+        ``provider`` is the model's provider (``gen_ai.provider.name``: ``openai``, ``anthropic``, ...).
         """
         parent = self._span
         if parent is None or self._span_closed or not parent.is_recording():
             return
         calls = [_tool_call(c) for c in tool_calls]
         self._note_calls(parent, calls)
-        attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}
-        for key, value in ((sc.GEN_AI_REQUEST_MODEL, model), (sc.GEN_AI_RESPONSE_MODEL, response_model)):
-            if value is not None:
-                attrs[key] = str(value)
-        for key, count in (
-            (sc.GEN_AI_USAGE_INPUT_TOKENS, input_tokens),
-            (sc.GEN_AI_USAGE_OUTPUT_TOKENS, output_tokens),
-        ):
-            if count is not None:
-                if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                    raise ConfigError(f"Episode.step({key.rsplit('.', 1)[1]}=...): expected an int >= 0, got {count!r}")
-                attrs[key] = count
+        attrs = _step_attributes(
+            self.conversation_id, provider, model, response_model, usage=(input_tokens, output_tokens)
+        )
         reason = "error" if error is not None else finish_reason or ("tool_calls" if calls else "stop")
         attrs[sc.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
         if attributes:
@@ -434,6 +463,8 @@ def episode(
     plan: Plan | Mapping[str, Any] | None = None,
     *,
     capture_content: bool | None = None,
+    agent_name: str | None = None,
+    conversation_id: str | None = None,
     **attributes: Any,
 ) -> Episode:
     """Start an episode: ``with chaoskit.episode("refund", plan=plan) as ep: ...``.
@@ -441,15 +472,50 @@ def episode(
     ``plan`` is a :class:`Plan` or a dict (checked now with ``Plan.from_dict``: a bad one raises
     :class:`chaoskit.PlanError` here); anything else raises :class:`chaoskit.ConfigError`. ``capture_content``
     says whether :meth:`Episode.step` records the steps' text (None: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_
-    MESSAGE_CONTENT``).
+    MESSAGE_CONTENT``). ``agent_name`` is the application's agent (``gen_ai.agent.name`` on the root span and
+    the attempts), ``conversation_id`` its conversation (``gen_ai.conversation.id``, e.g. LangGraph's
+    ``thread_id``); both can also be given later, with :meth:`Episode.identify`.
     """
-    return Episode(name, plan, capture_content=capture_content, **attributes)
+    return Episode(
+        name,
+        plan,
+        capture_content=capture_content,
+        agent_name=agent_name,
+        conversation_id=conversation_id,
+        **attributes,
+    )
 
 
 def current_episode() -> Episode | None:
     """The episode open in the current context (thread / asyncio task), if any."""
     current = live_active()
     return current.episode if current is not None else None
+
+
+def _step_attributes(
+    conversation: str | None,
+    provider: str | None,
+    model: str | None,
+    response_model: str | None,
+    *,
+    usage: tuple[int | None, int | None],
+) -> dict[str, Any]:
+    """The GenAI attributes of a ``chat`` span: who served the step, in which conversation, and its usage."""
+    attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT}
+    for key, value in (
+        (sc.GEN_AI_CONVERSATION_ID, conversation),
+        (sc.GEN_AI_PROVIDER_NAME, provider),
+        (sc.GEN_AI_REQUEST_MODEL, model),
+        (sc.GEN_AI_RESPONSE_MODEL, response_model),
+    ):
+        if value is not None:
+            attrs[key] = str(value)
+    for key, count in zip((sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS), usage, strict=True):
+        if count is not None:
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ConfigError(f"Episode.step({key.rsplit('.', 1)[1]}=...): expected an int >= 0, got {count!r}")
+            attrs[key] = count
+    return attrs
 
 
 def _attribute_name(key: str) -> str:

@@ -59,6 +59,16 @@ from chaoskit.traces._trace import Trace
 __all__ = ["EpisodeRunner", "episode_facts", "replay_command"]
 
 
+def agent_name(agent: Any, ref: str) -> str:
+    """The application's name for the agent the runner built (``gen_ai.agent.name``): its own ``name`` (a
+    LangGraph graph's, ``create_agent(name=...)``), else the factory's name in its ref (``module:factory``)."""
+    name = getattr(agent, "name", None)
+    # LangGraph names every graph compiled without a name "LangGraph": no application's name
+    if isinstance(name, str) and name.strip() and name != "LangGraph":
+        return name
+    return ref.rsplit(":", 1)[-1] or ref
+
+
 def episode_facts(ep: EpisodePlan) -> dict[str, Any]:
     """What an episode's result records about where it stands, whatever became of it: its scenario (with the
     scenario's tags, its ``domain:X`` tag's value and its fault types), grid point, seed and task."""
@@ -289,6 +299,7 @@ class EpisodeRunner:
             initial: Any = None
             try:
                 made = agent.make()
+                episode.identify(agent_name=agent_name(made[0], ep.agent))
                 initial = self._initial(ep, made)
                 output = agent.invoke(made[0], ep.perturbation.text)
             except Exception as exc:
@@ -310,6 +321,7 @@ class EpisodeRunner:
             initial: Any = None
             try:
                 made = agent.make()
+                episode.identify(agent_name=agent_name(made[0], ep.agent))
                 initial = self._initial(ep, made)
                 output = await agent.ainvoke(made[0], ep.perturbation.text)
             except Exception as exc:

@@ -22,6 +22,7 @@ from chaoskit.semconv import (
     EPISODE_OUTPUT,
     EPISODE_SUCCESS,
     ERROR_TYPE,
+    EXCEPTION_MESSAGE,
     FAULT_AFTER_WRITE,
     FAULT_ASKS_FOR,
     FAULT_HTTP_STATUS,
@@ -35,6 +36,7 @@ from chaoskit.semconv import (
     FAULT_TYPE,
     FAULT_VALUE,
     GEN_AI_AGENT_NAME,
+    GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_CALL_ID,
     GEN_AI_TOOL_CALL_RESULT,
     GEN_AI_TOOL_DESCRIPTION,
@@ -52,6 +54,7 @@ from chaoskit.semconv import (
     TOOL_EXECUTED,
     TOOL_IDEMPOTENT,
     TOOL_IRREVERSIBLE,
+    TOOL_REFUSAL,
     TOOL_REFUSED,
     TOOL_RESULT_JSON,
 )
@@ -89,6 +92,8 @@ _STR_KEYS = frozenset(
         GEN_AI_TOOL_NAME,
         GEN_AI_TOOL_CALL_ID,
         GEN_AI_TOOL_CALL_RESULT,
+        TOOL_REFUSAL,
+        EXCEPTION_MESSAGE,
         ERROR_TYPE,
         OUTCOME,
         ARGS,
@@ -155,9 +160,10 @@ def checked(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
     for required, what in _REQUIRED[kind]:
         if required not in attrs:
             raise BadAttribute(f"a chaoskit {kind} span must carry {required}, {what}; it is missing")
-    if kind == TOOL and ARGS in attrs and ARGS_HASH not in attrs:
+    if kind == TOOL and ARGS_HASH not in attrs and (ARGS in attrs or GEN_AI_TOOL_CALL_ARGUMENTS in attrs):
+        recorded = ARGS if ARGS in attrs else GEN_AI_TOOL_CALL_ARGUMENTS
         raise BadAttribute(
-            f"a chaoskit {kind} span that records {ARGS} must carry {ARGS_HASH}, which chaoskit "
+            f"a chaoskit {kind} span that records {recorded} must carry {ARGS_HASH}, which chaoskit "
             "writes with them, so its repeats cannot be compared; it is missing"
         )
     # what a conversion changed (a digit string read as a number): most spans need none, and keep their dict
@@ -244,9 +250,22 @@ def attempt_record(
                     params[short] = v
     fault_index = a.get(FAULT_INDEX) if fault_type is not None else None
     raw_value = a.get(FAULT_VALUE)
+    # chaoskit.args where written (traces of earlier releases, and the default), else the standard name (with
+    # gen_ai_latest_experimental): the same text either way
     raw_args = a.get(ARGS)
+    if raw_args is None:
+        # a JSON string, or the conventions' structured form where a backend keeps it (read as it is)
+        raw_args = a.get(GEN_AI_TOOL_CALL_ARGUMENTS)
+    # the result a successful attempt returned, or what a refused one returned (recorded apart since this release)
+    result = a.get(GEN_AI_TOOL_CALL_RESULT)
+    if result is None:
+        result = a.get(TOOL_REFUSAL)
     outcome = a[OUTCOME]
     error_type = a.get(ERROR_TYPE)
+    # the exception's message: on the span (gen_ai_latest_experimental: span events are deprecated) or, as the
+    # reader found it, in the ``exception`` event or the status description
+    if error_type is not None and isinstance(exc_message := a.get(EXCEPTION_MESSAGE), str):
+        error_message = exc_message
     eid = a.get(EPISODE_ID)
     # positional, in the order of AttemptRecord's fields (checked below, at import)
     return new_attempt(
@@ -272,7 +291,7 @@ def attempt_record(
         trace_id,
         share(eid, eid) if eid is not None else None,
         a.get(FAULT_SKIPPED),
-        a.get(GEN_AI_TOOL_CALL_RESULT),
+        result,
         a.get(HTTP_RESPONSE_STATUS_CODE),
         a.get(RETRY_AFTER),
         a.get(TOOL_IDEMPOTENT) is True,

@@ -18,6 +18,7 @@ from chaoskit.faults import DATA_FAULTS as DATA
 
 from ._common import SpecTable, read_since_last_step, record_step
 from ._compat import ARGUMENT_ERRORS, chat_model_name
+from ._genai import call_context, provider_name
 from ._modelfaults import lc_error
 
 __all__ = ["ChaosCallbackHandler", "StepRecorder"]
@@ -69,7 +70,8 @@ class _StepHooks:
         self.capture_content = capture_content
         self.record_steps = record_steps
         self.model_faults = model_faults
-        self._steps: dict[UUID, tuple[Episode, float, str | None, list[dict[str, Any]]]] = {}
+        #: per model run: its episode, start, model, what it reads anew and its provider
+        self._steps: dict[UUID, tuple[Episode, float, str | None, list[dict[str, Any]], str | None]] = {}
         self._steps_lock = threading.Lock()
         #: the model calls counted by a handler that injects model faults, by run, for their steps' attributes
         self._calls: dict[UUID, ModelCall] = {}
@@ -97,12 +99,14 @@ class _StepHooks:
         if episode is not None:
             try:
                 model = chat_model_name(serialized, metadata, kwargs.get("invocation_params"))
+                provider = provider_name((metadata or {}).get("ls_provider"))
+                call_context(metadata)  # the conversation, for the episode
                 read = read_since_last_step(messages[0] if messages else [])
             except Exception:  # recording must never stop the model call (raise_error is on for the tool hooks)
                 log.exception("chaoskit: could not read a model call's start; its step is not recorded")
             else:
                 with self._steps_lock:
-                    self._steps[run_id] = (episode, time.time(), model, read)
+                    self._steps[run_id] = (episode, time.time(), model, read, provider)
         if self.model_faults:
             self._model_fault(run_id, chat_model_name(serialized, metadata, kwargs.get("invocation_params")))
 
@@ -117,7 +121,13 @@ class _StepHooks:
             with self._steps_lock:
                 started = self._steps.pop(run_id, None)
             if started is not None:  # LangChain fires no on_llm_error after a raising start: the step ends here
-                started[0].step(model=call.model, start_time=started[1], attributes=call.attributes(), error=exc)
+                started[0].step(
+                    model=call.model,
+                    start_time=started[1],
+                    attributes=call.attributes(),
+                    error=exc,
+                    provider=started[4],
+                )
             _RAISING.set(repr(exc))
             raise exc
         if call.fault is not None and call.fault.type != "latency":
@@ -132,7 +142,7 @@ class _StepHooks:
             call = self._calls.pop(run_id, None)
         if started is None:
             return
-        episode, start, model, read = started
+        episode, start, model, read, provider = started
         try:
             generation = response.generations[0][0]
             record_step(
@@ -142,6 +152,7 @@ class _StepHooks:
                 # a counted call is recorded under the name it was counted under, as its failed calls are: the
                 # checks group a model's calls by that name, and a retry under another name would go unseen
                 model=model if call is None else call.model,
+                provider=provider,
                 start=start,
                 capture=self.capture_content,
                 attributes=None if call is None else call.attributes(),
@@ -247,7 +258,10 @@ class ChaosCallbackHandler(_StepHooks, BaseCallbackHandler):
         name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
         spec = self.specs.get(str(name), description=(serialized or {}).get("description"))
         args = dict(inputs) if isinstance(inputs, Mapping) else {"input": input_str}
-        attempt = begin(spec, args, call_id=kwargs.get("tool_call_id"), attach=False, cannot_inject=_cannot_inject)
+        caller = call_context(metadata)
+        attempt = begin(
+            spec, args, call_id=kwargs.get("tool_call_id"), attach=False, cannot_inject=_cannot_inject, caller=caller
+        )
         pre = attempt.before
         try:
             if pre.sleep:

@@ -399,10 +399,11 @@ def record_step(
     start: float,
     capture: bool | None,
     attributes: Mapping[str, Any] | None = None,
+    provider: str | None = None,
 ) -> None:
     """Record the model's answer ``message`` (an ``AIMessage``) as one step of ``episode``: its text and
-    requested tool calls, the tool results it read, its usage and model (and ``attributes``: the model call's
-    number and fault). Anything else is not a step."""
+    requested tool calls, the tool results it read, its usage, model and provider (and ``attributes``: the model
+    call's number and fault). Anything else is not a step."""
     if episode is None or not isinstance(message, AIMessage) or _seen(episode, message):
         return
     usage: Mapping[str, Any] = message.usage_metadata or {}
@@ -419,6 +420,7 @@ def record_step(
         capture_content=capture,
         finish_reason=_finish_reason(message),
         attributes=attributes,
+        provider=provider,
     )
 
 

@@ -26,6 +26,7 @@ from ._common import (
     tool_spec,
 )
 from ._compat import model_arg_keys
+from ._genai import request_context
 
 __all__ = ["CallInterceptor", "PendingInterceptor"]
 
@@ -42,11 +43,11 @@ def _call_of(request: Any) -> tuple[str, dict[str, Any], str | None]:
 
 
 def _begin(
-    ticket: Ticket | None, spec: ToolSpec, args: dict[str, Any], call_id: str | None, *, attach: bool
+    ticket: Ticket | None, spec: ToolSpec, args: dict[str, Any], call_id: str | None, request: Any, *, attach: bool
 ) -> Attempt:
     # the ticket orders only the counting (inside begin); releasing it at once lets the calls run in parallel
     try:
-        return begin(spec, args, call_id=call_id, attach=attach)
+        return begin(spec, args, call_id=call_id, attach=attach, caller=request_context(request))
     finally:
         if ticket is not None:
             ticket.release()
@@ -83,7 +84,7 @@ class CallInterceptor:
 
     def _open(self, request: Any, ticket: Ticket | None) -> _Call:
         name, args, call_id = _call_of(request)
-        attempt = _begin(ticket, self.specs.get(name, request.tool), args, call_id, attach=True)
+        attempt = _begin(ticket, self.specs.get(name, request.tool), args, call_id, request, attach=True)
         return _Call(attempt, request)
 
     def __call__(self, request: Any, execute: Execute) -> Any:
@@ -171,7 +172,7 @@ class PendingInterceptor:
         name, args, call_id = _call_of(request)
         # attach=False: the tool may finish the attempt in another context (a sync tool under ainvoke runs
         # in an executor), so the span is made current here with use_span instead
-        return Pending(_begin(ticket, spec, _keep(request.tool, args), call_id, attach=False), name)
+        return Pending(_begin(ticket, spec, _keep(request.tool, args), call_id, request, attach=False), name)
 
     def __call__(self, request: Any, execute: Execute) -> Any:
         """Open the attempt of a chaos tool's call and let the tool carry it out (sync)."""

@@ -17,6 +17,7 @@ from chaoskit import Plan, current_episode
 from chaoskit.engine import ErrorResult, ModelCall, begin_model_call
 
 from ._common import read_since_last_step, record_step
+from ._genai import model_provider
 from ._intercept import CallInterceptor
 from ._modelfaults import fault_response, lc_error
 from ._replay import answer_model, answer_model_async
@@ -165,6 +166,7 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
                     end_time=time.time(),
                     attributes=call.attributes(),
                     error=error,
+                    provider=model_provider(getattr(request, "model", None)),
                 )
                 return
             record_step(
@@ -176,6 +178,7 @@ class ChaosMiddleware(CallInterceptor, AgentMiddleware):
                 start=start,
                 capture=self.capture_content,
                 attributes=call.attributes(),
+                provider=model_provider(getattr(request, "model", None)),
             )
         except Exception:  # recording a step must never break the agent's run
             log.exception("chaoskit: could not record a model step; ignored")
