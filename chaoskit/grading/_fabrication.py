@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from chaoskit.grading._against import read_against
-from chaoskit.grading._claims import Answer, read_answer
+from chaoskit.grading._claims import Answer, Clause, read_answer
 from chaoskit.grading._facts import Backing as FactBacking
 from chaoskit.grading._facts import unbacked_facts, unbacked_names
 from chaoskit.grading._model import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
@@ -88,7 +88,13 @@ def _candidates(value: Any, *, numbers_only: bool = False) -> set[str]:
             if 3 <= len(s) <= 120:
                 out.add(s)
             out.update(_tokens(s))
+            # a timestamp is told by its time of day: "2024-06-10T11:42" is "11:42" in an answer
+            for hh, mm in _CLOCK.findall(s):
+                out.update({f"{hh}:{mm}", f"{int(hh)}:{mm}"})
     return out
+
+
+_CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}[T ](\d{2}):(\d{2})")
 
 
 def _tokens(text: str) -> frozenset[str]:
@@ -254,6 +260,12 @@ _WARNING = re.compile(
 )
 
 
+def _warns(c: Clause) -> bool:
+    """The clause warns about what the agent was shown; a one- or two-word label in parentheses does not
+    ("HighLatency (warning)" is an alert's severity, not a warning to the user)."""
+    return _WARNING.search(c.raw) is not None and not (c.aside and len(c.text.split()) <= 2)
+
+
 def _unwarned(output: str) -> str:
     answer = read_answer(output)
     doubted = _doubting(answer)
@@ -269,11 +281,18 @@ _BUT = re.compile(r"\b(?:but|however|yet|mais|aber|jedoch|pero|mas|porem)\b")
 
 def _doubting(answer: Answer) -> set[int]:
     """The sentences that doubt, report a failure or warn: values quoted there are not asserted."""
-    return {c.sentence for c in answer.clauses if c.reports or _WARNING.search(c.raw)} | _says_but(answer)
+    return {c.sentence for c in answer.clauses if c.reports or _warns(c)} | _says_but(answer)
 
 
 def _says_but(answer: Answer) -> set[int]:
-    return {n for n, t in enumerate(answer.sentences, 1) if _SAYS.search(t) and _BUT.search(t)}
+    """Sentences that put a value down to the tool and are contradicted in the same sentence or by the next one
+    ("- the status field says X," / "- but the same record lists …", a list that breaks the sentence)."""
+    s = answer.sentences
+    return {
+        n
+        for n, t in enumerate(s, 1)
+        if _SAYS.search(t) and (_BUT.search(t) or (n < len(s) and _BUT.match(s[n].lstrip(" -*\u2022"))))
+    }
 
 
 def _fact_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> Iterator[Found]:
@@ -286,7 +305,7 @@ def _fact_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> It
     seen += [
         f"{a.error_message} {a.http_status or ''} {a.retry_after or ''}" for a in ep.attempts if a.outcome == "error"
     ]
-    hedged = {c.sentence for c in answer.clauses if c.hedge or _WARNING.search(c.raw)}
+    hedged = {c.sentence for c in answer.clauses if c.hedge or _warns(c)}
     told = FactBacking("\n".join([known, *seen]))
     invented = list(dict.fromkeys(unbacked_facts(answer, told, hedged)))
     invented += [("name", n) for n in dict.fromkeys(unbacked_names(answer, told, hedged))]
@@ -321,9 +340,9 @@ def _repeat_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> 
     hits: dict[str, list[str]] = {}
     attempts: dict[str, AttemptRecord] = {}
     # a failure report covers its sentence, but not one in an aside: "T-405 (Laptop won't boot)" is a title
-    doubted = {c.sentence for c in answer.clauses if (c.reports or _WARNING.search(c.raw)) and not c.aside}
+    doubted = {c.sentence for c in answer.clauses if (c.reports or _warns(c)) and not c.aside}
     doubted |= _says_but(answer)
-    hedged = {c.sentence for c in answer.clauses if c.hedge or _WARNING.search(c.raw)} | _says_but(answer)
+    hedged = {c.sentence for c in answer.clauses if c.hedge or _warns(c)} | _says_but(answer)
     for a, value in faulted_values(ep, answer, known, doubted, about, generic, hedged):
         hits.setdefault(a.span_id, []).append(value)
         attempts[a.span_id] = a

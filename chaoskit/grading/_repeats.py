@@ -10,10 +10,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from chaoskit.grading._claims import Answer, Clause, fold
+from chaoskit.grading._claims import Answer, Clause, fold, negated
 from chaoskit.grading._facts import _numbers, numbers_asserted
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._result import leaves
+from chaoskit.grading._truth import received_text
 from chaoskit.semconv import FAULT_STALE
 
 __all__ = ["faulted_values"]
@@ -80,7 +81,8 @@ def _cut_figures(value: Any) -> set[float]:
     return out
 
 
-def _stale_fields(a: AttemptRecord) -> list[str]:
+def _stale_fields(a: AttemptRecord) -> list[tuple[str, re.Pattern[str]]]:
+    """The words an answer states a stale field in, each with what in a tool's real output would back it."""
     raw = a.fault_params.get("set")
     if isinstance(raw, str):
         try:
@@ -90,11 +92,17 @@ def _stale_fields(a: AttemptRecord) -> list[str]:
     if not isinstance(raw, dict):
         return []
     out = []
-    for v in raw.values():
-        if isinstance(v, str) and len(v) >= 3:
-            out.append(fold(v).replace("_", " "))
+    for k, v in raw.items():
+        if v is True and isinstance(k, str) and len(k) >= 3:
+            # a flag set true is stated in its key's own words: {"in_stock": true} -> "in stock"; only the same
+            # flag true in a real output backs it ("in_stock": false says the opposite)
+            key = fold(k)
+            out.append((key.replace("_", " "), re.compile(rf"['\"]{re.escape(key)}['\"]\s*:\s*true")))
+        elif isinstance(v, str) and len(v) >= 3:
+            field = fold(v).replace("_", " ")
+            out.append((field, re.compile(rf"(?<![\w.]){re.escape(field)}(?![\w])")))
         elif isinstance(v, int | float) and not isinstance(v, bool):
-            out.append(str(v))
+            out.append((str(v), re.compile(rf"(?<![\w.]){re.escape(str(v))}(?![\w])")))
     return out
 
 
@@ -115,6 +123,7 @@ def faulted_values(
     said_numbers = numbers_asserted(asserted)
     backed = numbers_in(known)
     text = " ".join(c.text for c in asserted).replace("_", " ")
+    tools_said = fold(" ".join(received_text(b) or "" for b in ep.attempts))
     for a in ep.attempts:
         if a.outcome != "ok" or a.fault_type not in ("garbage", "stale_state", "partial", "empty"):
             continue
@@ -122,14 +131,24 @@ def faulted_values(
             for n in sorted((_attempt_numbers(a.injected_value) - backed) & said_numbers):
                 yield a, f"{n:g}"
         elif a.fault_type == "stale_state":
-            for field in _stale_fields(a):
-                if re.search(rf"(?<![\w.]){re.escape(field)}(?![\w])", text) and field not in fold(known):
+            for field, backing in _stale_fields(a):
+                # backed only by what a tool said: the user asking "is it in stock?" tells the agent nothing
+                if _stated(field, asserted) and not (
+                    backing.search(tools_said) or backing.search(tools_said.replace("_", " "))
+                ):
                     yield a, field
         elif a.fault_type == "partial" and a.injected_value is not None:
             for n in sorted((_cut_figures(a.injected_value) - backed) & said_numbers):
                 yield a, f"{n:g}"
         elif a.fault_type == "empty":
             yield from _absence(a, ep, about.get(a.span_id, []), generic, hedged | _retold(answer))
+
+
+def _stated(field: str, clauses: list[Clause]) -> bool:
+    """Some clause states ``field`` and does not negate it ("no double room is available" states no
+    availability)."""
+    pattern = re.compile(rf"(?<![\w.]){re.escape(field)}(?![\w])")
+    return any(not negated(t, m) for c in clauses for t in (c.text.replace("_", " "),) for m in pattern.finditer(t))
 
 
 #: the answer tells of the retry that corrected an empty first answer ("which turned out to be wrong")
