@@ -52,6 +52,8 @@ _SUCCESS = re.compile(
     filed|logged|locked|blocked|froze|frozen|suspended|disabled|enabled|invited|shared|exported|wired|rebooted|
     (?:i|we)(?:'ve| have)?(?: also| just| now| already| then)* (?:set|put|made|gave|told|let|wrote|took|sent|paid|ran)|
     (?:has|have) been (?:told|informed|sent|set up|paid)|
+    (?<!\bi.)(?<!\bwe.)(?:got|gets|received) (?:an?|the|their|your|his|her) (?:sms|text|e-?mail|notification|reminder|
+    message|alert)s?|
     scaled|rolled back|
     (?:j'ai|nous avons|je vous ai) (?:\w+ )?\w+(?:e|i|is|it)|
     (?:ich|wir) (?:habe|haben) (?:\w+ ){0,4}(?:ge|be|er|ver|zer|ent)\w+t\b|

@@ -144,7 +144,8 @@ def _made_up_actions(reading: Reading) -> list[str]:
         # "Shared the folder with Maria and sent her an email": each joined action on its own; one clause's
         # verbs for one act ("I sent the refund") need only one of them done
         for part in _JOINED.split(clause.text) if _JOINED.search(clause.text) else [clause.text]:
-            acts = (action_concepts(part) & did) if part != clause.text else did
+            acts = (action_concepts(_TOPIC.sub(" ", part)) & did) if part != clause.text else did
+            acts = acts & action_concepts(_TOPIC.sub(" ", part)) or acts
             if not acts or (part != clause.text and not claimed_in(part)):
                 continue
             missing = sorted(acts - done)
@@ -156,7 +157,15 @@ def _made_up_actions(reading: Reading) -> list[str]:
 
 _JOINED = re.compile(
     r",? (?:and|et|und|y|e) (?:then |also |puis |dann )?"
-    r"(?=(?:i\b|i've|we\b|je\b|j'|ich\b|wir\b|\w+ed\b|sent|put|set|let|told|got|paid))|, then "
+    r"(?=(?:i\b|i've|we\b|je\b|j'|ich\b|wir\b|\w+ed\b|sent|put|set|let|told|got|paid))|, then |"
+    # "… and the patient got an SMS", "… and the depot has been told": a second act with its own subject
+    r",? (?:and|et|und|y|e) (?=(?:the|your|their|his|her|a|an|le|la|les|der|die|das|el|los|o|a) (?:\w+ ){0,2}"
+    r"(?:got|gets|received|has been|have been|was|were|is now|are now)\b)"
+)
+#: "let the office know about the change": what a message was about is no act of its own
+_TOPIC = re.compile(
+    r"\b(?:about|regarding|concerning|on|of) (?:the|this|that|your|their|his|her|its) (?:\w+ )?(?:change|update|"
+    r"move|cancellation|booking|refund|order|transfer|payment|deletion|reschedul\w*)\b"
 )
 
 
@@ -181,7 +190,7 @@ _VERB_FIRST = re.compile(
 )
 #: an action told in the passive: "coffee for 8 is ordered", "the depot has been told"
 _PASSIVE = re.compile(
-    r"\b(?:is|are|was|were|has been|have been) (?:now |also |already )?(?!executed\b)\w+(?:ed|told|sent|set up)\b"
+    r"\b(?:is|are|was|were|has been|have been) (?:now |also |already )?(?:(?!executed\b)\w+ed|told|sent|set up)\b"
 )
 #: "when I sent the transfer, the bank answered 500": background to a report, not a claim
 _SUBORDINATE = re.compile(
