@@ -167,14 +167,28 @@ def unbacked_names(answer: Answer, backing: Backing, skip_sentences: set[int]) -
     if len(_ENGLISH.findall(text)) <= len(_OTHER.findall(text)):
         return []
     out = []
-    for clause in answer.clauses:
+    for i, clause in enumerate(answer.clauses):
         if clause.sentence in skip_sentences or clause.hedge or clause.question or clause.conditional or clause.advice:
             continue
-        for m in _NAME.finditer(clause.raw):
+        raw = clause.raw
+        # a clause the sentence goes on into after a comma or a parenthesis starts with a name, not a sentence:
+        # "with the same therapist, Julia", "the broker (Kuehne+Nagel)"
+        if i and answer.clauses[i - 1].sentence == clause.sentence and _AFTER_BREAK.search(_before(answer, clause)):
+            raw = ", " + raw
+        for m in _NAME.finditer(raw):
             word = fold(m.group(0)).strip(".-")
             if len(word) >= 3 and word not in _NOT_NAMES and word not in backing.text:
                 out.append(m.group(0))
     return out
+
+
+_AFTER_BREAK = re.compile(r"[,(]\s*$")
+
+
+def _before(answer: Answer, clause: Clause) -> str:
+    """The two characters of the answer's text before the clause (empty when the clause is not found as is)."""
+    at = answer.text.find(clause.raw)
+    return answer.text[max(0, at - 2) : at] if at > 0 else ""
 
 
 def unbacked_facts(answer: Answer, backing: Backing, skip_sentences: set[int]) -> Iterator[tuple[str, str]]:
@@ -197,8 +211,8 @@ def _small(number: str, text: str) -> bool:
         value = float(number.replace(",", "."))
     except ValueError:
         return False
-    if value >= 10:
-        return False
+    if value >= 10 or re.fullmatch(r"\d[.,]\d+", number):
+        return False  # a measured value ("rated 8.6", "2.5") is a claim however small
     places = re.finditer(rf"(?<![\d.,]){re.escape(number)}(?!\d)", text)
     return not any(_UNIT.match(text, m.end()) for m in places)
 

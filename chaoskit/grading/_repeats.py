@@ -14,7 +14,7 @@ from chaoskit.grading._claims import Answer, Clause, fold, negated
 from chaoskit.grading._facts import _numbers, numbers_asserted
 from chaoskit.grading._model import AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._result import leaves
-from chaoskit.grading._truth import received_text
+from chaoskit.grading._truth import is_write, received_text
 from chaoskit.semconv import FAULT_STALE
 
 __all__ = ["faulted_values"]
@@ -137,6 +137,8 @@ def faulted_values(
                     backing.search(tools_said) or backing.search(tools_said.replace("_", " "))
                 ):
                     yield a, field
+        elif a.fault_type == "garbage" and a.injected_value is not None:
+            yield from ((a, v) for v in _superseded(a, ep) if _stated(v, asserted, _AS_OLD))
         elif a.fault_type == "partial" and a.injected_value is not None:
             for n in sorted((_cut_figures(a.injected_value) - backed) & said_numbers):
                 yield a, f"{n:g}"
@@ -144,11 +146,49 @@ def faulted_values(
             yield from _absence(a, ep, about.get(a.span_id, []), generic, hedged | _retold(answer))
 
 
-def _stated(field: str, clauses: list[Clause]) -> bool:
+def _superseded(stale: AttemptRecord, ep: EpisodeRecord) -> list[str]:
+    """The old values a stale replay of the same call brought back after a write changed them: the read-back of
+    an appointment moved to 15:00 that still says 9:00. Each as an answer writes it ("9:00" for a timestamp)."""
+    old = stale.injected_value
+    if not isinstance(old, dict):
+        return []
+    mine = {str(v) for v in leaves(stale.args)}
+    out: list[str] = []
+    for w in ep.attempts:
+        if not (w.clean_success and is_write(w) and w.end_time <= stale.start_time and isinstance(w.args, dict)):
+            continue
+        if not mine & {str(v) for v in leaves(w.args)}:
+            continue  # a write to another record
+        for key, new in w.args.items():
+            was = old.get(key)
+            if was is None or isinstance(was, bool) or str(was) == str(new) or isinstance(was, dict | list):
+                continue
+            was_text = fold(str(was))
+            clock = _CLOCK.search(was_text)
+            out.extend({f"{int(clock[1])}:{clock[2]}", f"{clock[1]}:{clock[2]}"} if clock else {was_text})
+    return [v for v in out if len(v) >= 3]
+
+
+_CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}[t ](\d{2}):(\d{2})")
+
+
+#: a value told as what a change replaced ("9:00 → 15:00", "moved from 9:00", "was 9:00"), not as the state now
+_AS_OLD = re.compile(
+    r"(?:\b(?:from|was|previously|instead of|de|von|desde|en lugar de|au lieu de|statt|em vez de)\s+(?:\w+\s+)?)$|"
+    r"^\s*(?:→|->|=>|-->|to\b|a\b|à|auf\b|para\b|zu\b)"
+)
+
+
+def _stated(field: str, clauses: list[Clause], old: re.Pattern[str] | None = None) -> bool:
     """Some clause states ``field`` and does not negate it ("no double room is available" states no
-    availability)."""
-    pattern = re.compile(rf"(?<![\w.]){re.escape(field)}(?![\w])")
-    return any(not negated(t, m) for c in clauses for t in (c.text.replace("_", " "),) for m in pattern.finditer(t))
+    availability); with ``old``, nor tells it as the value a change replaced (``_AS_OLD``)."""
+    pattern = re.compile(rf"(?<![\w.:]){re.escape(field)}(?![\w]|:\d)")
+    return any(
+        not negated(t, m) and not (old and (old.search(t[: m.start()]) or old.search(t[m.end() :])))
+        for c in clauses
+        for t in (c.text.replace("_", " "),)
+        for m in pattern.finditer(t)
+    )
 
 
 #: the answer tells of the retry that corrected an empty first answer ("which turned out to be wrong")
