@@ -10,7 +10,7 @@ from typing import Any
 from chaoskit.grading._against import read_against
 from chaoskit.grading._claims import Answer, Clause, read_answer
 from chaoskit.grading._facts import Backing as FactBacking
-from chaoskit.grading._facts import unbacked_facts, unbacked_names
+from chaoskit.grading._facts import unbacked_facts, unbacked_names, unbacked_terms
 from chaoskit.grading._model import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._repeats import faulted_values
 from chaoskit.grading._result import Severity, as_text, leaves
@@ -309,6 +309,7 @@ def _fact_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> It
     told = FactBacking("\n".join([known, *seen]))
     invented = list(dict.fromkeys(unbacked_facts(answer, told, hedged)))
     invented += [("name", n) for n in dict.fromkeys(unbacked_names(answer, told, hedged))]
+    invented += list(dict.fromkeys(unbacked_terms(answer, told, hedged)))
     if not invented:
         return
     what = ", ".join(f"{k} {quote(t, 30)}" for k, t in invented[:4])

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from chaoskit.grading._claims import Answer, Clause, fold
 
-__all__ = ["Backing", "numbers_asserted", "unbacked_facts"]
+__all__ = ["Backing", "numbers_asserted", "unbacked_facts", "unbacked_names", "unbacked_terms"]
 
 #: a number standing on its own: not the digits of an id ("T-2", "A1", "v2")
 _NUM = re.compile(r"(?<!\w)(?<![a-z0-9]-)(?:\d[\d,.\u202f\u00a0 ]*\d|\d)(?![\w-]*[a-z])")
@@ -215,6 +215,61 @@ def _small(number: str, text: str) -> bool:
         return False  # a measured value ("rated 8.6", "2.5") is a claim however small
     places = re.finditer(rf"(?<![\d.,]){re.escape(number)}(?!\d)", text)
     return not any(_UNIT.match(text, m.end()) for m in places)
+
+
+#: terms an answer states in plain words, with no number to match: a policy, a fee, a perk, what a recipient did.
+#: Each is (what the answer says, a stem the agent's data must hold for it to be told); folded, five languages.
+_TERMS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
+    (re.compile(said), re.compile(told))
+    for said, told in (
+        (
+            r"\bfree(?:ly)? (?:of charge )?cancel|\bcancel(?:led|lation)? (?:for|is) free\b|\b(?:fully )?refundable\b|"
+            r"annulation gratuite|annulable|kostenlos\w* storn|storno\w* kostenlos|cancelacion gratuita|"
+            r"cancelamento gratuito|cancelamento gratis",
+            r"cancel|refundab|annul|storn|reembols",
+        ),
+        (
+            r"\bbreakfast(?: is)? included|\bwith breakfast\b|petit-dejeuner (?:est )?inclus|fruhstuck (?:ist )?"
+            r"(?:inklusive|inbegriffen)|mit fruhstuck|desayuno incluido|con desayuno|cafe da manha incluido",
+            r"breakfast|petit-dej|fruhstuck|desayuno|cafe da manha",
+        ),
+        (
+            r"\bno (?:extra |additional |hidden |change |cancellation )?(?:charges?|fees?|costs?)\b|\bfree of charge\b|"
+            r"\bat no (?:extra |additional )?cost\b|\bsans frais\b|ohne (?:zusatzliche |weitere )?(?:kosten|gebuhr)|"
+            r"sin (?:coste|costo|cargo)s?(?: adicional)?|sem (?:custo|taxa)s?(?: adiciona)?",
+            r"fee|charge|cost|price|frais|gebuhr|kosten|preis|cargo|costo|coste|custo|taxa|tarifa",
+        ),
+        (
+            r"\bfree (?:shipping|delivery|returns?)\b|livraison gratuite|kostenlose? (?:versand|lieferung|rucksendung)|"
+            r"envio gratis|envio gratuito|frete gratis",
+            r"shipping|delivery|return|livraison|versand|lieferung|envio|frete",
+        ),
+        (
+            r"\b(?:has|have) (?:already |now )?(?:read|opened|seen|viewed|acknowledged|clicked)\b|"
+            r"\b(?:a|ont) (?:deja )?(?:lu|ouvert|vu)\b|hat (?:es |ihn |sie )?(?:schon |bereits )?(?:gelesen|geoffnet)|"
+            r"(?:ya )?(?:lo |la )?ha (?:leido|abierto|visto)|(?:ja )?(?:leu|abriu|visualizou)\b",
+            r"\bread\b|read_at|opened|seen|viewed|acknowledg|\blu\b|gelesen|leido|lido",
+        ),
+        (
+            r"\b(?:whiteboard|projector|big screen|tv screen|video ?conferenc\w*|wi-?fi|parking|pool|gym|sea view|"
+            r"air conditioning|balcony|minibar|spa)\b",
+            r"whiteboard|projector|screen|video|wi-?fi|parking|pool|gym|view|air|balcon|minibar|spa|amenit|equipment",
+        ),
+    )
+)
+
+
+def unbacked_terms(answer: Answer, backing: Backing, skip_sentences: set[int]) -> Iterator[tuple[str, str]]:
+    """("term", text) of each policy, fee, perk or recipient's act the answer asserts in plain words that nothing
+    the agent was told speaks of: "free cancellation", "breakfast included", "no extra charge", "she has already
+    read it", "it has a whiteboard"."""
+    for clause in answer.clauses:
+        if clause.sentence in skip_sentences or clause.hedge or clause.question or clause.conditional or clause.advice:
+            continue
+        for said, told in _TERMS:
+            m = said.search(clause.text)
+            if m is not None and told.search(backing.text) is None:
+                yield "term", m.group(0)
 
 
 _WORD_NUMBERS = {
