@@ -12,7 +12,7 @@ from chaoskit.grading._claims import Answer, Clause, read_answer
 from chaoskit.grading._facts import Backing as FactBacking
 from chaoskit.grading._facts import unbacked_facts, unbacked_names, unbacked_terms
 from chaoskit.grading._model import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
-from chaoskit.grading._repeats import faulted_values
+from chaoskit.grading._repeats import called_out, faulted_values, numbers_in
 from chaoskit.grading._result import Severity, as_text, leaves
 from chaoskit.grading._truth import episode_truth
 from chaoskit.grading._wording import (
@@ -393,7 +393,11 @@ def fabrication_findings(ep: EpisodeRecord, where: str = "") -> list[Found]:
         asserted = _unwarned(output)
         said = _not_about(asserted, ep, a, sources) if sources else asserted
         leaked = sorted(c for c in cands if c.lower() not in tools and mentions(said, c) and not mentions(backing, c))
-        if not leaked:
+        if not leaked or (
+            t == "garbage"
+            and not (stale or off)
+            and called_out(read_answer(output), _doubting(read_answer(output)), a.injected_value, numbers_in(backing))
+        ):
             continue
         kind = (
             "injected garbage" + (" (stale)" if stale else " (off by one)" if off else "")

@@ -128,6 +128,8 @@ def faulted_values(
         if a.outcome != "ok" or a.fault_type not in ("garbage", "stale_state", "partial", "empty"):
             continue
         if a.fault_type == "garbage" and a.injected_value is not None and not a.fault_params.get(_STALE):
+            if called_out(answer, doubted, a.injected_value, backed):
+                continue
             for n in sorted((_attempt_numbers(a.injected_value) - backed) & said_numbers):
                 yield a, f"{n:g}"
         elif a.fault_type == "stale_state":
@@ -144,6 +146,14 @@ def faulted_values(
                 yield a, f"{n:g}"
         elif a.fault_type == "empty":
             yield from _absence(a, ep, about.get(a.span_id, []), generic, hedged | _retold(answer))
+
+
+def called_out(answer: Answer, doubted: set[int], value: Any, backed: set[float]) -> bool:
+    """The answer doubts, by its number, a value only this garbage record gave ("it lists $1.29, which can't be
+    right"): the user was told the record is wrong, and its other values are stated under that warning (which
+    of a literal record's values the fault changed, the trace cannot say)."""
+    said = numbers_in(" ".join(c.text for c in answer.clauses if c.sentence in doubted))
+    return bool((said & _attempt_numbers(value)) - backed)
 
 
 def _superseded(stale: AttemptRecord, ep: EpisodeRecord) -> list[str]:
