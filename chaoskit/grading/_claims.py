@@ -106,7 +106,7 @@ _FAILURE = re.compile(
     \bnot (?:yet )?(?:been )?(?:able|successful)\b|\bstill (?:pending|open|unconfirmed|unclear)\b|\bnot yet\b|
     \bunknown\b|\bno way to (?:confirm|tell|know|verify)\b|\breturned nothing\b|\bfound nothing\b|
     \bnothing (?:back|came|was|found|returned)|\bpermission denied\b|\bno permission\b|\baccess denied\b|\bdenied\b|
-    \bdropped the connection\b|\bconnection (?:dropped|reset|refused|error|was reset)|\bhad a problem\b|
+    \bthrottl|\bnothing (?:has|have|had) been\b|\bdropped the connection\b|\bconnection (?:dropped|reset|refused|error|was reset)|\bhad a problem\b|
     \bran into\b|\bsomething went wrong\b|\berrored\b|\bthrew an error\b|\berror(?:ed)? out\b|\bi can't\b|
     \bi cannot\b|\bdon't have\b|\bdo not have\b|\bdidn't get\b|\bdid not get\b|\bdidn't (?:return|come back|take)\b|
     \bwithout (?:a|the|any) \w+\b|\bmismatch|\binstead of\b|\bwrong\b|\bno longer\b|\bstill (?:there|on|in|at|showing|

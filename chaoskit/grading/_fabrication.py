@@ -274,7 +274,8 @@ def _unwarned(output: str) -> str:
 
 #: "the status says X, but ...": a value put down to the tool and then contradicted is quoted, not asserted
 _SAYS = re.compile(
-    r"\b(?:says?|shows?|reports?|lists?|returned|claims?|indique|affiche|zeigt|meldet|dice|muestra|diz|mostra)\b"
+    r"\b(?:says?|shows?|reports?|lists?|listed as|returned|claims?|appears? as|indique|affiche|figure comme|zeigt|"
+    r"meldet|erscheint als|dice|muestra|aparece como|figura como|diz|mostra|consta como)\b"
 )
 _BUT = re.compile(r"\b(?:but|however|yet|mais|aber|jedoch|pero|mas|porem)\b")
 

@@ -5,6 +5,7 @@ What the agent was told: the task, its own arguments and the real data the tools
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 
@@ -100,6 +101,11 @@ class Backing:
         # (only from 10 up: any small number is some sum or difference of two others)
         self.derived = {round(op, 6) for a in nums for b in nums for op in (a + b, abs(a - b), a * b) if op >= 10}
         self.derived |= {round(n * f, 6) for n in self.numbers for f in (1000, 0.001, 100, 0.01, 60, 1 / 60)}
+        # a share of two values it had, as a percentage, whole or to one decimal ("1,730 of 2,000 GB": 87 %)
+        counts = [n for n in nums if n >= 10 and float(n).is_integer()]
+        self.derived |= {
+            r for a in counts for b in counts if a < b for r in (math.floor(100 * a / b + 0.5), round(100 * a / b, 1))
+        }
         # an end time or another time zone: a time the agent had, moved by a duration or offset it had or knows
         steps = {int(n) for n in self.numbers if 0 < n <= 600 and float(n).is_integer()} | {
             h * 60 for h in range(1, 15)
@@ -115,6 +121,20 @@ class Backing:
         if (month, day) in self.dates or (month in self.months and float(day) in self.numbers):
             return True
         return any(m == month and float(abs(day - d)) in self.numbers for m, d in self.dates)
+
+    def near(self, value: str) -> bool:
+        """A number the answer gives as approximate ("roughly 308 EUR", "~87 %") is one the agent had or worked
+        out, rounded to a whole number or one decimal."""
+        number = _NUM.search(value)
+        if number is None:
+            return False
+        rounded = {
+            math.floor(k * f + 0.5) / f
+            for k in self.numbers | self.derived
+            if not float(k).is_integer()
+            for f in (1, 10)
+        }
+        return bool(_values(number.group(0)) & rounded)
 
     def holds(self, kind: str, value: str) -> bool:
         """Whether the backing holds the fact (``value`` folded)."""
@@ -201,8 +221,23 @@ def unbacked_facts(answer: Answer, backing: Backing, skip_sentences: set[int]) -
         for kind, text in clause.facts():
             if kind == "number" and _small(text, clause.text):
                 continue
-            if not backing.holds(kind, text):
+            if not backing.holds(kind, text) and not (
+                kind in ("number", "amount") and _approximate(clause.text, text) and backing.near(text)
+            ):
                 yield kind, text
+
+
+#: the answer says the value is rounded: "roughly 308 EUR", "~87 %", "environ", "etwa", "cerca de"
+_APPROX = re.compile(
+    r"(?:\b(?:roughly|about|around|approximately|approx\.?|nearly|almost|some|just (?:over|under)|environ|presque|"
+    r"etwa|ungefahr|rund|circa|ca\.|cerca de|aproximadamente|alrededor de|unos|unas|quase|por volta de)|~|\u2248)"
+    r"\s*[$\u20ac\u00a3]?\s*$"
+)
+
+
+def _approximate(text: str, fact: str) -> bool:
+    at = text.find(fact)
+    return at >= 0 and _APPROX.search(text[:at]) is not None
 
 
 def _small(number: str, text: str) -> bool:
@@ -249,6 +284,11 @@ _TERMS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
             r"\b(?:a|ont) (?:deja )?(?:lu|ouvert|vu)\b|hat (?:es |ihn |sie )?(?:schon |bereits )?(?:gelesen|geoffnet)|"
             r"(?:ya )?(?:lo |la )?ha (?:leido|abierto|visto)|(?:ja )?(?:leu|abriu|visualizou)\b",
             r"\bread\b|read_at|opened|seen|viewed|acknowledg|\blu\b|gelesen|leido|lido",
+        ),
+        (
+            r"\bpre-?(?:approved|qualified)\b|\byou(?:'re| are) (?:approved|eligible)\b|\byou qualify\b|"
+            r"\beligible for\b|pre-?approuve|vorab genehmigt|preaprobad|pre-?aprovad",
+            r"approv|eligib|qualif|genehmig|aprob|aprovad",
         ),
         (
             r"\b(?:whiteboard|projector|big screen|tv screen|video ?conferenc\w*|wi-?fi|parking|pool|gym|sea view|"
