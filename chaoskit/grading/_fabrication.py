@@ -169,6 +169,8 @@ class _Backing:
         self.attrs = [
             str(v) for k, v in ep.attributes.items() if k.startswith(EPISODE_PREFIX) and k not in _EPISODE_OWN
         ]
+        # a tool's description is what the agent was told about it ("Hold one seat …; no charge")
+        self.attrs.extend(dict.fromkeys(a.description for a in ep.attempts if a.description))
         self.real = [(a.span_id, _real_part(a)) for a in ep.attempts]
 
     def text(self, skip: set[str] | None = None, until: float | None = None) -> str:
