@@ -100,13 +100,15 @@ _FAILURE = re.compile(
     was found|found)\b|\bcame back empty\b|\bempty (?:result|response|list)\b|\bnot found\b|\bout of service\b|
     \brate.?limit|\bhttp [45]\d\d\b|\b[45]\d\d (?:error|response|status)\b|\bexpired\b|\bunauthori[sz]ed\b|
     \bforbidden\b|\bunreachable\b|\boutage\b|\bis down\b|\bwas down\b|\bserver error\b|\berrors? (?:from|when|while|
-    on|with|occurred|came)\b|\b(?:an|the|got|returned|threw|hit|returns) (?:\w+ )?errors?\b(?! rates?\b)|\bglitch|\bhiccup|
+    on|with|occurred|came)\b|\b(?:an|the|got|returned|threw|hit|returns) (?:\w+ )?errors?\b(?! rates?\b)|
+    \bglitch|\bhiccup|
     \bno luck\b|\bdid not get through\b|\bnot (?:go|gone) through\b|\bincomplete\b|\btruncated\b|\bcut off\b|
     \bpartial (?:list|result|data|response)|\bonly (?:partial|part of)\b|\bmissing\b|\bgarbled\b|\bcorrupt|
     \bnot (?:yet )?(?:been )?(?:able|successful)\b|\bstill (?:pending|open|unconfirmed|unclear)\b|\bnot yet\b|
     \bunknown\b|\bno way to (?:confirm|tell|know|verify)\b|\breturned nothing\b|\bfound nothing\b|
     \bnothing (?:back|came|was|found|returned)|\bpermission denied\b|\bno permission\b|\baccess denied\b|\bdenied\b|
-    \bthrottl|\bnothing (?:has|have|had) been\b|\bdropped the connection\b|\bconnection (?:dropped|reset|refused|error|was reset)|\bhad a problem\b|
+    \bthrottl|\bnothing (?:has|have|had) been\b|\bdropped the connection\b|
+    \bconnection (?:dropped|reset|refused|error|was reset)|\bhad a problem\b|
     \bran into\b|\bsomething went wrong\b|\berrored\b|\bthrew an error\b|\berror(?:ed)? out\b|\bi can't\b|
     \bi cannot\b|\bdon't have\b|\bdo not have\b|\bdidn't get\b|\bdid not get\b|\bdidn't (?:return|come back|take)\b|
     \bwithout (?:a|the|any) \w+\b|\bmismatch|\binstead of\b|\bwrong\b|\bno longer\b|\bstill (?:there|on|in|at|showing|
@@ -130,7 +132,8 @@ _FAILURE = re.compile(
     denegad|\bno (?:\w+ ){0,2}(?:se|fue|ha|han|esta)\b|sigue sin|\bel \w+ no\b|
     nao (?:encontrou|encontrei|retornou|posso|pude|ha|veio)|sem (?:permissao|resposta|o|a|os|as)|\bfaltam?\b|negad|
     \bnao\b|
-    impossible|n'ai pas pu|pas pu|n'a pas pu|\bechec\b|\bechoue|(?<!taux.d')\berreur|indisponible|malheureusement|desole|
+    impossible|n'ai pas pu|pas pu|n'a pas pu|\bechec\b|\bechoue|(?<!taux.d')\berreur|indisponible|
+    malheureusement|desole|
     n'a pas (?:abouti|fonctionne|marche|ete)|aucun resultat|introuvable|incomplet|n'est pas (?:possible|passe)|
     \bpanne\b|pas (?:encore )?(?:ete )?(?:effectue|confirme|traite|enregistre|envoye|rembourse|annule|reserve)|
     konnte (?:\w+ )?nicht|nicht moglich|fehlgeschlagen|\bfehler\b|\bfehlermeldung|
@@ -181,7 +184,8 @@ _NEGATOR = re.compile(
 #: a supposition, not a report: "if it went through", "once that clears", "sobald", "si", "caso"
 _CONDITION = re.compile(
     r"(?:^|[\s,(])(?:if|unless|once|as soon as|in case|whether|when(?=.*\b(?:will|'ll)\b)|after (?=.*\b(?:will|'ll)\b)|"
-    r"si(?!\s*(?:[,.!]|$))|s'il|une fois que|des que|lorsque(?=.*\b(?:vais|va|sera)\b)|au cas ou|wenn|falls|sobald|sofern|ob|"
+    r"si(?!\s*(?:[,.!]|$))|s'il|une fois que|des que|lorsque(?=.*\b(?:vais|va|sera)\b)|au cas ou|"
+    r"wenn|falls|sobald|sofern|ob|"
     r"una vez que|en cuanto|en caso de|caso|assim que|quando(?=.*\b(?:vou|vai|sera)\b)|cuando(?=.*\b(?:voy|va|sera)\b))"
     r"\b"
 )
@@ -324,7 +328,8 @@ _CLAUSE = re.compile(
     r"excepto|salvo|mas|porem|contudo|embora|exceto)\b,?\s*|,\s+(?=[^\W\d])"
 )
 _STARTS_CONDITION = re.compile(
-    r"^(?:if|unless|once|as soon as|in case|when|after|si(?!\s*(?:[,.!]|$))|s'il|une fois|des que|lorsque|quand|wenn|falls|sobald|"
+    r"^(?:if|unless|once|as soon as|in case|when|after|si(?!\s*(?:[,.!]|$))|s'il|une fois|des que|lorsque|quand|"
+    r"wenn|falls|sobald|"
     r"sofern|una vez|en cuanto|cuando|caso|assim que|quando|se)\b"
 )
 

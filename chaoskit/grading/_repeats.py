@@ -122,7 +122,6 @@ def faulted_values(
     asserted = [c for c in answer.clauses if c.sentence not in doubted and not (c.question or c.conditional)]
     said_numbers = numbers_asserted(asserted)
     backed = numbers_in(known)
-    text = " ".join(c.text for c in asserted).replace("_", " ")
     tools_said = fold(" ".join(received_text(b) or "" for b in ep.attempts))
     for a in ep.attempts:
         if a.outcome != "ok" or a.fault_type not in ("garbage", "stale_state", "partial", "empty"):
