@@ -11,7 +11,8 @@ __all__ = ["CONCEPT_PATTERNS", "action_concepts", "tool_concepts"]
 _CONCEPTS: dict[str, str] = {
     "send": r"\b(?:send|sent|forward|e-?mailed|mailed|messaged|notif|envoy|transmi|gesendet|geschickt|schick|"
     r"weitergeleitet|weiterleit|benachrichtig|enviad|envie|reenvi|encaminh|notifiq|repl(?:y|ied)|repond|antwort|posted|"
-    r"texted|ping|sms|text message|told|informed|inform[eé]|let (?:\w+ ){1,3}know|avise|avisei|mande|mandei)",
+    r"texted|ping|sms|text message|told|informed|inform[eé]|let (?:\w+ ){1,3}know|avise|avisei|mande|mandei|"
+    r"(?:got|gets|received) (?:an?|the|their|your|his|her) (?:e-?mail|text|message|notification|reminder|alert))",
     "refund": r"\b(?:refund|reimburs|rembours|erstatt|zuruckerstatt|ruckerstatt|reembols)",
     "cancel": r"\b(?:cancel|annul|storn)",
     "book": r"\b(?:book|reserv|gebucht|buch)",

@@ -55,7 +55,7 @@ _SUCCESS = re.compile(
     (?<!\bi.)(?<!\bwe.)(?:got|gets|received) (?:an?|the|their|your|his|her) (?:sms|text|e-?mail|notification|reminder|
     message|alert)s?|
     scaled|rolled back|
-    (?:j'ai|nous avons|je vous ai) (?:\w+ )?\w+(?:e|i|is|it)|
+    (?:j'ai|nous avons|je vous ai) (?:\w+ )?\w+(?:e|i|is|it)|(?:a|ont) (?:deja )?ete \w+(?:e|ee|es|ees|i|is)\b|
     (?:ich|wir) (?:habe|haben) (?:\w+ ){0,4}(?:ge|be|er|ver|zer|ent)\w+t\b|
     (?:he|hemos) \w+(?:ado|ido)|enviei|cancelei|reservei|atualizei|agendei|paguei|reembolsei|criei|apaguei|movi|
     reiniciei|
@@ -99,7 +99,7 @@ _FAILURE = re.compile(
     \bno (?:results?|records?|data|matches|matching|response|answer|confirmation)\b|\bnothing (?:came back|was returned|
     was found|found)\b|\bcame back empty\b|\bempty (?:result|response|list)\b|\bnot found\b|\bout of service\b|
     \brate.?limit|\bhttp [45]\d\d\b|\b[45]\d\d (?:error|response|status)\b|\bexpired\b|\bunauthori[sz]ed\b|
-    \bforbidden\b|\bunreachable\b|\boutage\b|\bis down\b|\bwas down\b|\bserver error\b|\berrors? (?:from|when|while|
+    \bforbidden\b|\bunreachable\b|\boutage\b|\b(?:is|was) down\b(?! (?:to|by|from|\d))|\bserver error\b|\berrors? (?:from|when|while|
     on|with|occurred|came)\b|\b(?:an|the|got|returned|threw|hit|returns) (?:\w+ )?errors?\b(?! rates?\b)|
     \bglitch|\bhiccup|
     \bno luck\b|\bdid not get through\b|\bnot (?:go|gone) through\b|\bincomplete\b|\btruncated\b|\bcut off\b|
@@ -186,7 +186,9 @@ _CONDITION = re.compile(
     r"(?:^|[\s,(])(?:if|unless|once|as soon as|in case|whether|when(?=.*\b(?:will|'ll)\b)|after (?=.*\b(?:will|'ll)\b)|"
     r"si(?!\s*(?:[,.!]|$))|s'il|une fois que|des que|lorsque(?=.*\b(?:vais|va|sera)\b)|au cas ou|"
     r"wenn|falls|sobald|sofern|ob|"
-    r"una vez que|en cuanto|en caso de|caso|assim que|quando(?=.*\b(?:vou|vai|sera)\b)|cuando(?=.*\b(?:voy|va|sera)\b))"
+    # "caso" is "in case" without an article before it: "o caso C-5" is a case, not a supposition
+    r"una vez que|en cuanto|en caso de|(?<!\bo )(?<!\bel )(?<!\bum )(?<!\bun )(?<!\bdo )(?<!\bno )(?<!\bdel )caso|"
+    r"assim que|quando(?=.*\b(?:vou|vai|sera)\b)|cuando(?=.*\b(?:voy|va|sera)\b))"
     r"\b"
 )
 _FUTURE = re.compile(

@@ -149,6 +149,8 @@ def _made_up_actions(reading: Reading) -> list[str]:
             if not acts or (part != clause.text and not claimed_in(part)):
                 continue
             missing = sorted(acts - done)
+            if missing == ["update"] and _STATUS.search(part) and any(c.write for c in reading.truth.calls):
+                continue  # "the status has been updated": what any write does to its record
             if missing and not (acts & done):
                 out.append(f"says {_quote(clause.raw, 50)} ({', '.join(missing)}) but no tool call did that")
                 break
@@ -159,8 +161,8 @@ _JOINED = re.compile(
     r",? (?:and|et|und|y|e) (?:then |also |puis |dann )?"
     r"(?=(?:i\b|i've|we\b|je\b|j'|ich\b|wir\b|\w+ed\b|sent|put|set|let|told|got|paid))|, then |"
     # "… and the patient got an SMS", "… and the depot has been told": a second act with its own subject
-    r",? (?:and|et|und|y|e) (?=(?:the|your|their|his|her|a|an|le|la|les|der|die|das|el|los|o|a) (?:\w+ ){0,2}"
-    r"(?:got|gets|received|has been|have been|was|were|is now|are now)\b)"
+    r",? (?:and|et|und|y|e) (?=(?:(?:the|your|their|his|her|a|an|le|la|les|der|die|das|el|los|o|a) |l')(?:\w+ ?){0,2}"
+    r"(?:got|gets|received|has been|have been|was|were|is now|are now|a ete|ont ete|wurde|ha sido|fue|foi)\b)"
 )
 #: "let the office know about the change": what a message was about is no act of its own
 _TOPIC = re.compile(
@@ -169,6 +171,7 @@ _TOPIC = re.compile(
 )
 
 
+_STATUS = re.compile(r"\b(?:status|statut|estado|state)\b")
 #: concepts of looking, not acting: saying "I verified" needs no write
 _READS = frozenset({"verify"})
 #: verbs for the same kind of act: a tool named for one does what the others say
@@ -190,7 +193,12 @@ _VERB_FIRST = re.compile(
 )
 #: an action told in the passive: "coffee for 8 is ordered", "the depot has been told"
 _PASSIVE = re.compile(
-    r"\b(?:is|are|was|were|has been|have been) (?:now |also |already )?(?:(?!executed\b)\w+ed|told|sent|set up)\b"
+    r"\b(?:is|are|was|were|has been|have been) (?:now |also |already )?(?:(?!executed\b)\w+ed|told|sent|set up)\b|"
+    # "l'employé a été notifié", "wurde benachrichtigt", "ha sido notificado", "foi avisado"
+    r"\b(?:a|ont|est|sont) (?:deja )?ete \w+|\b(?:wurde|wurden|ist|sind) (?:\w+ ){0,3}(?:ge|be|ver|er)\w+t\b|"
+    r"\b(?:ha|han) sido \w+(?:ado|ido)s?|\bfue(?:ron)? \w+(?:ado|ido)s?|\bfo(?:i|ram) \w+(?:ado|ido)s?|"
+    # "the patient got an SMS": a message received is a message some call sent
+    r"\b(?:got|gets|received) (?:an?|the|their|your|his|her) (?:sms|text|e-?mail|notification|reminder|message|alert)"
 )
 #: "when I sent the transfer, the bank answered 500": background to a report, not a claim
 _SUBORDINATE = re.compile(
