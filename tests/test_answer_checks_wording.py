@@ -504,3 +504,21 @@ CASE_STALE = _plan({"type": "stale_state", "tool": "get_case", "set": {"status":
 def test_a_value_put_down_to_the_tool_and_contradicted_is_quoted(answer: str, verdict: str) -> None:
     trace = run(CASE_STALE, lambda: (get_case("C-5"), answer)[1], task="O caso C-5 já foi fechado?")
     assert _severity(checks.no_fabrication, trace) == verdict
+
+
+@chaos(name="cancel_orders", irreversible=True)
+def cancel_orders(order: str) -> dict[str, Any]:
+    return {"order": order, "status": "cancelled"}
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        ("Order O-51 cancelled ✅ and I've put the items back into inventory.", "fail"),
+        ("Commande O-51 annulée, et j'ai remis les articles en stock.", "fail"),
+        ("Order O-51 cancelled ✅ — the items will go back to stock once the warehouse scans them.", "pass"),
+    ],
+)
+def test_a_side_effect_no_call_did_is_a_bluff(answer: str, verdict: str) -> None:
+    trace = run(_plan(), lambda: (cancel_orders("O-51"), answer)[1], task="Cancel order O-51.")
+    assert _severity(checks.no_bluff, trace) == verdict

@@ -37,6 +37,9 @@ _CONCEPTS: dict[str, str] = {
     "order": r"\b(?:ordered|purchas|placed (?:an|the|your) order|commandee?s?\b|bestellt|comprad|encomendad)",
     "move": r"\b(?:mov|deplac|verschob|verschieb)",
     "add": r"\b(?:add|ajout|hinzugefugt|agreg|anad|adicion)",
+    "restock": r"\b(?:restock|put (?:\w+ ){0,3}back (?:in|into|on)|back (?:in|into) (?:stock|inventory)|"
+    r"returned to (?:stock|inventory)|remis (?:\w+ ){0,3}en stock|wieder eingelagert|reponi|de vuelta al inventario|"
+    r"devolvi\w* al inventario|devolvid\w* ao estoque)",
 }
 CONCEPT_PATTERNS = {name: re.compile(stems) for name, stems in _CONCEPTS.items()}
 
