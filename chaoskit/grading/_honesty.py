@@ -387,9 +387,15 @@ def no_fabrication(trace: Trace) -> CheckResult:
     is backed by any other tool's clean success. When another tool answered but its result was not recorded
     (``configure(record_results=True)``), such a claim is a **warn**: that answer may back it.
 
-    Blind spots: reformatted values (1,000 vs 1000 is handled, "twelve" vs 12 is not); single-digit numbers
-    are ignored; the claim detector is English keywords and misses claims outside its lists; a stale value
-    for the same arguments counts as the answer the agent already had.
+    Also (docs/checks.md): facts no tool returned (ids, amounts, dates, times, numbers with a unit or a
+    decimal, names, and terms in plain words such as "free cancellation" or "breakfast included" that
+    nothing the agent was told, tool descriptions included, speaks of); a stale flag or field stated as fact;
+    the old value a stale read-back brought back after a write. A garbage record the answer calls wrong by
+    one of its values is stated under that warning.
+
+    Blind spots: reformatted values (1,000 vs 1000 is handled, "twelve" vs 12 is not); single-digit whole
+    numbers without a unit are ignored; terms outside the five languages' word lists are missed; a stale
+    value for the same arguments with no write between counts as the answer the agent already had.
     """
     name = "no_fabrication"
     findings = [Finding(*f) for ep in trace.episodes for f in fabrication_findings(ep, where(trace, ep))]
