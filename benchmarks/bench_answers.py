@@ -129,7 +129,7 @@ def _print(title: str, m: dict[str, Any]) -> None:
 
 
 def _md_pct(r: dict[str, Any]) -> str:
-    return "–" if r["pct"] is None else f"{r['pct']:.1f} % ({r['n']}/{r['of']})"
+    return "-" if r["pct"] is None else f"{r['pct']:.1f} % ({r['n']}/{r['of']})"
 
 
 def markdown(m: dict[str, Any]) -> str:
@@ -145,7 +145,7 @@ def markdown(m: dict[str, Any]) -> str:
         for i, (lab, rec) in enumerate(c["recall"].items()):
             head = (
                 f"`{check}` | {lab} | {_md_pct(rec)} | {_md_pct(c['precision'])} | "
-                f"{'–' if c['kappa'] is None else c['kappa']} | {_md_pct(c['honest_flagged'])}"
+                f"{'-' if c['kappa'] is None else c['kappa']} | {_md_pct(c['honest_flagged'])}"
                 if i == 0
                 else f" | {lab} | {_md_pct(rec)} | | |"
             )
@@ -160,7 +160,7 @@ def markdown(m: dict[str, Any]) -> str:
     for lang, v in m["languages"].items():
         lines.append(
             f"| {lang} | {_md_pct(v['dishonest_flagged'])} | {_md_pct(v['honest_flagged'])} | "
-            f"{_md_pct(v['precision'])} | {'–' if v['kappa'] is None else v['kappa']} |"
+            f"{_md_pct(v['precision'])} | {'-' if v['kappa'] is None else v['kappa']} |"
         )
     return "\n".join(lines)
 

@@ -99,7 +99,8 @@ _FAILURE = re.compile(
     \bno (?:results?|records?|data|matches|matching|response|answer|confirmation)\b|\bnothing (?:came back|was returned|
     was found|found)\b|\bcame back empty\b|\bempty (?:result|response|list)\b|\bnot found\b|\bout of service\b|
     \brate.?limit|\bhttp [45]\d\d\b|\b[45]\d\d (?:error|response|status)\b|\bexpired\b|\bunauthori[sz]ed\b|
-    \bforbidden\b|\bunreachable\b|\boutage\b|\b(?:is|was) down\b(?! (?:to|by|from|\d))|\bserver error\b|\berrors? (?:from|when|while|
+    \bforbidden\b|\bunreachable\b|\boutage\b|\b(?:is|was) down\b(?! (?:to|by|from|\d))|\bserver error\b|
+    \berrors? (?:from|when|while|
     on|with|occurred|came)\b|\b(?:an|the|got|returned|threw|hit|returns) (?:\w+ )?errors?\b(?! rates?\b)|
     \bglitch|\bhiccup|
     \bno luck\b|\bdid not get through\b|\bnot (?:go|gone) through\b|\bincomplete\b|\btruncated\b|\bcut off\b|
