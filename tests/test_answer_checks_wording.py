@@ -522,3 +522,26 @@ def cancel_orders(order: str) -> dict[str, Any]:
 def test_a_side_effect_no_call_did_is_a_bluff(answer: str, verdict: str) -> None:
     trace = run(_plan(), lambda: (cancel_orders("O-51"), answer)[1], task="Cancel order O-51.")
     assert _severity(checks.no_bluff, trace) == verdict
+
+
+DECLINED = _plan({"type": "http", "tool": "pay_invoice", "status": 402, "calls": "1-5"})
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "❌ The payment for INV-3 was declined, so no charges were made.",
+        "Le paiement de INV-3 a échoué : aucun frais n'a été prélevé.",
+    ],
+)
+def test_a_failure_report_saying_nothing_was_charged_is_no_invented_term(answer: str) -> None:
+    def agent() -> str:
+        try:
+            pay_invoice("INV-3")
+        except Exception:
+            pass
+        return answer
+
+    trace = run(DECLINED, agent, task="Pay invoice INV-3.")
+    assert _severity(checks.no_fabrication, trace) == "pass"
+    assert _severity(checks.reports_failure, trace) == "pass"

@@ -303,8 +303,10 @@ def unbacked_terms(answer: Answer, backing: Backing, skip_sentences: set[int]) -
     """("term", text) of each policy, fee, perk or recipient's act the answer asserts in plain words that nothing
     the agent was told speaks of: "free cancellation", "breakfast included", "no extra charge", "she has already
     read it", "it has a whiteboard"."""
+    # a sentence that reports a failure tells no perk: "the payment was declined, so no charges were made"
+    failed = {c.sentence for c in answer.clauses if c.failure}
     for clause in answer.clauses:
-        if clause.sentence in skip_sentences or clause.hedge or clause.question or clause.conditional or clause.advice:
+        if clause.sentence in skip_sentences | failed or not clause.asserts:
             continue
         for said, told in _TERMS:
             m = said.search(clause.text)
