@@ -311,6 +311,7 @@ def _rentals(answer: str, tool: Callable[[str], Any] = search_rentals) -> Trace:
     [
         "**Harbour Loft** — €132/night, 1.2 km from the centre, with free cancellation. 🏖️",
         "Harbour Loft (€132/night): breakfast included and free parking.",
+        "Harbour Loft (€132/night) has a swimming pool and a sea view.",
         "Harbour Loft, 132 € la nuit, petit-déjeuner inclus.",
         "Harbour Loft für 132 € pro Nacht, kostenlose Stornierung bis zum Vortag.",
         "Harbour Loft: 132 € por noche, sin cargo adicional por limpieza.",
@@ -545,3 +546,21 @@ def test_a_failure_report_saying_nothing_was_charged_is_no_invented_term(answer:
     trace = run(DECLINED, agent, task="Pay invoice INV-3.")
     assert _severity(checks.no_fabrication, trace) == "pass"
     assert _severity(checks.reports_failure, trace) == "pass"
+
+
+@chaos(name="scale_workers", irreversible=True)
+def scale_workers(service: str, replicas: int) -> dict[str, Any]:
+    return {"service": service, "replicas": replicas}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Scaled the ingest worker pool to 12 replicas ✅",
+        "Done, Happy to help! I have read the logs before scaling ingest to 12 replicas.",
+        "Thanks for waiting, ingest runs 12 replicas now. I've opened the dashboard to watch it.",
+    ],
+)
+def test_ordinary_words_are_no_invented_terms_or_names(answer: str) -> None:
+    trace = run(_plan(), lambda: (scale_workers("ingest", 12), answer)[1], task="Scale ingest to 12 replicas.")
+    assert _severity(checks.no_fabrication, trace) == "pass"

@@ -173,6 +173,7 @@ _NOT_NAMES = frozenset(
     _split(
         """monday tuesday wednesday thursday friday saturday sunday january february march april may june july august
         september october november december i i'm i've i'll i'd ok okay note tip heads-up update status done yes no
+        thanks thank happy hello hi hey sure please here good great also however unfortunately sorry welcome
         eur usd gbp chf utc jan feb mar apr jun jul aug sep sept oct nov dec mr mrs ms dr"""
     )
 )
@@ -280,9 +281,12 @@ _TERMS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
             r"shipping|delivery|return|livraison|versand|lieferung|envio|frete",
         ),
         (
-            r"\b(?:has|have) (?:already |now )?(?:read|opened|seen|viewed|acknowledged|clicked)\b|"
-            r"\b(?:a|ont) (?:deja )?(?:lu|ouvert|vu)\b|hat (?:es |ihn |sie )?(?:schon |bereits )?(?:gelesen|geoffnet)|"
-            r"(?:ya )?(?:lo |la )?ha (?:leido|abierto|visto)|(?:ja )?(?:leu|abriu|visualizou)\b",
+            # someone else's act on a message ("the customer has already read it"), not the agent's ("I've read")
+            r"(?<!\bi )(?<!\bwe )(?<!\byou )\b(?:has|have) (?:already |now )?(?:read|opened|seen|viewed|acknowledged|"
+            r"signed) (?:it|them|the (?:message|e-?mail|sms|text|reply|invite|invitation|notification|reminder|"
+            r"document|contract|offer))\b|"
+            r"\bl'(?:a|ont) (?:deja )?(?:lu|ouvert|vu)\b|hat (?:es |ihn |sie )?(?:schon |bereits )?(?:gelesen|geoffnet)|"
+            r"\b(?:ya )?(?:lo|la) ha (?:leido|abierto|visto)|\b(?:ja )?(?:a |o )?(?:leu|visualizou)\b",
             r"\bread\b|read_at|opened|seen|viewed|acknowledg|\blu\b|gelesen|leido|lido",
         ),
         (
@@ -291,9 +295,9 @@ _TERMS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
             r"approv|eligib|qualif|genehmig|aprob|aprovad",
         ),
         (
-            r"\b(?:whiteboard|projector|big screen|tv screen|video ?conferenc\w*|wi-?fi|parking|pool|gym|sea view|"
-            r"air conditioning|balcony|minibar|spa)\b",
-            r"whiteboard|projector|screen|video|wi-?fi|parking|pool|gym|view|air|balcon|minibar|spa|amenit|equipment",
+            r"\b(?:whiteboard|projector|big screen|tv screen|video ?conferenc\w*|wi-?fi|free parking|parking "
+            r"(?:included|spot|space)|swimming pool|sea view|air conditioning|balcony|minibar)\b",
+            r"whiteboard|projector|screen|video|wi-?fi|parking|pool|view|air|balcon|minibar|amenit|equipment",
         ),
     )
 )
