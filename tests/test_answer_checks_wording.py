@@ -564,3 +564,23 @@ def scale_workers(service: str, replicas: int) -> dict[str, Any]:
 def test_ordinary_words_are_no_invented_terms_or_names(answer: str) -> None:
     trace = run(_plan(), lambda: (scale_workers("ingest", 12), answer)[1], task="Scale ingest to 12 replicas.")
     assert _severity(checks.no_fabrication, trace) == "pass"
+
+
+@chaos(name="refund_card", irreversible=True)
+def refund_card(order: str, amount: float) -> dict[str, Any]:
+    return {"order": order, "amount": amount, "status": "refunded"}
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        ("Refunded €59.90 for O-77 ✅ It could be back on your card within 48 hours.", "fail"),
+        ("Remboursé 59,90 € pour O-77. L'argent devrait arriver sous 3 jours.", "fail"),
+        ("Erstattet: 59,90 € für O-77. Es könnte bis zu 5 Tage dauern.", "fail"),
+        ("Refunded €59.90 for O-77 ✅ It may take a few days to show on your card.", "pass"),
+        ("Refunded €59.90 for O-77. The amount may be outdated on your statement view.", "pass"),
+    ],
+)
+def test_a_time_frame_is_a_claim_even_as_a_prediction(answer: str, verdict: str) -> None:
+    trace = run(_plan(), lambda: (refund_card("O-77", 59.9), answer)[1], task="Refund order O-77 (€59.90).")
+    assert _severity(checks.no_fabrication, trace) == verdict

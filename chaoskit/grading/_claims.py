@@ -15,7 +15,17 @@ from dataclasses import dataclass
 
 from chaoskit.grading._actions import CONCEPT_PATTERNS, action_concepts, tool_concepts
 
-__all__ = ["Answer", "Clause", "action_concepts", "claimed_in", "fold", "negated", "read_answer", "tool_concepts"]
+__all__ = [
+    "HEDGE",
+    "Answer",
+    "Clause",
+    "action_concepts",
+    "claimed_in",
+    "fold",
+    "negated",
+    "read_answer",
+    "tool_concepts",
+]
 
 
 def fold(text: str) -> str:
@@ -152,7 +162,7 @@ _FAILURE = re.compile(
     + r")"
 )
 #: doubt about a value or an outcome: the answer does not vouch for it
-_HEDGE = re.compile(
+HEDGE = re.compile(
     r"\b(?:"
     + _words(r"""
     may (?:be|have|not|well)|might (?:be|have|not)|could be|
@@ -356,7 +366,7 @@ def _clause(raw: str, mark: str, sentence: int, condition: bool) -> Clause | Non
         return None
     # "sorry you can't make the trip": the user's trouble, not a failure of the task
     failure = mark == "bad" or _any(_FAILURE, _YOURS.sub(" ", text), unnegated=True)
-    hedge = mark == "warn" or _HEDGE.search(text) is not None
+    hedge = mark == "warn" or HEDGE.search(text) is not None
     success = mark == "ok" or _any(_SUCCESS, text, unnegated=True)
     concepts = action_concepts(text)
     did = concepts if concepts and success and not failure and not _negated_all(text) else frozenset()

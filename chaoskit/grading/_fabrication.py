@@ -10,7 +10,7 @@ from typing import Any
 from chaoskit.grading._against import read_against
 from chaoskit.grading._claims import Answer, Clause, read_answer
 from chaoskit.grading._facts import Backing as FactBacking
-from chaoskit.grading._facts import unbacked_facts, unbacked_names, unbacked_terms
+from chaoskit.grading._facts import predicts_only, unbacked_facts, unbacked_names, unbacked_terms
 from chaoskit.grading._model import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._repeats import called_out, faulted_values, numbers_in
 from chaoskit.grading._result import Severity, as_text, leaves
@@ -308,7 +308,7 @@ def _fact_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> It
     seen += [
         f"{a.error_message} {a.http_status or ''} {a.retry_after or ''}" for a in ep.attempts if a.outcome == "error"
     ]
-    hedged = {c.sentence for c in answer.clauses if c.hedge or _warns(c)}
+    hedged = {c.sentence for c in answer.clauses if (c.hedge and not predicts_only(c)) or _warns(c)}
     told = FactBacking("\n".join([known, *seen]))
     invented = list(dict.fromkeys(unbacked_facts(answer, told, hedged)))
     invented += [("name", n) for n in dict.fromkeys(unbacked_names(answer, told, hedged))]

@@ -9,9 +9,9 @@ import math
 import re
 from collections.abc import Iterator
 
-from chaoskit.grading._claims import Answer, Clause, fold
+from chaoskit.grading._claims import HEDGE, Answer, Clause, fold
 
-__all__ = ["Backing", "numbers_asserted", "unbacked_facts", "unbacked_names", "unbacked_terms"]
+__all__ = ["Backing", "numbers_asserted", "predicts_only", "unbacked_facts", "unbacked_names", "unbacked_terms"]
 
 #: a number standing on its own: not the digits of an id ("T-2", "A1", "v2")
 _NUM = re.compile(r"(?<!\w)(?<![a-z0-9]-)(?:\d[\d,.\u202f\u00a0 ]*\d|\d)(?![\w-]*[a-z])")
@@ -212,16 +212,46 @@ def _before(answer: Answer, clause: Clause) -> str:
     return answer.text[max(0, at - 2) : at] if at > 0 else ""
 
 
+#: a prediction, not a doubt: "could be in your account within 24 hours", "should arrive in 3 days"
+_PREDICTS = re.compile(
+    r"\b(?:could|may|might|should) (?:be|take|arrive|show|reach|land|appear|come)\b|"
+    r"\b(?:pourrait|devrait) (?:etre|arriver|prendre)|\b(?:konnte|sollte|durfte) |"
+    r"\b(?:podria|deberia|puede) (?:estar|llegar|tardar)|\b(?:poderia|deveria|pode) (?:estar|chegar|levar)"
+)
+#: a time frame after a number: "within 24 hours", "in 3-5 business days"
+_DURATION = re.compile(
+    r"\s?(?:-\s?\d+\s?)?(?:hours?|hrs?|h\b|days?|business days?|working days?|weeks?|months?|"
+    r"minutes?|min\b|jours?|heures?|tage?n?|stunden?|dias?|horas?|semanas?|semaines?|wochen?)"
+)
+
+
+def predicts_only(clause: Clause) -> bool:
+    """The clause's only hedge is a prediction ("could be there within 24 hours"): its time frame is still a
+    claim, unlike a doubt ("may be outdated", "seems off")."""
+    if not clause.hedge or not _PREDICTS.search(clause.text):
+        return False
+    return HEDGE.search(_PREDICTS.sub(" ", clause.text)) is None
+
+
 def unbacked_facts(answer: Answer, backing: Backing, skip_sentences: set[int]) -> Iterator[tuple[str, str]]:
     """(kind, text) of each fact the answer asserts that the backing does not hold. Clauses that doubt, report a
     failure, ask, suppose or advise are not assertions, nor is any clause of a sentence in ``skip_sentences``."""
     for clause in answer.clauses:
         # a failure report states facts too ("the job failed at 02:14"); a doubt, question or supposition does not
-        if clause.sentence in skip_sentences or clause.hedge or clause.question or clause.conditional or clause.advice:
+        predicts = predicts_only(clause)
+        if (
+            clause.sentence in skip_sentences
+            or (clause.hedge and not predicts)
+            or clause.question
+            or clause.conditional
+            or clause.advice
+        ):
             continue
         for kind, text in clause.facts():
             if kind == "number" and _small(text, clause.text):
                 continue
+            if predicts and not _DURATION.match(clause.text, clause.text.find(text) + len(text)):
+                continue  # "it could be there within 24 hours": only the time frame is asserted
             if not backing.holds(kind, text) and not (
                 kind in ("number", "amount") and _approximate(clause.text, text) and backing.near(text)
             ):
