@@ -315,7 +315,8 @@ _TERMS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
             r"(?<!\bi )(?<!\bwe )(?<!\byou )\b(?:has|have) (?:already |now )?(?:read|opened|seen|viewed|acknowledged|"
             r"signed) (?:it|them|the (?:message|e-?mail|sms|text|reply|invite|invitation|notification|reminder|"
             r"document|contract|offer))\b|"
-            r"\bl'(?:a|ont) (?:deja )?(?:lu|ouvert|vu)\b|hat (?:es |ihn |sie )?(?:schon |bereits )?(?:gelesen|geoffnet)|"
+            r"\bl'(?:a|ont) (?:deja )?(?:lu|ouvert|vu)\b|"
+            r"hat (?:es |ihn |sie )?(?:schon |bereits )?(?:gelesen|geoffnet)|"
             r"\b(?:ya )?(?:lo|la) ha (?:leido|abierto|visto)|\b(?:ja )?(?:a |o )?(?:leu|visualizou)\b",
             r"\bread\b|read_at|opened|seen|viewed|acknowledg|\blu\b|gelesen|leido|lido",
         ),
