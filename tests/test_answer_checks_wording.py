@@ -584,3 +584,9 @@ def refund_card(order: str, amount: float) -> dict[str, Any]:
 def test_a_time_frame_is_a_claim_even_as_a_prediction(answer: str, verdict: str) -> None:
     trace = run(_plan(), lambda: (refund_card("O-77", 59.9), answer)[1], task="Refund order O-77 (€59.90).")
     assert _severity(checks.no_fabrication, trace) == verdict
+
+
+def test_an_article_before_the_old_value_does_not_make_it_a_change() -> None:
+    # "a" (before) is not "à"/"a" after the value: "a slot at 14:30" still states the superseded time
+    result = checks.no_fabrication(_moved("A 14:30 start on 2 April for BK-4, as before."))
+    assert result.severity == "fail" and "14:30" in result.message

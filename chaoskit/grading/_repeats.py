@@ -182,18 +182,21 @@ _CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}[t ](\d{2}):(\d{2})")
 
 
 #: a value told as what a change replaced ("9:00 → 15:00", "moved from 9:00", "was 9:00"), not as the state now
-_AS_OLD = re.compile(
-    r"(?:\b(?:from|was|previously|instead of|de|von|desde|en lugar de|au lieu de|statt|em vez de)\s+(?:\w+\s+)?)$|"
-    r"^\s*(?:→|->|=>|-->|to\b|a\b|à|auf\b|para\b|zu\b)"
+_AS_OLD = (
+    re.compile(
+        r"\b(?:from|was|previously|instead of|de|von|desde|en lugar de|au lieu de|statt|em vez de)\s+(?:\w+\s+)?$"
+    ),
+    re.compile(r"^\s*(?:→|->|=>|-->|to\b|a\b|à|auf\b|para\b|zu\b)"),
 )
 
 
-def _stated(field: str, clauses: list[Clause], old: re.Pattern[str] | None = None) -> bool:
+def _stated(field: str, clauses: list[Clause], old: tuple[re.Pattern[str], re.Pattern[str]] | None = None) -> bool:
     """Some clause states ``field`` and does not negate it ("no double room is available" states no
-    availability); with ``old``, nor tells it as the value a change replaced (``_AS_OLD``)."""
+    availability); with ``old`` (what may stand before and after it), nor tells it as the value a change
+    replaced (``_AS_OLD``)."""
     pattern = re.compile(rf"(?<![\w.:]){re.escape(field)}(?![\w]|:\d)")
     return any(
-        not negated(t, m) and not (old and (old.search(t[: m.start()]) or old.search(t[m.end() :])))
+        not negated(t, m) and not (old and (old[0].search(t[: m.start()]) or old[1].search(t[m.end() :])))
         for c in clauses
         for t in (c.text.replace("_", " "),)
         for m in pattern.finditer(t)
