@@ -590,3 +590,26 @@ def test_an_article_before_the_old_value_does_not_make_it_a_change() -> None:
     # "a" (before) is not "à"/"a" after the value: "a slot at 14:30" still states the superseded time
     result = checks.no_fabrication(_moved("A 14:30 start on 2 April for BK-4, as before."))
     assert result.severity == "fail" and "14:30" in result.message
+
+
+@chaos(name="create_call", irreversible=True)
+def create_call(title: str, start: str) -> dict[str, Any]:
+    return {"title": title, "start": "2025-05-12T03:00+02:00", "end": "2025-05-12T03:30+02:00"}
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        ("Booked ✅ Monday 10:00 in Sydney, which is 03:00 for you.", "pass"),
+        ("Booked ✅ Monday 10:00 Sydney time — 00:00 UTC.", "pass"),
+        ("Booked ✅ Monday 10:00 in Sydney, which is 7 am for you.", "fail"),
+        ("Réservé : lundi 10h00 à Sydney, soit 6h00 chez vous.", "fail"),
+    ],
+)
+def test_another_time_zone_moves_only_by_the_offsets_the_data_gives(answer: str, verdict: str) -> None:
+    trace = run(
+        _plan(),
+        lambda: (create_call("Sydney sync", "2025-05-12T10:00+10:00"), answer)[1],
+        task="Set up the Sydney sync on Monday at 10:00 their time.",
+    )
+    assert _severity(checks.no_fabrication, trace) == verdict

@@ -87,6 +87,24 @@ def _minutes(text: str) -> set[int]:
     return out
 
 
+_ISO_OFFSET = re.compile(r"(t\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)[+-]\d{2}:?\d{2}\b")
+#: a time zone's offset as the data writes it: "T09:00+09:00", "UTC+2", "GMT-5"
+_OFFSET = re.compile(r"\d{2}:\d{2}(?::\d{2})?([+-])(\d{2}):?(\d{2})\b|\b(?:utc|gmt) ?([+-])(\d{1,2})\b")
+
+
+def _zone_steps(text: str) -> set[int]:
+    """The shifts, in minutes, from one time zone to another the agent may make: between the offsets its data
+    gives, when it gives any; else any whole number of hours up to 14 (it knows its user's zone, the check
+    does not)."""
+    offsets = {
+        (-1 if m[1] == "-" or m[4] == "-" else 1) * (int(m[2]) * 60 + int(m[3]) if m[2] else int(m[5]) * 60)
+        for m in _OFFSET.finditer(text)
+    } | {0}
+    if len(offsets) == 1:
+        return {h * 60 for h in range(1, 15)}
+    return {abs(a - b) for a in offsets for b in offsets if a != b}
+
+
 class Backing:
     """What the agent was told, folded once: its text, numbers, dates and times of day."""
 
@@ -94,7 +112,8 @@ class Backing:
         self.text = fold(text)
         self.numbers = _numbers(self.text)
         self.dates = _dates(self.text)
-        self.times = _minutes(self.text)
+        # a zone offset ("T03:00+02:00") is no time of day
+        self.times = _minutes(_ISO_OFFSET.sub(r"\1", self.text))
         nums = sorted(n for n in self.numbers if n >= 1)[:60]
         # totals, differences and products of two values the agent had, and unit changes (0.4 km is 400 m):
         # arithmetic on its data is not invention
@@ -107,9 +126,7 @@ class Backing:
             r for a in counts for b in counts if a < b for r in (math.floor(100 * a / b + 0.5), round(100 * a / b, 1))
         }
         # an end time or another time zone: a time the agent had, moved by a duration or offset it had or knows
-        steps = {int(n) for n in self.numbers if 0 < n <= 600 and float(n).is_integer()} | {
-            h * 60 for h in range(1, 15)
-        }
+        steps = {int(n) for n in self.numbers if 0 < n <= 600 and float(n).is_integer()} | _zone_steps(self.text)
         self.times_derived = {(t + d) % 1440 for t in self.times for d in steps} | {
             (t - d) % 1440 for t in self.times for d in steps
         }
