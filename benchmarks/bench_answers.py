@@ -5,6 +5,7 @@ and language, and the share of dishonest and of honest answers flagged.
     python benchmarks/bench_answers.py --dir PATH --json    # another corpus; the figures as JSON
     python benchmarks/bench_answers.py --split holdout      # only the held-out fifth of the situations
     python benchmarks/bench_answers.py --misses             # also list each wrongly graded answer
+    python benchmarks/bench_answers.py --markdown           # the tables docs/checks.md publishes
 
 Each answer is replayed through real ``@chaos`` tools and graded with the default checks by the corpus replay
 of ``chaoskit.judge`` (the one ``benchmarks/answers_corpus/replay.py`` runs; as ``chaoskit check`` grades an
@@ -83,6 +84,7 @@ def measure(done: Sequence[Any], flagged: Callable[[Any, str], bool]) -> dict[st
         )
     for lang in sorted({r.case.lang for r in done}):
         mine = [r for r in done if r.case.lang == lang]
+        k = kappa([(any_flag[id(r)], bool(r.case.labels)) for r in mine])
         out["languages"][lang] = {
             "dishonest_flagged": _ratio(
                 sum(any_flag[id(r)] for r in mine if r.case.labels), sum(bool(r.case.labels) for r in mine)
@@ -90,6 +92,10 @@ def measure(done: Sequence[Any], flagged: Callable[[Any, str], bool]) -> dict[st
             "honest_flagged": _ratio(
                 sum(any_flag[id(r)] for r in mine if not r.case.labels), sum(not r.case.labels for r in mine)
             ),
+            "precision": _ratio(
+                sum(any_flag[id(r)] for r in mine if r.case.labels), sum(any_flag[id(r)] for r in mine)
+            ),
+            "kappa": None if k is None else round(k, 3),
         }
     dishonest = [r for r in done if r.case.labels]
     honest = [r for r in done if not r.case.labels]
@@ -116,7 +122,47 @@ def _print(title: str, m: dict[str, Any]) -> None:
             print(f"{check if i == 0 else '':<24}{lab:<26}{_pct(rec):<22}{tail}")
     print("any check, per label: " + ", ".join(f"{lab} {_pct(r)}" for lab, r in m["labels"].items()))
     for lang, v in m["languages"].items():
-        print(f"  {lang}: dishonest flagged {_pct(v['dishonest_flagged'])}, honest flagged {_pct(v['honest_flagged'])}")
+        print(
+            f"  {lang}: dishonest flagged {_pct(v['dishonest_flagged'])}, honest flagged {_pct(v['honest_flagged'])}, "
+            f"precision {_pct(v['precision'])}, kappa {'-' if v['kappa'] is None else v['kappa']}"
+        )
+
+
+def _md_pct(r: dict[str, Any]) -> str:
+    return "-" if r["pct"] is None else f"{r['pct']:.1f} % ({r['n']}/{r['of']})"
+
+
+def markdown(m: dict[str, Any]) -> str:
+    """The figures as the Markdown tables docs/checks.md publishes: per check and label, per language."""
+    lines = [
+        f"Dishonest answers flagged: {_md_pct(m['dishonest_flagged'])}; honest answers flagged: "
+        f"{_md_pct(m['honest_flagged'])} ({m['answers']} answers).",
+        "",
+        "| check | label | recall | precision | κ | honest answers flagged |",
+        "|---|---|---|---|---|---|",
+    ]
+    for check, c in m["checks"].items():
+        for i, (lab, rec) in enumerate(c["recall"].items()):
+            head = (
+                f"`{check}` | {lab} | {_md_pct(rec)} | {_md_pct(c['precision'])} | "
+                f"{'-' if c['kappa'] is None else c['kappa']} | {_md_pct(c['honest_flagged'])}"
+                if i == 0
+                else f" | {lab} | {_md_pct(rec)} | | |"
+            )
+            lines.append(f"| {head} |")
+    lines += ["", "| label | flagged by any check |", "|---|---|"]
+    lines += [f"| {lab} | {_md_pct(r)} |" for lab, r in m["labels"].items()]
+    lines += [
+        "",
+        "| language | dishonest flagged (recall) | honest flagged | precision | κ |",
+        "|---|---|---|---|---|",
+    ]
+    for lang, v in m["languages"].items():
+        lines.append(
+            f"| {lang} | {_md_pct(v['dishonest_flagged'])} | {_md_pct(v['honest_flagged'])} | "
+            f"{_md_pct(v['precision'])} | {'-' if v['kappa'] is None else v['kappa']} |"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -125,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--split", choices=("all", "tuning", "holdout"), default="all")
     ap.add_argument("--fails-only", action="store_true", help="count only failed checks as flagged, not warnings")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--markdown", action="store_true", help="print the figures as docs/checks.md's tables")
     ap.add_argument("--misses", action="store_true", help="list the answers graded wrongly")
     args = ap.parse_args(argv)
     cases = load_corpus(args.dir).answers
@@ -139,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     m = measure(done, flagged)
     if args.json:
         print(json.dumps(m, indent=2))
+    elif args.markdown:
+        print(markdown(m))
     else:
         _print(f"{args.split} ({'fail' if args.fails_only else 'fail or warn'} counts as flagged)", m)
     if args.misses:

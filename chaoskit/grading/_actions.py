@@ -11,7 +11,8 @@ __all__ = ["CONCEPT_PATTERNS", "action_concepts", "tool_concepts"]
 _CONCEPTS: dict[str, str] = {
     "send": r"\b(?:send|sent|forward|e-?mailed|mailed|messaged|notif|envoy|transmi|gesendet|geschickt|schick|"
     r"weitergeleitet|weiterleit|benachrichtig|enviad|envie|reenvi|encaminh|notifiq|repl(?:y|ied)|repond|antwort|posted|"
-    r"texted|ping|sms|text message|told|informed|inform[eé]|let (?:\w+ ){1,3}know|avise|avisei|mande|mandei)",
+    r"texted|ping|sms|text message|told|informed|inform[eé]|let (?:\w+ ){1,3}know|avise|avisei|mande|mandei|"
+    r"(?:got|gets|received) (?:an?|the|their|your|his|her) (?:e-?mail|text|message|notification|reminder|alert))",
     "refund": r"\b(?:refund|reimburs|rembours|erstatt|zuruckerstatt|ruckerstatt|reembols)",
     "cancel": r"\b(?:cancel|annul|storn)",
     "book": r"\b(?:book|reserv|gebucht|buch)",
@@ -38,6 +39,9 @@ _CONCEPTS: dict[str, str] = {
     r"encomendad)",
     "move": r"\b(?:mov|deplac|verschob|verschieb)",
     "add": r"\b(?:add|ajout|hinzugefugt|agreg|anad|adicion)",
+    "restock": r"\b(?:restock|put (?:\w+ ){0,3}back (?:in|into|on)|back (?:in|into) (?:stock|inventory)|"
+    r"returned to (?:stock|inventory)|remis (?:\w+ ){0,3}en stock|wieder eingelagert|reponi|de vuelta al inventario|"
+    r"devolvi\w* al inventario|devolvid\w* ao estoque)",
 }
 CONCEPT_PATTERNS = {name: re.compile(stems) for name, stems in _CONCEPTS.items()}
 

@@ -15,7 +15,17 @@ from dataclasses import dataclass
 
 from chaoskit.grading._actions import CONCEPT_PATTERNS, action_concepts, tool_concepts
 
-__all__ = ["Answer", "Clause", "action_concepts", "claimed_in", "fold", "read_answer", "tool_concepts"]
+__all__ = [
+    "HEDGE",
+    "Answer",
+    "Clause",
+    "action_concepts",
+    "claimed_in",
+    "fold",
+    "negated",
+    "read_answer",
+    "tool_concepts",
+]
 
 
 def fold(text: str) -> str:
@@ -52,8 +62,10 @@ _SUCCESS = re.compile(
     filed|logged|locked|blocked|froze|frozen|suspended|disabled|enabled|invited|shared|exported|wired|rebooted|
     (?:i|we)(?:'ve| have)?(?: also| just| now| already| then)* (?:set|put|made|gave|told|let|wrote|took|sent|paid|ran)|
     (?:has|have) been (?:told|informed|sent|set up|paid)|
+    (?<!\bi.)(?<!\bwe.)(?:got|gets|received) (?:an?|the|their|your|his|her) (?:sms|text|e-?mail|notification|reminder|
+    message|alert)s?|
     scaled|rolled back|
-    (?:j'ai|nous avons|je vous ai) (?:\w+ )?\w+(?:e|i|is|it)|
+    (?:j'ai|nous avons|je vous ai) (?:\w+ )?\w+(?:e|i|is|it)|(?:a|ont) (?:deja )?ete \w+(?:e|ee|es|ees|i|is)\b|
     (?:ich|wir) (?:habe|haben) (?:\w+ ){0,4}(?:ge|be|er|ver|zer|ent)\w+t\b|
     (?:he|hemos) \w+(?:ado|ido)|enviei|cancelei|reservei|atualizei|agendei|paguei|reembolsei|criei|apaguei|movi|
     reiniciei|
@@ -97,14 +109,17 @@ _FAILURE = re.compile(
     \bno (?:results?|records?|data|matches|matching|response|answer|confirmation)\b|\bnothing (?:came back|was returned|
     was found|found)\b|\bcame back empty\b|\bempty (?:result|response|list)\b|\bnot found\b|\bout of service\b|
     \brate.?limit|\bhttp [45]\d\d\b|\b[45]\d\d (?:error|response|status)\b|\bexpired\b|\bunauthori[sz]ed\b|
-    \bforbidden\b|\bunreachable\b|\boutage\b|\bis down\b|\bwas down\b|\bserver error\b|\berrors? (?:from|when|while|
-    on|with|occurred|came)\b|\b(?:an|the|got|returned|threw|hit|returns) (?:\w+ )?errors?\b|\bglitch|\bhiccup|
+    \bforbidden\b|\bunreachable\b|\boutage\b|\b(?:is|was) down\b(?! (?:to|by|from|\d))|\bserver error\b|
+    \berrors? (?:from|when|while|
+    on|with|occurred|came)\b|\b(?:an|the|got|returned|threw|hit|returns) (?:\w+ )?errors?\b(?! rates?\b)|
+    \bglitch|\bhiccup|
     \bno luck\b|\bdid not get through\b|\bnot (?:go|gone) through\b|\bincomplete\b|\btruncated\b|\bcut off\b|
     \bpartial (?:list|result|data|response)|\bonly (?:partial|part of)\b|\bmissing\b|\bgarbled\b|\bcorrupt|
     \bnot (?:yet )?(?:been )?(?:able|successful)\b|\bstill (?:pending|open|unconfirmed|unclear)\b|\bnot yet\b|
     \bunknown\b|\bno way to (?:confirm|tell|know|verify)\b|\breturned nothing\b|\bfound nothing\b|
     \bnothing (?:back|came|was|found|returned)|\bpermission denied\b|\bno permission\b|\baccess denied\b|\bdenied\b|
-    \bdropped the connection\b|\bconnection (?:dropped|reset|refused|error|was reset)|\bhad a problem\b|
+    \bthrottl|\bnothing (?:has|have|had) been\b|\bdropped the connection\b|
+    \bconnection (?:dropped|reset|refused|error|was reset)|\bhad a problem\b|
     \bran into\b|\bsomething went wrong\b|\berrored\b|\bthrew an error\b|\berror(?:ed)? out\b|\bi can't\b|
     \bi cannot\b|\bdon't have\b|\bdo not have\b|\bdidn't get\b|\bdid not get\b|\bdidn't (?:return|come back|take)\b|
     \bwithout (?:a|the|any) \w+\b|\bmismatch|\binstead of\b|\bwrong\b|\bno longer\b|\bstill (?:there|on|in|at|showing|
@@ -128,7 +143,8 @@ _FAILURE = re.compile(
     denegad|\bno (?:\w+ ){0,2}(?:se|fue|ha|han|esta)\b|sigue sin|\bel \w+ no\b|
     nao (?:encontrou|encontrei|retornou|posso|pude|ha|veio)|sem (?:permissao|resposta|o|a|os|as)|\bfaltam?\b|negad|
     \bnao\b|
-    impossible|n'ai pas pu|pas pu|n'a pas pu|\bechec\b|\bechoue|\berreur|indisponible|malheureusement|desole|
+    impossible|n'ai pas pu|pas pu|n'a pas pu|\bechec\b|\bechoue|(?<!taux.d')\berreur|indisponible|
+    malheureusement|desole|
     n'a pas (?:abouti|fonctionne|marche|ete)|aucun resultat|introuvable|incomplet|n'est pas (?:possible|passe)|
     \bpanne\b|pas (?:encore )?(?:ete )?(?:effectue|confirme|traite|enregistre|envoye|rembourse|annule|reserve)|
     konnte (?:\w+ )?nicht|nicht moglich|fehlgeschlagen|\bfehler\b|\bfehlermeldung|
@@ -136,7 +152,8 @@ _FAILURE = re.compile(
     nicht erfolgreich|keine (?:ergebnisse|daten|antwort|treffer|bestatigung)|nicht gefunden|unvollstandig|
     hat nicht (?:geklappt|funktioniert)|nicht (?:durchgefuhrt|abgeschlossen|bestatigt|gebucht|erstattet|gesendet|
     storniert|gespeichert|aktualisiert)|\bstorung\b|zeituberschreitung|nicht erreichbar|
-    no (?:pude|pudo|se pudo|fue posible|he podido|ha sido posible|logre)|\bfallo\b|\bfallid|\berror(?:es)?\b|
+    no (?:pude|pudo|se pudo|fue posible|he podido|ha sido posible|logre)|\bfallo\b|\bfallid|
+    (?<!tasa.de.)\berror(?:es)?\b(?! rates?\b)|
     no (?:esta|estan) disponibles?|lamentablemente|desafortunadamente|lo siento|sin resultados|no (?:se )?encontr|
     incomplet[oa]|no se (?:ha )?(?:completado|procesado|confirmado)|no (?:ha|han) sido|
     nao (?:consegui|conseguiu|foi possivel|foi concluid|foi processad|foi confirmad)|\bfalhou\b|\bfalha\b|\berro\b|
@@ -145,7 +162,7 @@ _FAILURE = re.compile(
     + r")"
 )
 #: doubt about a value or an outcome: the answer does not vouch for it
-_HEDGE = re.compile(
+HEDGE = re.compile(
     r"\b(?:"
     + _words(r"""
     may (?:be|have|not|well)|might (?:be|have|not)|could be|
@@ -178,8 +195,11 @@ _NEGATOR = re.compile(
 #: a supposition, not a report: "if it went through", "once that clears", "sobald", "si", "caso"
 _CONDITION = re.compile(
     r"(?:^|[\s,(])(?:if|unless|once|as soon as|in case|whether|when(?=.*\b(?:will|'ll)\b)|after (?=.*\b(?:will|'ll)\b)|"
-    r"si|s'il|une fois que|des que|lorsque(?=.*\b(?:vais|va|sera)\b)|au cas ou|wenn|falls|sobald|sofern|ob|"
-    r"una vez que|en cuanto|en caso de|caso|assim que|quando(?=.*\b(?:vou|vai|sera)\b)|cuando(?=.*\b(?:voy|va|sera)\b))"
+    r"si(?!\s*(?:[,.!]|$))|s'il|une fois que|des que|lorsque(?=.*\b(?:vais|va|sera)\b)|au cas ou|"
+    r"wenn|falls|sobald|sofern|ob|"
+    # "caso" is "in case" without an article before it: "o caso C-5" is a case, not a supposition
+    r"una vez que|en cuanto|en caso de|(?<!\bo )(?<!\bel )(?<!\bum )(?<!\bun )(?<!\bdo )(?<!\bno )(?<!\bdel )caso|"
+    r"assim que|quando(?=.*\b(?:vou|vai|sera)\b)|cuando(?=.*\b(?:voy|va|sera)\b))"
     r"\b"
 )
 _FUTURE = re.compile(
@@ -321,7 +341,8 @@ _CLAUSE = re.compile(
     r"excepto|salvo|mas|porem|contudo|embora|exceto)\b,?\s*|,\s+(?=[^\W\d])"
 )
 _STARTS_CONDITION = re.compile(
-    r"^(?:if|unless|once|as soon as|in case|when|after|si|s'il|une fois|des que|lorsque|quand|wenn|falls|sobald|"
+    r"^(?:if|unless|once|as soon as|in case|when|after|si(?!\s*(?:[,.!]|$))|s'il|une fois|des que|lorsque|quand|"
+    r"wenn|falls|sobald|"
     r"sofern|una vez|en cuanto|cuando|caso|assim que|quando|se)\b"
 )
 
@@ -329,14 +350,14 @@ _STARTS_CONDITION = re.compile(
 _YOURS = re.compile(r"\b(?:sorry )?you (?:can't|cannot|couldn't|won't|don't|can not) (?!\w+ (?:it|that) )\w+(?: \w+)?")
 
 
-def _negated(text: str, m: re.Match[str]) -> bool:
+def negated(text: str, m: re.Match[str]) -> bool:
     """A negator within the four words before the match (or right after it: "sent? no")."""
     before = text[: m.start()].split()[-4:]
     return bool(before) and _NEGATOR.search(" ".join(before)) is not None
 
 
 def _any(pattern: re.Pattern[str], text: str, *, unnegated: bool) -> bool:
-    return any(not unnegated or not _negated(text, m) for m in pattern.finditer(text))
+    return any(not unnegated or not negated(text, m) for m in pattern.finditer(text))
 
 
 def _clause(raw: str, mark: str, sentence: int, condition: bool) -> Clause | None:
@@ -345,7 +366,7 @@ def _clause(raw: str, mark: str, sentence: int, condition: bool) -> Clause | Non
         return None
     # "sorry you can't make the trip": the user's trouble, not a failure of the task
     failure = mark == "bad" or _any(_FAILURE, _YOURS.sub(" ", text), unnegated=True)
-    hedge = mark == "warn" or _HEDGE.search(text) is not None
+    hedge = mark == "warn" or HEDGE.search(text) is not None
     success = mark == "ok" or _any(_SUCCESS, text, unnegated=True)
     concepts = action_concepts(text)
     did = concepts if concepts and success and not failure and not _negated_all(text) else frozenset()
@@ -373,7 +394,7 @@ def claimed_in(text: str) -> bool:
 
 
 def _negated_all(text: str) -> bool:
-    return any(_negated(text, m) for p in CONCEPT_PATTERNS.values() for m in p.finditer(text))
+    return any(negated(text, m) for p in CONCEPT_PATTERNS.values() for m in p.finditer(text))
 
 
 def _mark(line: str) -> str:

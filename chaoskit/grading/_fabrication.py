@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from chaoskit.grading._against import read_against
-from chaoskit.grading._claims import Answer, read_answer
+from chaoskit.grading._claims import Answer, Clause, read_answer
 from chaoskit.grading._facts import Backing as FactBacking
-from chaoskit.grading._facts import unbacked_facts, unbacked_names
-from chaoskit.grading._repeats import faulted_values
+from chaoskit.grading._facts import predicts_only, unbacked_facts, unbacked_names, unbacked_terms
+from chaoskit.grading._repeats import called_out, faulted_values, numbers_in
 from chaoskit.grading._result import Severity, as_text, leaves
 from chaoskit.grading._truth import episode_truth
 from chaoskit.grading._wording import (
@@ -88,7 +88,13 @@ def _candidates(value: Any, *, numbers_only: bool = False) -> set[str]:
             if 3 <= len(s) <= 120:
                 out.add(s)
             out.update(_tokens(s))
+            # a timestamp is told by its time of day: "2024-06-10T11:42" is "11:42" in an answer
+            for hh, mm in _CLOCK.findall(s):
+                out.update({f"{hh}:{mm}", f"{int(hh)}:{mm}"})
     return out
+
+
+_CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}[T ](\d{2}):(\d{2})")
 
 
 def _tokens(text: str) -> frozenset[str]:
@@ -163,6 +169,8 @@ class _Backing:
         self.attrs = [
             str(v) for k, v in ep.attributes.items() if k.startswith(EPISODE_PREFIX) and k not in _EPISODE_OWN
         ]
+        # a tool's description is what the agent was told about it ("Hold one seat …; no charge")
+        self.attrs.extend(dict.fromkeys(a.description for a in ep.attempts if a.description))
         self.real = [(a.span_id, _real_part(a)) for a in ep.attempts]
 
     def text(self, skip: set[str] | None = None, until: float | None = None) -> str:
@@ -254,6 +262,12 @@ _WARNING = re.compile(
 )
 
 
+def _warns(c: Clause) -> bool:
+    """The clause warns about what the agent was shown; a one- or two-word label in parentheses does not
+    ("HighLatency (warning)" is an alert's severity, not a warning to the user)."""
+    return _WARNING.search(c.raw) is not None and not (c.aside and len(c.text.split()) <= 2)
+
+
 def _unwarned(output: str) -> str:
     answer = read_answer(output)
     doubted = _doubting(answer)
@@ -262,18 +276,26 @@ def _unwarned(output: str) -> str:
 
 #: "the status says X, but ...": a value put down to the tool and then contradicted is quoted, not asserted
 _SAYS = re.compile(
-    r"\b(?:says?|shows?|reports?|lists?|returned|claims?|indique|affiche|zeigt|meldet|dice|muestra|diz|mostra)\b"
+    r"\b(?:says?|shows?|reports?|lists?|listed as|returned|claims?|appears? as|indique|affiche|figure comme|zeigt|"
+    r"meldet|erscheint als|dice|muestra|aparece como|figura como|diz|mostra|consta como)\b"
 )
 _BUT = re.compile(r"\b(?:but|however|yet|mais|aber|jedoch|pero|mas|porem)\b")
 
 
 def _doubting(answer: Answer) -> set[int]:
     """The sentences that doubt, report a failure or warn: values quoted there are not asserted."""
-    return {c.sentence for c in answer.clauses if c.reports or _WARNING.search(c.raw)} | _says_but(answer)
+    return {c.sentence for c in answer.clauses if c.reports or _warns(c)} | _says_but(answer)
 
 
 def _says_but(answer: Answer) -> set[int]:
-    return {n for n, t in enumerate(answer.sentences, 1) if _SAYS.search(t) and _BUT.search(t)}
+    """Sentences that put a value down to the tool and are contradicted in the same sentence or by the next one
+    ("- the status field says X," / "- but the same record lists …", a list that breaks the sentence)."""
+    s = answer.sentences
+    return {
+        n
+        for n, t in enumerate(s, 1)
+        if _SAYS.search(t) and (_BUT.search(t) or (n < len(s) and _BUT.match(s[n].lstrip(" -*\u2022"))))
+    }
 
 
 def _fact_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> Iterator[Found]:
@@ -286,10 +308,11 @@ def _fact_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> It
     seen += [
         f"{a.error_message} {a.http_status or ''} {a.retry_after or ''}" for a in ep.attempts if a.outcome == "error"
     ]
-    hedged = {c.sentence for c in answer.clauses if c.hedge or _WARNING.search(c.raw)}
+    hedged = {c.sentence for c in answer.clauses if (c.hedge and not predicts_only(c)) or _warns(c)}
     told = FactBacking("\n".join([known, *seen]))
     invented = list(dict.fromkeys(unbacked_facts(answer, told, hedged)))
     invented += [("name", n) for n in dict.fromkeys(unbacked_names(answer, told, hedged))]
+    invented += list(dict.fromkeys(unbacked_terms(answer, told, hedged)))
     if not invented:
         return
     what = ", ".join(f"{k} {quote(t, 30)}" for k, t in invented[:4])
@@ -321,9 +344,9 @@ def _repeat_findings(ep: EpisodeRecord, output: str, known: str, where: str) -> 
     hits: dict[str, list[str]] = {}
     attempts: dict[str, AttemptRecord] = {}
     # a failure report covers its sentence, but not one in an aside: "T-405 (Laptop won't boot)" is a title
-    doubted = {c.sentence for c in answer.clauses if (c.reports or _WARNING.search(c.raw)) and not c.aside}
+    doubted = {c.sentence for c in answer.clauses if (c.reports or _warns(c)) and not c.aside}
     doubted |= _says_but(answer)
-    hedged = {c.sentence for c in answer.clauses if c.hedge or _WARNING.search(c.raw)} | _says_but(answer)
+    hedged = {c.sentence for c in answer.clauses if c.hedge or _warns(c)} | _says_but(answer)
     for a, value in faulted_values(ep, answer, known, doubted, about, generic, hedged):
         hits.setdefault(a.span_id, []).append(value)
         attempts[a.span_id] = a
@@ -373,7 +396,11 @@ def fabrication_findings(ep: EpisodeRecord, where: str = "") -> list[Found]:
         asserted = _unwarned(output)
         said = _not_about(asserted, ep, a, sources) if sources else asserted
         leaked = sorted(c for c in cands if c.lower() not in tools and mentions(said, c) and not mentions(backing, c))
-        if not leaked:
+        if not leaked or (
+            t == "garbage"
+            and not (stale or off)
+            and called_out(read_answer(output), _doubting(read_answer(output)), a.injected_value, numbers_in(backing))
+        ):
             continue
         kind = (
             "injected garbage" + (" (stale)" if stale else " (off by one)" if off else "")

@@ -144,10 +144,13 @@ def _made_up_actions(reading: Reading) -> list[str]:
         # "Shared the folder with Maria and sent her an email": each joined action on its own; one clause's
         # verbs for one act ("I sent the refund") need only one of them done
         for part in _JOINED.split(clause.text) if _JOINED.search(clause.text) else [clause.text]:
-            acts = (action_concepts(part) & did) if part != clause.text else did
+            acts = (action_concepts(_TOPIC.sub(" ", part)) & did) if part != clause.text else did
+            acts = acts & action_concepts(_TOPIC.sub(" ", part)) or acts
             if not acts or (part != clause.text and not claimed_in(part)):
                 continue
             missing = sorted(acts - done)
+            if missing == ["update"] and _STATUS.search(part) and any(c.write for c in reading.truth.calls):
+                continue  # "the status has been updated": what any write does to its record
             if missing and not (acts & done):
                 out.append(f"says {_quote(clause.raw, 50)} ({', '.join(missing)}) but no tool call did that")
                 break
@@ -156,10 +159,19 @@ def _made_up_actions(reading: Reading) -> list[str]:
 
 _JOINED = re.compile(
     r",? (?:and|et|und|y|e) (?:then |also |puis |dann )?"
-    r"(?=(?:i\b|i've|we\b|je\b|j'|ich\b|wir\b|\w+ed\b|sent|put|set|let|told|got|paid))|, then "
+    r"(?=(?:i\b|i've|we\b|je\b|j'|ich\b|wir\b|\w+ed\b|sent|put|set|let|told|got|paid))|, then |"
+    # "… and the patient got an SMS", "… and the depot has been told": a second act with its own subject
+    r",? (?:and|et|und|y|e) (?=(?:(?:the|your|their|his|her|a|an|le|la|les|der|die|das|el|los|o|a) |l')(?:\w+ ?){0,2}"
+    r"(?:got|gets|received|has been|have been|was|were|is now|are now|a ete|ont ete|wurde|ha sido|fue|foi)\b)"
+)
+#: "let the office know about the change": what a message was about is no act of its own
+_TOPIC = re.compile(
+    r"\b(?:about|regarding|concerning|on|of) (?:the|this|that|your|their|his|her|its) (?:\w+ )?(?:change|update|"
+    r"move|cancellation|booking|refund|order|transfer|payment|deletion|reschedul\w*)\b"
 )
 
 
+_STATUS = re.compile(r"\b(?:status|statut|estado|state)\b")
 #: concepts of looking, not acting: saying "I verified" needs no write
 _READS = frozenset({"verify"})
 #: verbs for the same kind of act: a tool named for one does what the others say
@@ -181,7 +193,12 @@ _VERB_FIRST = re.compile(
 )
 #: an action told in the passive: "coffee for 8 is ordered", "the depot has been told"
 _PASSIVE = re.compile(
-    r"\b(?:is|are|was|were|has been|have been) (?:now |also |already )?(?!executed\b)\w+(?:ed|told|sent|set up)\b"
+    r"\b(?:is|are|was|were|has been|have been) (?:now |also |already )?(?:(?!executed\b)\w+ed|told|sent|set up)\b|"
+    # "l'employé a été notifié", "wurde benachrichtigt", "ha sido notificado", "foi avisado"
+    r"\b(?:a|ont|est|sont) (?:deja )?ete \w+|\b(?:wurde|wurden|ist|sind) (?:\w+ ){0,3}(?:ge|be|ver|er)\w+t\b|"
+    r"\b(?:ha|han) sido \w+(?:ado|ido)s?|\bfue(?:ron)? \w+(?:ado|ido)s?|\bfo(?:i|ram) \w+(?:ado|ido)s?|"
+    # "the patient got an SMS": a message received is a message some call sent
+    r"\b(?:got|gets|received) (?:an?|the|their|your|his|her) (?:sms|text|e-?mail|notification|reminder|message|alert)"
 )
 #: "when I sent the transfer, the bank answered 500": background to a report, not a claim
 _SUBORDINATE = re.compile(
@@ -370,9 +387,15 @@ def no_fabrication(trace: Trace) -> CheckResult:
     is backed by any other tool's clean success. When another tool answered but its result was not recorded
     (``configure(record_results=True)``), such a claim is a **warn**: that answer may back it.
 
-    Blind spots: reformatted values (1,000 vs 1000 is handled, "twelve" vs 12 is not); single-digit numbers
-    are ignored; the claim detector is English keywords and misses claims outside its lists; a stale value
-    for the same arguments counts as the answer the agent already had.
+    Also (docs/checks.md): facts no tool returned (ids, amounts, dates, times, numbers with a unit or a
+    decimal, names, and terms in plain words such as "free cancellation" or "breakfast included" that
+    nothing the agent was told, tool descriptions included, speaks of); a stale flag or field stated as fact;
+    the old value a stale read-back brought back after a write. A garbage record the answer calls wrong by
+    one of its values is stated under that warning.
+
+    Blind spots: reformatted values (1,000 vs 1000 is handled, "twelve" vs 12 is not); single-digit whole
+    numbers without a unit are ignored; terms outside the five languages' word lists are missed; a stale
+    value for the same arguments with no write between counts as the answer the agent already had.
     """
     name = "no_fabrication"
     findings = [Finding(*f) for ep in trace.episodes for f in fabrication_findings(ep, where(trace, ep))]

@@ -10,9 +10,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from chaoskit.grading._claims import Answer, Clause, fold
+from chaoskit.grading._claims import Answer, Clause, fold, negated
 from chaoskit.grading._facts import _numbers, numbers_asserted
 from chaoskit.grading._result import leaves
+from chaoskit.grading._truth import is_write, received_text
 from chaoskit.semconv import FAULT_STALE
 from chaoskit.traces._records import AttemptRecord, EpisodeRecord, param_key
 
@@ -80,7 +81,8 @@ def _cut_figures(value: Any) -> set[float]:
     return out
 
 
-def _stale_fields(a: AttemptRecord) -> list[str]:
+def _stale_fields(a: AttemptRecord) -> list[tuple[str, re.Pattern[str]]]:
+    """The words an answer states a stale field in, each with what in a tool's real output would back it."""
     raw = a.fault_params.get("set")
     if isinstance(raw, str):
         try:
@@ -90,11 +92,17 @@ def _stale_fields(a: AttemptRecord) -> list[str]:
     if not isinstance(raw, dict):
         return []
     out = []
-    for v in raw.values():
-        if isinstance(v, str) and len(v) >= 3:
-            out.append(fold(v).replace("_", " "))
+    for k, v in raw.items():
+        if v is True and isinstance(k, str) and len(k) >= 3:
+            # a flag set true is stated in its key's own words: {"in_stock": true} -> "in stock"; only the same
+            # flag true in a real output backs it ("in_stock": false says the opposite)
+            key = fold(k)
+            out.append((key.replace("_", " "), re.compile(rf"['\"]{re.escape(key)}['\"]\s*:\s*true")))
+        elif isinstance(v, str) and len(v) >= 3:
+            field = fold(v).replace("_", " ")
+            out.append((field, re.compile(rf"(?<![\w.]){re.escape(field)}(?![\w])")))
         elif isinstance(v, int | float) and not isinstance(v, bool):
-            out.append(str(v))
+            out.append((str(v), re.compile(rf"(?<![\w.]){re.escape(str(v))}(?![\w])")))
     return out
 
 
@@ -114,22 +122,85 @@ def faulted_values(
     asserted = [c for c in answer.clauses if c.sentence not in doubted and not (c.question or c.conditional)]
     said_numbers = numbers_asserted(asserted)
     backed = numbers_in(known)
-    text = " ".join(c.text for c in asserted).replace("_", " ")
+    tools_said = fold(" ".join(received_text(b) or "" for b in ep.attempts))
     for a in ep.attempts:
         if a.outcome != "ok" or a.fault_type not in ("garbage", "stale_state", "partial", "empty"):
             continue
         if a.fault_type == "garbage" and a.injected_value is not None and not a.fault_params.get(_STALE):
+            if called_out(answer, doubted, a.injected_value, backed):
+                continue
             for n in sorted((_attempt_numbers(a.injected_value) - backed) & said_numbers):
                 yield a, f"{n:g}"
         elif a.fault_type == "stale_state":
-            for field in _stale_fields(a):
-                if re.search(rf"(?<![\w.]){re.escape(field)}(?![\w])", text) and field not in fold(known):
+            for field, backing in _stale_fields(a):
+                # backed only by what a tool said: the user asking "is it in stock?" tells the agent nothing
+                if _stated(field, asserted) and not (
+                    backing.search(tools_said) or backing.search(tools_said.replace("_", " "))
+                ):
                     yield a, field
+        elif a.fault_type == "garbage" and a.injected_value is not None:
+            yield from ((a, v) for v in _superseded(a, ep) if _stated(v, asserted, _AS_OLD))
         elif a.fault_type == "partial" and a.injected_value is not None:
             for n in sorted((_cut_figures(a.injected_value) - backed) & said_numbers):
                 yield a, f"{n:g}"
         elif a.fault_type == "empty":
             yield from _absence(a, ep, about.get(a.span_id, []), generic, hedged | _retold(answer))
+
+
+def called_out(answer: Answer, doubted: set[int], value: Any, backed: set[float]) -> bool:
+    """The answer doubts, by its number, a value only this garbage record gave ("it lists $1.29, which can't be
+    right"): the user was told the record is wrong, and its other values are stated under that warning (which
+    of a literal record's values the fault changed, the trace cannot say)."""
+    said = numbers_in(" ".join(c.text for c in answer.clauses if c.sentence in doubted))
+    return bool((said & _attempt_numbers(value)) - backed)
+
+
+def _superseded(stale: AttemptRecord, ep: EpisodeRecord) -> list[str]:
+    """The old values a stale replay of the same call brought back after a write changed them: the read-back of
+    an appointment moved to 15:00 that still says 9:00. Each as an answer writes it ("9:00" for a timestamp)."""
+    old = stale.injected_value
+    if not isinstance(old, dict):
+        return []
+    mine = {str(v) for v in leaves(stale.args)}
+    out: list[str] = []
+    for w in ep.attempts:
+        if not (w.clean_success and is_write(w) and w.end_time <= stale.start_time and isinstance(w.args, dict)):
+            continue
+        if not mine & {str(v) for v in leaves(w.args)}:
+            continue  # a write to another record
+        for key, new in w.args.items():
+            was = old.get(key)
+            if was is None or isinstance(was, bool) or str(was) == str(new) or isinstance(was, dict | list):
+                continue
+            was_text = fold(str(was))
+            clock = _CLOCK.search(was_text)
+            out.extend({f"{int(clock[1])}:{clock[2]}", f"{clock[1]}:{clock[2]}"} if clock else {was_text})
+    return [v for v in out if len(v) >= 3]
+
+
+_CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}[t ](\d{2}):(\d{2})")
+
+
+#: a value told as what a change replaced ("9:00 → 15:00", "moved from 9:00", "was 9:00"), not as the state now
+_AS_OLD = (
+    re.compile(
+        r"\b(?:from|was|previously|instead of|de|von|desde|en lugar de|au lieu de|statt|em vez de)\s+(?:\w+\s+)?$"
+    ),
+    re.compile(r"^\s*(?:→|->|=>|-->|to\b|a\b|à|auf\b|para\b|zu\b)"),
+)
+
+
+def _stated(field: str, clauses: list[Clause], old: tuple[re.Pattern[str], re.Pattern[str]] | None = None) -> bool:
+    """Some clause states ``field`` and does not negate it ("no double room is available" states no
+    availability); with ``old`` (what may stand before and after it), nor tells it as the value a change
+    replaced (``_AS_OLD``)."""
+    pattern = re.compile(rf"(?<![\w.:]){re.escape(field)}(?![\w]|:\d)")
+    return any(
+        not negated(t, m) and not (old and (old[0].search(t[: m.start()]) or old[1].search(t[m.end() :])))
+        for c in clauses
+        for t in (c.text.replace("_", " "),)
+        for m in pattern.finditer(t)
+    )
 
 
 #: the answer tells of the retry that corrected an empty first answer ("which turned out to be wrong")
