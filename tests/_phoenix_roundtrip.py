@@ -122,6 +122,14 @@ def _fault_spans(url: str, project: str) -> list[dict[str, Any]]:
                     "status_message": (span.get("status") or {}).get("message"),
                     "fault_type": (attrs.get("chaoskit.fault.type") or {}).get("string_value"),
                     "events": [e.get("name") for e in span.get("events") or ()],
+                    # what Phoenix made of gen_ai.tool.call.arguments: the tool input its span view shows
+                    "tool_parameters": {
+                        k.removeprefix("tool.parameters."): next((x for x in v.values() if x is not None), None)
+                        for k, v in attrs.items()
+                        if k.startswith("tool.parameters.")
+                    },
+                    "span_kind": (attrs.get("openinference.span.kind") or {}).get("string_value"),
+                    "arguments": (attrs.get("gen_ai.tool.call.arguments") or {}).get("string_value"),
                 }
             )
     return out

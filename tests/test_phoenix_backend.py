@@ -127,6 +127,12 @@ def test_phoenix_shows_fault_spans_as_errors(phoenix_roundtrip: dict[str, Any]) 
         assert span["status_code"] == 2, span  # OTLP's STATUS_CODE_ERROR: red in the trace view
         assert span["status_message"], span
         assert "exception" in span["events"], span
+        # Phoenix reads the standard gen_ai.tool.call.arguments: the tool span shows its input (issue 27)
+        assert span["span_kind"] == "TOOL", span
+        # (Phoenix stores the parsed arguments under tool.parameters.<name>, which its tool view lists; a null
+        # argument has no attribute)
+        given = {k: v for k, v in json.loads(span["arguments"]).items() if v is not None}
+        assert given and span["tool_parameters"] == given, span
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
