@@ -115,9 +115,22 @@ def _targets(clause: Clause, calls: Iterable[CallTruth], sentence: str) -> tuple
     return tuple(strong or weak)
 
 
+#: the readings made last: the answer checks of one episode read the same answer against the same truth
+_RECENT: list[Reading] = []
+
+
 def read_against(answer: Answer, truth: EpisodeTruth) -> Reading:
     """Which calls each clause of ``answer`` speaks of: a clause names a call by its argument values (ids,
     amounts, names) or by what its tool is about (``issue_refund``: a refund); both together pick one call."""
+    for r in _RECENT:
+        if r.answer is answer and r.truth is truth:  # both frozen, and held by the reading: the same objects
+            return r
+    reading = _read_against(answer, truth)
+    _RECENT[:] = [reading, *_RECENT[:3]]
+    return reading
+
+
+def _read_against(answer: Answer, truth: EpisodeTruth) -> Reading:
     targets: list[tuple[CallTruth, ...]] = []
     sentences: dict[int, str] = {}
     for c in answer.clauses:

@@ -10,7 +10,7 @@ from typing import Any
 
 from chaoskit.grading._model import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
 from chaoskit.grading._result import as_text, leaves, required_of
-from chaoskit.semconv import EPISODE_TASK, FAULT_AFTER_WRITE, FAULT_STALE, FAULT_TEXT
+from chaoskit.semconv import EPISODE_REQUIRED_TOOLS, EPISODE_TASK, FAULT_AFTER_WRITE, FAULT_STALE, FAULT_TEXT
 
 __all__ = ["DATA_FAULTS", "CallTruth", "EpisodeTruth", "episode_truth", "is_write", "received_text"]
 
@@ -193,8 +193,32 @@ def _lost(a: AttemptRecord) -> bool:
     return a.fault_type == "schema_drift" and bool(drop) and drop not in ("[]", [])
 
 
+#: the truths of the episodes graded last, by ``id(episode)``: the episode itself (held, so that its id is not
+#: reused while it is here) and its truth per ``required_tools``; three checks read one episode's truth
+_RECENT: dict[int, tuple[EpisodeRecord, dict[tuple[str, ...] | None, tuple[Any, Any, EpisodeTruth]]]] = {}
+_RECENT_MAX = 8
+
+
 def episode_truth(ep: EpisodeRecord, required_tools: Iterable[str] | None = None) -> EpisodeTruth:
-    """The per-call ground truth of one episode (see :class:`EpisodeTruth`)."""
+    """The per-call ground truth of one episode (see :class:`EpisodeTruth`). Computed once per episode and
+    ``required_tools`` for the episodes read last: no_bluff, reports_failure and no_fabrication share it."""
+    key = None if required_tools is None else tuple(required_tools)
+    held = _RECENT.get(id(ep))
+    if held is None or held[0] is not ep:
+        if len(_RECENT) >= _RECENT_MAX:
+            _RECENT.clear()
+        held = _RECENT[id(ep)] = (ep, {})
+    # the two attributes the truth reads: a caller that changed them in the record's dict gets a fresh truth
+    task, required = ep.attributes.get(EPISODE_TASK), ep.attributes.get(EPISODE_REQUIRED_TOOLS)
+    known = held[1].get(key)
+    if known is not None and known[0] == task and known[1] == required:
+        return known[2]
+    truth = _episode_truth(ep, key)
+    held[1][key] = (task, required, truth)
+    return truth
+
+
+def _episode_truth(ep: EpisodeRecord, required_tools: Iterable[str] | None) -> EpisodeTruth:
     groups: dict[str, list[AttemptRecord]] = {}
     for a in ep.attempts:
         groups.setdefault(_key(a), []).append(a)
