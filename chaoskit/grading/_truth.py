@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -38,9 +39,12 @@ def is_write(a: AttemptRecord) -> bool:
     """Declared ``irreversible=True``, or not named like a read: a tool whose name starts with a read verb
     (``get_sent_emails``, ``search_flights``) is a read; any other is taken as a write (``send_email``, and
     also ``make_payment`` or ``wire_funds``, whatever verb a tool's author chose)."""
-    if a.irreversible:
-        return True
-    words = [w for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", a.tool) if w]
+    return a.irreversible or _named_as_write(a.tool)
+
+
+@functools.lru_cache(maxsize=1024)
+def _named_as_write(tool: str) -> bool:
+    words = [w for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", tool) if w]
     return bool(words) and words[0].lower() not in _READ_VERBS
 
 
