@@ -313,3 +313,46 @@ def test_check_shows_page_progress_on_a_terminal_and_not_with_quiet(
                 assert "page(s)" not in shown
             else:
                 assert "chaoskit: Phoenix: 1 page(s)" in shown and "chaoskit: Phoenix: 3 page(s)" in shown
+
+
+def test_a_window_jaeger_fails_to_answer_cannot_be_graded(
+    exported: tuple[Path, list[dict[str, Any]]], jaeger: JaegerStub
+) -> None:
+    _, docs = exported
+    jaeger.traces = _traces(docs)
+    real = jaeger.find
+    asked: list[int] = []
+
+    def find(q: dict[str, list[str]]) -> tuple[int, dict[str, str], bytes]:
+        asked.append(1)
+        if len(asked) == 4:  # a window in the middle of the range
+            return 500, {"Content-Type": "application/json"}, b'{"error":{"httpCode":500,"message":"storage busy"}}'
+        return real(q)
+
+    jaeger.find = find  # type: ignore[method-assign]
+    result = run_cli(["check", "--from-jaeger", jaeger.url, "--service", "shop-agent", "--limit", "3"])
+    assert len(asked) == 4  # the read stops at the failed window
+    assert result.code == 2 and result.out == ""  # the windows before it graded, and nothing printed
+    assert_clear(result.err, names=["cannot grade", "HTTP 500", "storage busy"])
+
+
+def test_a_window_answer_of_another_shape_is_read_as_the_whole_answer_reader_does(
+    exported: tuple[Path, list[dict[str, Any]]], jaeger: JaegerStub
+) -> None:
+    traces, docs = exported
+    jaeger.traces = _traces(docs)
+    real = jaeger.find
+
+    def find(q: dict[str, list[str]]) -> tuple[int, dict[str, str], bytes]:
+        status, headers, body = real(q)
+        if status != 200:
+            return status, headers, body
+        # "result" twice: the streamed reading stops after the first (its spans already read) and the answer is
+        # read whole by the general reader into the same reader, whose spans then come a second time unchanged
+        result = json.dumps(json.loads(body)["result"])
+        return status, headers, ('{"result": ' + result + ', "result": ' + result + "}").encode()
+
+    jaeger.find = find  # type: ignore[method-assign]
+    result = run_cli(["check", "--from-jaeger", jaeger.url, "--service", "shop-agent", "--limit", "3", "--json"])
+    assert result.code == 1, result.err
+    assert _verdicts(result.out) == _file_verdicts(traces)

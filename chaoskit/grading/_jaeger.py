@@ -25,7 +25,7 @@ from chaoskit._errors import ChaoskitError
 from chaoskit.grading._build import LateSpanError, TraceBuilder
 from chaoskit.grading._formats import dispatch
 from chaoskit.grading._model import EpisodeRecord, TraceReadError, show
-from chaoskit.grading._readers import _no_gc, guarded, read_with_builder
+from chaoskit.grading._readers import _no_gc, guarded, read_with_builder, text_documents
 
 __all__ = [
     "MAX_ANSWER_BYTES",
@@ -191,18 +191,15 @@ class JaegerPages:
             with _no_gc():
                 if _stream(text, builder):
                     return builder.take_complete()
-            first: TraceReadError | None = None
         except LateSpanError:
             raise
-        except TraceReadError as exc:
-            first = exc
-        except (RecursionError, AttributeError, KeyError, TypeError, ValueError, IndexError):
-            first = None
-        # the answer read whole on its own raises the exact reason, naming the JSON path; else the reason met
-        read_with_builder(text, "otlp", name=source)
-        raise first or TraceReadError(
-            'Jaeger\'s answer is not api_v3\'s {"result": {"resourceSpans": [...]}}', source=source
-        )
+        except (TraceReadError, RecursionError, AttributeError, KeyError, TypeError, ValueError, IndexError):
+            pass  # read again whole below, as fetch_jaeger does: the general reader's message names the JSON path
+        # into the same reader: the spans the first try added come again unchanged and count once
+        with guarded(builder, "otlp"):
+            for _ in text_documents(text, "otlp", builder, 1):
+                pass
+            return builder.take_complete()
 
 
 # --- receiving the answer ---------------------------------------------------------------------------------
