@@ -190,6 +190,11 @@ def profile_no_fire(n: int) -> None:
     for (path, line, func), (_, _, own, _, _) in rows:
         where = path.split("site-packages/")[-1].split("/chaoskit/")[-1]
         print(f"{own / total:6.1%} {own / n * 1e6:8.2f}  {func} ({where}:{line})")
+    by: dict[str, float] = {}
+    for (path, _, _), (_, _, own, _, _) in raw.items():
+        side = "opentelemetry" if "opentelemetry" in path else "chaoskit" if "/chaoskit/" in path else "other"
+        by[side] = by.get(side, 0.0) + own
+    print("own time by package: " + ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(by.items())))
 
 
 if __name__ == "__main__":
