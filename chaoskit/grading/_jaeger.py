@@ -111,9 +111,9 @@ class JaegerPages:
     left traces out, and is read again in two halves, down to :data:`MIN_WINDOW`, where a window still full is
     refused, never cut; after quiet windows the window widens again. Each answer goes to a streaming reader: an
     episode is handed out as soon as its root span and every attempt it counted are in, so memory holds one
-    window's answer and the episodes still open. A trace met again in the next window (Jaeger answers whole
-    traces) is the same spans, ignored as copies; any other span of an episode already handed out is a
-    :class:`LateSpanError`.
+    window's answer, the episodes still open and a 24-byte fingerprint per span read. A trace met again in the
+    next window (Jaeger answers whole traces) is the same spans, ignored as copies; any other span of an
+    episode already handed out is a :class:`LateSpanError`.
 
     ``progress`` is called after each window with a line saying how far the read is. Iterate once; an episode
     still missing spans at the end raises a :class:`TraceReadError` (never a pass). After the iteration

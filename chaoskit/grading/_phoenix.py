@@ -82,9 +82,10 @@ def fetch_phoenix(
 class PhoenixPages:
     """The chaoskit episodes of a Phoenix project, read one page at a time (``/spans/otlpv1``, 1000 spans a
     request, following ``next_cursor``) into a streaming reader: an episode is handed out as soon as its root
-    span and every attempt it counted are in, whichever pages they came in, so memory holds one page and the
-    episodes still open, however long the window. The window is fixed when the read starts (``start_time``
-    from ``since``, ``end_time`` now): spans exported meanwhile do not shift the pages.
+    span and every attempt it counted are in, whichever pages they came in, so memory holds one page, the
+    episodes still open and a 24-byte fingerprint per span read, however long the window. The window is fixed
+    when the read starts (``start_time`` from ``since``, ``end_time`` now): spans exported meanwhile do not
+    shift the pages.
 
     ``limit`` (None: no limit) refuses a project holding more spans, as :func:`fetch_phoenix` does; ``progress``
     is called after each page with a line saying how far the read is. Iterate once; an episode still missing
