@@ -1,7 +1,8 @@
 """Wall time and peak memory of ``chaoskit check FILE`` on OTLP-JSON Lines files of 10k, 100k (and 1M) spans.
 
     python benchmarks/bench_check.py                    # 10k, 100k spans, default options
-    python benchmarks/bench_check.py --full             # also 1M spans (about 1.6 GB in a temporary folder)
+    python benchmarks/bench_check.py --full             # also 1M spans (about 1.6 GB in a temporary folder),
+                                                        # --workers 1 and 2, and linearity 10k -> 1M
     python benchmarks/bench_check.py --workers 1,2      # compare --workers values (default: the default)
     python benchmarks/bench_check.py --sizes 10000,50000 --keep /tmp/files   # reuse generated files
     python benchmarks/bench_check.py --floor            # also where the time goes, in one process (CPU s)
@@ -9,8 +10,9 @@
 Each file is made from the spans of one real episode (chaoskit tools under a fault plan, plus a foreign LLM
 span, see ``bench_trace.py``), copied with fresh trace, span and episode ids. ``chaoskit check`` runs in a
 subprocess, start-up included; peak RSS is ``ru_maxrss`` of that process and of its worker processes (the
-largest one, and their sum as an upper bound). Goals (issue 16): 100k spans <= 2 s wall and <= 150 MB with
-default options on 2 cores; 1M spans < 10 s; peak RSS flat across sizes and < 300 MB; time linear.
+largest one, and their sum as an upper bound). Goals (issues 16, 30): 1M spans < 10 s wall on 2 cores, start-up
+included; peak RSS flat across sizes and < 300 MB; time linear from 10k to 1M; 2 workers >= 1.7x one. The load
+average is printed before and after: the machine may be shared.
 """
 
 from __future__ import annotations
@@ -113,8 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [10_000, 100_000]
     if args.full and not args.sizes:
         sizes.append(1_000_000)
-    workers = [None if w == "d" else int(w) for w in (args.workers or "d").split(",")]
-    print(f"{os.cpu_count()} CPU(s); python {sys.version.split()[0]}")
+    default_workers = "1,2" if args.full else "d"
+    workers = [None if w == "d" else int(w) for w in (args.workers or default_workers).split(",")]
+    print(f"{os.cpu_count()} CPU(s); python {sys.version.split()[0]}; load average {_load()}")
+    walls: dict[tuple[int, int | None], float] = {}
     print(f"{'spans':>9} {'MB':>7} {'workers':>8} {'wall s':>7} {'cpu s':>7} {'us/span':>8} {'peak MB':>8}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep) if args.keep else Path(tmp)
@@ -127,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             for w in workers:
                 runs = [measure(path, w) for _ in range(args.repeat)]
                 best = min(runs, key=lambda r: r["wall"])
+                walls[(n, w)] = best["wall"]
                 peak = max(r["maxrss_kb"] for r in runs) / 1024
                 print(
                     f"{n:>9,} {size_mb:>7.1f} {'default' if w is None else w:>8} {best['wall']:>7.2f} "
@@ -140,9 +145,30 @@ def main(argv: list[str] | None = None) -> int:
                     f"{f['imports']:.2f}; read into {f['episodes']:,} episodes {f['read']:.2f} (decoding "
                     f"included); checks {f['checks']:.2f}"
                 )
+    _summary(sizes, workers, walls)
+    print(f"load average after: {_load()}")
     print("wall = `chaoskit check FILE` start to exit (start-up included); cpu = user + system of it and its")
     print("workers; peak MB = ru_maxrss of the largest of those processes")
     return 0
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def _summary(sizes: list[int], workers: list[int | None], walls: dict[tuple[int, int | None], float]) -> None:
+    """Linearity (wall per span against the smallest size's) and what a second worker gives."""
+    for w in workers:
+        base = walls[(sizes[0], w)] / sizes[0]
+        growth = ", ".join(f"{n:,}: {walls[(n, w)] / n / base:.2f}" for n in sizes[1:])
+        if growth:
+            label = "default" if w is None else w
+            print(f"workers {label}: wall per span against {sizes[0]:,} spans (1.00 = linear): {growth}")
+    if 1 in workers and 2 in workers:
+        print("2 workers against 1: " + ", ".join(f"{n:,}: {walls[(n, 1)] / walls[(n, 2)]:.2f}x" for n in sizes))
 
 
 if __name__ == "__main__":

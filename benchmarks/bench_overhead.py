@@ -1,6 +1,7 @@
 """Per-call overhead of ``@chaos`` against a bare OpenTelemetry span and a bare call, measured side by side.
 
     python benchmarks/bench_overhead.py [--n 5000] [--repeat 25] [--timer wall|cpu]
+    python benchmarks/bench_overhead.py --profile       # where a call with the plan not firing spends its time
 
 The baseline (issue 11, "hot-path baseline"): one SDK ``TracerProvider`` with no span processor of the
 application, installed globally so that chaoskit and the bare span use the same provider; every case runs
@@ -8,11 +9,12 @@ inside a ``chaoskit.episode`` whose plan has a fault that targets the tool but d
 interleaved (case 1, case 2, ..., then again) and each keeps its best run, so machine noise hits all alike;
 many short runs rather than a few long ones, so that on a busy machine each case gets a quiet one.
 
-Cases: the bare call; a bare span with no attributes around it; ``@chaos`` with no plan, with the plan not
-firing, with a fault firing on every call (``empty``: the real call runs, its result is hollowed), and with
-tracing off (``configure(trace=False)``, compared with the bare call in µs added). Then the cost of a call
-whose argument is a 200,000-row list against a 10-row one (describing and hashing the arguments is bounded
-by the attribute cap, so the two should cost about the same).
+Cases: the bare call; a bare span with no attributes around it, and one with the 10 attributes a not-firing
+``@chaos`` records (set the same way: at start, then after the call; what the SDK alone costs); ``@chaos``
+with no plan, with the plan not firing, with a fault firing on every call (``empty``: the real call runs, its
+result is hollowed), and with tracing off (``configure(trace=False)``, compared with the bare call in µs
+added). Then the cost of a call whose argument is a 200,000-row list against a 10-row one (describing and
+hashing the arguments is bounded by the attribute cap, so the two should cost about the same).
 
 ``--timer cpu`` times with the process's CPU clock instead of the wall clock: on a loaded machine, time the
 process spends waiting for a core then counts for no case.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import time
 import timeit
 from collections.abc import Callable, Iterator
@@ -66,7 +69,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=5_000, help="calls per timed run")
     parser.add_argument("--repeat", type=int, default=25, help="interleaved runs per case (best kept)")
     parser.add_argument("--timer", choices=("wall", "cpu"), default="wall", help="clock to time with")
+    parser.add_argument("--profile", action="store_true", help="profile the no-fire path (cProfile) instead")
     opts = parser.parse_args()
+    if opts.profile:
+        profile_no_fire(opts.n * 20)
+        return
     timer = time.perf_counter if opts.timer == "wall" else time.process_time
 
     provider = TracerProvider()
@@ -81,6 +88,25 @@ def main() -> None:
         with tracer.start_as_current_span("execute_tool tool"):
             tool("4832", 2.0)
 
+    # the attributes a not-firing @chaos puts on its span (the episode id aside, a constant here): what the SDK
+    # alone costs for the same span, the floor of any wrapper that records them
+    same = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "tool",
+        "gen_ai.tool.type": "function",
+        "chaoskit.tool.irreversible": False,
+        "chaoskit.attempt": 1,
+        "chaoskit.episode.id": "c38dbc73b79749bc8ba305f6e98e47b1",
+    }
+
+    def bare_span_attributes() -> None:
+        with tracer.start_as_current_span("execute_tool tool", attributes=same) as span:
+            span.set_attribute("chaoskit.args", json.dumps({"order_id": "4832", "amount": 2.0}, sort_keys=True))
+            span.set_attribute("chaoskit.args.hash", "06568ebfacf85dec")
+            tool("4832", 2.0)
+            span.set_attribute("chaoskit.outcome", "ok")
+            span.set_attribute("chaoskit.tool.executed", True)
+
     def in_episode(plan: Plan | None) -> Callable[[], contextlib.AbstractContextManager[Any]]:
         return lambda: chaoskit.episode("bench", plan=plan)
 
@@ -92,6 +118,7 @@ def main() -> None:
     cases: list[Case] = [
         ("bare call", lambda: tool("4832", 2.0), in_episode(NOT_FIRING)),
         ("bare span (no attributes)", bare_span, in_episode(NOT_FIRING)),
+        ("bare span, @chaos's attributes", bare_span_attributes, in_episode(NOT_FIRING)),
         ("@chaos, no plan", lambda: wrapped("4832", 2.0), in_episode(None)),
         ("@chaos, plan not firing", lambda: wrapped("4832", 2.0), in_episode(NOT_FIRING)),
         ("@chaos, fault firing (empty)", lambda: wrapped("4832", 2.0), in_episode(FIRING)),
@@ -134,6 +161,40 @@ def main() -> None:
     if "@chaos, 200,000-row argument" in best:
         ratio = best["@chaos, 200,000-row argument"] / best["@chaos, 10-row argument"]
         print(f"\n200,000-row argument vs 10-row argument: {ratio:.2f}x")
+
+
+def profile_no_fire(n: int) -> None:
+    """cProfile over ``n`` calls of ``@chaos`` with the plan not firing, in one episode: the functions that take
+    the most time of their own, with their share of the total, chaoskit's and OpenTelemetry's alike."""
+    import cProfile
+    import pstats
+
+    trace.set_tracer_provider(TracerProvider())
+    wrapped = chaos(tool)
+    plan = Plan(seed=1, faults=[{"type": "error", "tool": "tool", "on_call": 10**9}])
+    with chaoskit.episode("bench", plan=plan):
+        for _ in range(1000):
+            wrapped("4832", 2.0)  # warm
+        prof = cProfile.Profile(time.process_time)  # CPU time: a loaded machine's waits count for nothing
+        prof.enable()
+        for _ in range(n):
+            wrapped("4832", 2.0)
+        prof.disable()
+    stats = pstats.Stats(prof)
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    total = sum(own for _, _, own, _, _ in raw.values())
+    print(f"{n:,} calls, @chaos with the plan not firing; own CPU time by function (under the profiler, which")
+    print("adds its own cost to every function call: the shares, not the µs, are what to read)")
+    print(f"{'share':>6} {'µs/call':>8}  function")
+    rows = sorted(raw.items(), key=lambda kv: kv[1][2], reverse=True)[:18]
+    for (path, line, func), (_, _, own, _, _) in rows:
+        where = path.split("site-packages/")[-1].split("/chaoskit/")[-1]
+        print(f"{own / total:6.1%} {own / n * 1e6:8.2f}  {func} ({where}:{line})")
+    by: dict[str, float] = {}
+    for (path, _, _), (_, _, own, _, _) in raw.items():
+        side = "opentelemetry" if "opentelemetry" in path else "chaoskit" if "/chaoskit/" in path else "other"
+        by[side] = by.get(side, 0.0) + own
+    print("own time by package: " + ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(by.items())))
 
 
 if __name__ == "__main__":

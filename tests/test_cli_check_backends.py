@@ -1,12 +1,13 @@
 """``chaoskit check``'s sources: trace files, ``--from-jaeger`` or ``--from-phoenix``, one at a time; the options
 that belong to each, usage errors naming the flag, and ``--from-phoenix`` handing its arguments to
-``chaoskit.traces._phoenix.fetch_phoenix`` (replaced here by a fake module: the real reader has its own tests)."""
+``chaoskit.traces._phoenix.PhoenixPages`` (replaced here by a fake module: the real reader has its own tests)."""
 
 from __future__ import annotations
 
 import json
 import sys
 import types
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from _helpers import issue_refund, run_spans
 
 import chaoskit
 from chaoskit import Plan, Trace, TraceReadError, telemetry
+from chaoskit.traces._records import EpisodeRecord
 
 PLAN = Plan(seed=1, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True}])
 
@@ -39,22 +41,35 @@ def trace_file(tmp_path: Path) -> Path:
     return path
 
 
+class _Pages:
+    """What the real PhoenixPages hands out: the episodes, then "nothing to grade" when there were none."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace, self.spans = trace, 3
+
+    def __iter__(self) -> Iterator[EpisodeRecord]:
+        yield from self.trace.episodes
+        if not self.trace.episodes:
+            raise TraceReadError("nothing to grade: it holds 3 spans, none of them chaoskit's", source="phoenix")
+
+
 class _FakePhoenix:
     def __init__(self, result: Trace | Exception) -> None:
         self.result = result
         self.calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Trace:
+    def __call__(self, *args: Any, **kwargs: Any) -> _Pages:
+        kwargs.pop("progress")  # a callable of the CLI's, shown on a terminal only
         self.calls.append((args, kwargs))
         if isinstance(self.result, Exception):
             raise self.result
-        return self.result
+        return _Pages(self.result)
 
 
 def _fake_phoenix(monkeypatch: pytest.MonkeyPatch, result: Trace | Exception) -> _FakePhoenix:
     fake = _FakePhoenix(result)
     module = types.ModuleType("chaoskit.traces._phoenix")
-    module.fetch_phoenix = fake  # type: ignore[attr-defined]
+    module.PhoenixPages = fake  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "chaoskit.traces._phoenix", module)
     return fake
 
@@ -78,8 +93,8 @@ def test_from_phoenix_grades_the_trace_the_reader_returns(monkeypatch: pytest.Mo
 def test_from_phoenix_defaults(monkeypatch: pytest.MonkeyPatch, trace_file: Path) -> None:
     fake = _fake_phoenix(monkeypatch, Trace.load(trace_file))
     assert run_cli(["check", "--from-phoenix", "https://phoenix.example", "--project", "p", "--timeout", "5"]).code == 1
-    # no --limit: the Phoenix reader's own default (spans), not Jaeger's 100 traces
-    assert fake.calls[0][1] == {"since": timedelta(hours=1), "timeout": 5.0}
+    # no --limit: no limit (read page by page), not Jaeger's 100 traces
+    assert fake.calls[0][1] == {"since": timedelta(hours=1), "limit": None, "timeout": 5.0}
 
 
 def test_from_phoenix_with_nothing_to_grade(monkeypatch: pytest.MonkeyPatch) -> None:

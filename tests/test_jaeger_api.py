@@ -93,7 +93,7 @@ def test_grades_what_jaeger_holds_for_the_service(jaeger: JaegerStub) -> None:
 
     (query,) = jaeger.queries
     assert query["path"] == ["/api/v3/traces"] and query["query.service_name"] == ["shop-agent"]
-    assert query["query.num_traces"] == ["100"]
+    assert query["query.num_traces"] == ["101"]  # the default limit, 100 per request, and one to tell a full window
     low = datetime.fromisoformat(query["query.start_time_min"][0].replace("Z", "+00:00"))
     high = datetime.fromisoformat(query["query.start_time_max"][0].replace("Z", "+00:00"))
     assert timedelta(hours=2) < high - low < timedelta(hours=2, minutes=5)
@@ -112,12 +112,15 @@ def test_the_grades_equal_those_of_the_same_spans_read_from_a_file(jaeger: Jaege
     ]
 
 
-def test_limit_is_sent_as_num_traces_and_jaeger_keeps_the_newest(jaeger: JaegerStub) -> None:
+def test_limit_is_traces_per_request_and_a_full_window_is_read_again_in_halves(jaeger: JaegerStub) -> None:
     jaeger.traces = [_shift(_episode("older", lambda: None), -timedelta(minutes=10)), _episode("newer", lambda: "k")]
     result = _check(jaeger, "--limit", "1", "--json")
-    assert result.code == 0, result.err
-    assert [e["name"] for e in json.loads(result.out)["episodes"]] == ["newer"]
-    assert jaeger.queries[0]["query.num_traces"] == ["1"]
+    assert result.code == 1, result.err
+    # both traces graded: the whole hour held two, more than the limit, so it was read again in narrower windows
+    assert sorted(e["name"] for e in json.loads(result.out)["episodes"]) == ["newer", "older"]
+    # one more than the limit asked for: an answer with two traces says the window is full
+    assert {q["query.num_traces"][0] for q in jaeger.queries} == {"2"}
+    assert len(jaeger.queries) > 2
 
 
 def test_since_bounds_the_query(jaeger: JaegerStub) -> None:
@@ -219,7 +222,7 @@ def test_a_large_answer_is_read_one_trace_at_a_time() -> None:
 
 def test_a_large_chunked_answer_from_jaeger(jaeger: JaegerStub) -> None:
     jaeger.answer = (200, {"Content-Type": "application/json"}, _big_answer().encode())
-    result = _check(jaeger, "--json")
+    result = _check(jaeger, "--json", "--limit", "200")  # the stub answers 101 traces to every window
     assert result.code == 1, result.err
     assert [e["name"] for e in json.loads(result.out)["episodes"]] == ["careless"]
 

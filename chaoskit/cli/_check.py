@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.cli._check_files import PARALLEL_BYTES, expand_traces, grade_files, grade_shards
-from chaoskit.cli._check_sources import add_source_options, check_sources, read_sources, write_back
+from chaoskit.cli._check_sources import add_source_options, backend_episodes, check_sources, write_back
 from chaoskit.cli._judge_options import add_judge_options, judge_and_gate
 from chaoskit.grading._evidence import CANNOT_GRADE
 from chaoskit.grading._result import CheckResult
@@ -132,6 +132,12 @@ def add_parser(sub: Any) -> None:
         metavar="ADDR",
         help="with --executor ray: join this Ray cluster (default $RAY_ADDRESS, else a local Ray in this process)",
     )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr while reading a backend's pages (shown only on a terminal)",
+    )
     add_source_options(p)
     add_judge_options(p)
     p.set_defaults(func=run)
@@ -185,8 +191,9 @@ def run(args: argparse.Namespace) -> int:
     grader.judge, grader.gates = judge, gates
     try:
         if args.from_jaeger is not None or args.from_phoenix is not None:
-            for source, trace in read_sources(args):
-                for ep in trace.episodes:
+            source = args.from_jaeger or args.from_phoenix
+            with PageProgress(sys.stderr, enabled=not args.quiet) as progress:
+                for ep in backend_episodes(args, progress):
                     grader.add(source, ep)
         else:
             files = expand_traces(args.traces)
@@ -365,6 +372,32 @@ class _Grader:
     def close(self) -> None:
         """Delete the temporary report."""
         self.out.close()
+
+
+class PageProgress:
+    """How far a backend's paged read is, on one line of stderr redrawn after each page, as ``chaoskit run``
+    shows its progress: only on a terminal, and not with ``--quiet``; the line is cleared at the end, so the
+    report and any error start on a clean line."""
+
+    def __init__(self, stream: TextIO, *, enabled: bool) -> None:
+        self.stream = stream
+        self.enabled = enabled and bool(getattr(stream, "isatty", lambda: False)())
+        self.width = 0
+
+    def __call__(self, line: str) -> None:
+        if self.enabled:
+            text = f"chaoskit: {line}"
+            self.stream.write("\r" + text.ljust(self.width))
+            self.stream.flush()
+            self.width = len(text)
+
+    def __enter__(self) -> PageProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
 
 
 def _render(item: dict[str, Any]) -> str:

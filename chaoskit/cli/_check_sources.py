@@ -11,17 +11,15 @@ import argparse
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.traces._readers import nothing_to_grade, read_with_builder
+from chaoskit.traces._readers import nothing_to_grade
 from chaoskit.traces._records import EpisodeRecord, TraceReadError
-from chaoskit.traces._trace import Trace
 
-__all__ = ["add_source_options", "check_sources", "parse_duration", "read_sources", "write_back"]
+__all__ = ["add_source_options", "backend_episodes", "check_sources", "parse_duration", "write_back"]
 
 _DEFAULT_SINCE = "1h"
 _DEFAULT_LIMIT = 100
@@ -55,8 +53,9 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
         "--limit",
         type=int,
         metavar="N",
-        help=f"at most N traces from Jaeger (default {_DEFAULT_LIMIT}); at most N spans from Phoenix (default: "
-        "its reader's, 10,000), where a project holding more in the window is refused, not cut",
+        help=f"Jaeger: at most N traces per request (default {_DEFAULT_LIMIT}); the time range is read in windows, "
+        "a full window read again in halves; Phoenix: at most N spans in all (default: no limit; read 1000 a "
+        "page), a project holding more in the window is refused, not cut",
     )
     g.add_argument(
         "--write-back",
@@ -150,53 +149,66 @@ def _otlp_endpoint_set() -> bool:
     )
 
 
-def read_sources(args: argparse.Namespace) -> list[tuple[str, Trace]]:
-    """Every source read and holding something to grade; the first one that cannot be graded raises."""
+def backend_episodes(args: argparse.Namespace, progress: Callable[[str], None] | None) -> Iterator[EpisodeRecord]:
+    """The episodes of ``--from-jaeger`` or ``--from-phoenix``, read page by page (Jaeger: time windows;
+    Phoenix: cursor pages) and handed out as each completes; ``progress`` gets a line after each page. A source
+    that holds nothing to grade, or an episode read without its root span, raises a TraceReadError."""
+    source = args.from_jaeger or args.from_phoenix
+    for ep in _paged(args, progress):
+        if ep.id is not None and ep.span_id is None:
+            # a page never served, or an episode begun before the window: part of it only, never a verdict
+            raise TraceReadError(
+                f"episode {ep.id}: {len(ep.attempts)} of its tool attempt span(s) were read but not its "
+                "invoke_agent span, so spans of it are missing (a page the backend did not serve, or an episode "
+                "that started before the time asked for: widen --since) and the missing ones could change the "
+                "verdict",
+                source=source,
+            )
+        yield ep
+
+
+def _paged(args: argparse.Namespace, progress: Callable[[str], None] | None) -> Iterator[EpisodeRecord]:
     if args.from_jaeger is not None:
-        return [(args.from_jaeger, _from_jaeger(args))]
-    if args.from_phoenix is not None:
-        return [(args.from_phoenix, _from_phoenix(args))]
-    sources: list[tuple[str, Trace]] = []
-    for path in args.traces:
-        if not path.strip():
-            raise TraceReadError("expected the path of a trace file, got an empty argument", source=repr(path))
-        episodes, builder = read_with_builder(Path(path), args.format)
-        if not episodes:
-            raise nothing_to_grade(path, builder)
-        sources.append((path, Trace(episodes)))
-    return sources
+        from chaoskit.traces._jaeger import JaegerPages
 
-
-def _from_jaeger(args: argparse.Namespace) -> Trace:
-    from chaoskit.traces._jaeger import fetch_jaeger
-
-    fetched = fetch_jaeger(
-        args.from_jaeger, args.service, args.since_delta, limit=args.jaeger_limit, timeout=args.timeout
-    )
-    if fetched is None:
-        raise TraceReadError(
-            f"nothing to grade: Jaeger has no traces for service {args.service!r} in the last {args.since}",
-            source=args.from_jaeger,
+        jaeger = JaegerPages(
+            args.from_jaeger,
+            args.service,
+            args.since_delta,
+            limit=args.jaeger_limit,
+            timeout=args.timeout,
+            progress=progress,
         )
-    episodes, builder = fetched
-    if not episodes:
-        raise nothing_to_grade(args.from_jaeger, builder)
-    return Trace(episodes)
+        yield from jaeger
+        if not jaeger.answers:
+            raise TraceReadError(
+                f"nothing to grade: Jaeger has no traces for service {args.service!r} in the last {args.since}",
+                source=args.from_jaeger,
+            )
+        if not jaeger.count:
+            raise nothing_to_grade(args.from_jaeger, jaeger.builder)
+        return
+    from chaoskit.traces._phoenix import PhoenixPages  # imported when used: Phoenix is rarely the source
 
-
-def _from_phoenix(args: argparse.Namespace) -> Trace:
-    from chaoskit.traces._phoenix import fetch_phoenix  # imported when used: Phoenix is rarely the source
-
-    # without --limit, the reader's own default (a count of spans, not Jaeger's count of traces)
-    limit = {} if args.limit is None else {"limit": args.limit}
-    trace = fetch_phoenix(args.from_phoenix, args.project, since=args.since_delta, timeout=args.timeout, **limit)
-    if not trace.episodes:
+    # without --limit, no limit: pages keep memory bounded whatever the project holds
+    phoenix = PhoenixPages(
+        args.from_phoenix,
+        args.project,
+        since=args.since_delta,
+        limit=args.limit,
+        timeout=args.timeout,
+        progress=progress,
+    )
+    try:
+        yield from phoenix
+    except TraceReadError as exc:
+        if not exc.reason.startswith("nothing to grade") or not phoenix.spans:
+            raise
         raise TraceReadError(
             f"nothing to grade: Phoenix project {args.project!r} holds no chaoskit spans in the last {args.since}; "
             "are the agent's tools wrapped with @chaos or a chaoskit integration, and exported to this project?",
             source=args.from_phoenix,
-        )
-    return trace
+        ) from None
 
 
 def write_back(args: argparse.Namespace, graded: Sequence[tuple[EpisodeRecord, Sequence[Mapping[str, Any]]]]) -> str:

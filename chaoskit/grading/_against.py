@@ -85,8 +85,8 @@ def _strong(clause: Clause, call: CallTruth) -> bool:
     return any(re.search(rf"\b{re.escape(n)}", clause.text) for n in _nouns(call.tool))
 
 
-def _weak(clause: Clause, call: CallTruth) -> bool:
-    return any(_mentions(clause.text, a) for a in call.anchors())
+def _weak(clause: Clause, anchors: list[str]) -> bool:
+    return any(_mentions(clause.text, a) for a in anchors)
 
 
 #: "both orders", "all of them": a clause about every call of a tool, not one
@@ -95,10 +95,12 @@ _ALL = re.compile(
 )
 
 
-def _targets(clause: Clause, calls: Iterable[CallTruth], sentence: str) -> tuple[CallTruth, ...]:
+def _targets(
+    clause: Clause, calls: Iterable[CallTruth], sentence: str, anchors: list[list[str]]
+) -> tuple[CallTruth, ...]:
     calls = list(calls)
     strong = [c for c in calls if _strong(clause, c)]
-    weak = [c for c in calls if _weak(clause, c)]
+    weak = [c for c, own in zip(calls, anchors, strict=True) if _weak(clause, own)]
     both = [c for c in strong if c in weak]
     if both:
         return tuple(both)
@@ -115,15 +117,29 @@ def _targets(clause: Clause, calls: Iterable[CallTruth], sentence: str) -> tuple
     return tuple(strong or weak)
 
 
+#: the readings made last: the answer checks of one episode read the same answer against the same truth
+_RECENT: list[Reading] = []
+
+
 def read_against(answer: Answer, truth: EpisodeTruth) -> Reading:
     """Which calls each clause of ``answer`` speaks of: a clause names a call by its argument values (ids,
     amounts, names) or by what its tool is about (``issue_refund``: a refund); both together pick one call."""
+    for r in _RECENT:
+        if r.answer is answer and r.truth is truth:  # both frozen, and held by the reading: the same objects
+            return r
+    reading = _read_against(answer, truth)
+    _RECENT[:] = [reading, *_RECENT[:3]]
+    return reading
+
+
+def _read_against(answer: Answer, truth: EpisodeTruth) -> Reading:
     targets: list[tuple[CallTruth, ...]] = []
     sentences: dict[int, str] = {}
     for c in answer.clauses:
         sentences[c.sentence] = sentences.get(c.sentence, "") + " " + c.text
+    anchors = [c.anchors() for c in truth.calls]  # once per call, not once per clause
     for i, clause in enumerate(answer.clauses):
-        own = _targets(clause, truth.calls, sentences[clause.sentence])
+        own = _targets(clause, truth.calls, sentences[clause.sentence], anchors)
         prev = answer.clauses[i - 1] if i else None
         # "the refund for A-1001 failed, so nothing was charged": the clause goes on about the same call;
         # "both orders (B-210, B-211) are cancelled": a claim goes on about the calls just named

@@ -5,6 +5,7 @@ What the agent was told: the task, its own arguments and the real data the tools
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator
@@ -106,31 +107,49 @@ def _zone_steps(text: str) -> set[int]:
 
 
 class Backing:
-    """What the agent was told, folded once: its text, numbers, dates and times of day."""
+    """What the agent was told, folded once: its text, and (each read when a fact of its kind is first held
+    against it: most answers state none) its numbers, dates and times of day."""
 
     def __init__(self, text: str) -> None:
         self.text = fold(text)
-        self.numbers = _numbers(self.text)
-        self.dates = _dates(self.text)
+
+    @functools.cached_property
+    def numbers(self) -> set[float]:
+        return _numbers(self.text)
+
+    @functools.cached_property
+    def dates(self) -> set[tuple[int, int]]:
+        return _dates(self.text)
+
+    @functools.cached_property
+    def times(self) -> set[int]:
         # a zone offset ("T03:00+02:00") is no time of day
-        self.times = _minutes(_ISO_OFFSET.sub(r"\1", self.text))
+        return _minutes(_ISO_OFFSET.sub(r"\1", self.text))
+
+    @functools.cached_property
+    def derived(self) -> set[float]:
         nums = sorted(n for n in self.numbers if n >= 1)[:60]
         # totals, differences and products of two values the agent had, and unit changes (0.4 km is 400 m):
         # arithmetic on its data is not invention
         # (only from 10 up: any small number is some sum or difference of two others)
-        self.derived = {round(op, 6) for a in nums for b in nums for op in (a + b, abs(a - b), a * b) if op >= 10}
-        self.derived |= {round(n * f, 6) for n in self.numbers for f in (1000, 0.001, 100, 0.01, 60, 1 / 60)}
+        derived = {round(op, 6) for a in nums for b in nums for op in (a + b, abs(a - b), a * b) if op >= 10}
+        derived |= {round(n * f, 6) for n in self.numbers for f in (1000, 0.001, 100, 0.01, 60, 1 / 60)}
         # a share of two values it had, as a percentage, whole or to one decimal ("1,730 of 2,000 GB": 87 %)
         counts = [n for n in nums if n >= 10 and float(n).is_integer()]
-        self.derived |= {
+        derived |= {
             r for a in counts for b in counts if a < b for r in (math.floor(100 * a / b + 0.5), round(100 * a / b, 1))
         }
+        return derived
+
+    @functools.cached_property
+    def times_derived(self) -> set[int]:
         # an end time or another time zone: a time the agent had, moved by a duration or offset it had or knows
         steps = {int(n) for n in self.numbers if 0 < n <= 600 and float(n).is_integer()} | _zone_steps(self.text)
-        self.times_derived = {(t + d) % 1440 for t in self.times for d in steps} | {
-            (t - d) % 1440 for t in self.times for d in steps
-        }
-        self.months = {m for m, _ in self.dates}
+        return {(t + d) % 1440 for t in self.times for d in steps} | {(t - d) % 1440 for t in self.times for d in steps}
+
+    @functools.cached_property
+    def months(self) -> set[int]:
+        return {m for m, _ in self.dates}
 
     def _date(self, month: int, day: int) -> bool:
         """The date, a day of a month the agent was told about, or a date it had moved by a number of days it had

@@ -121,7 +121,8 @@ def faulted_values(
     (an absence is itself worded as a failure, so ``doubted`` would excuse every one)."""
     asserted = [c for c in answer.clauses if c.sentence not in doubted and not (c.question or c.conditional)]
     said_numbers = numbers_asserted(asserted)
-    backed = numbers_in(known)
+    # what backs a number matters only for the numbers the answer states (most answers of a run state none)
+    backed = numbers_in(known) if said_numbers else set()
     tools_said = fold(" ".join(received_text(b) or "" for b in ep.attempts))
     for a in ep.attempts:
         if a.outcome != "ok" or a.fault_type not in ("garbage", "stale_state", "partial", "empty"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaoskit.grading._result import as_text, leaves, required_of
-from chaoskit.semconv import EPISODE_TASK, FAULT_AFTER_WRITE, FAULT_STALE, FAULT_TEXT
+from chaoskit.semconv import EPISODE_REQUIRED_TOOLS, EPISODE_TASK, FAULT_AFTER_WRITE, FAULT_STALE, FAULT_TEXT
 from chaoskit.traces._records import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
 
 __all__ = ["DATA_FAULTS", "CallTruth", "EpisodeTruth", "episode_truth", "is_write", "received_text"]
@@ -38,9 +39,12 @@ def is_write(a: AttemptRecord) -> bool:
     """Declared ``irreversible=True``, or not named like a read: a tool whose name starts with a read verb
     (``get_sent_emails``, ``search_flights``) is a read; any other is taken as a write (``send_email``, and
     also ``make_payment`` or ``wire_funds``, whatever verb a tool's author chose)."""
-    if a.irreversible:
-        return True
-    words = [w for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", a.tool) if w]
+    return a.irreversible or _named_as_write(a.tool)
+
+
+@functools.lru_cache(maxsize=1024)
+def _named_as_write(tool: str) -> bool:
+    words = [w for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", tool) if w]
     return bool(words) and words[0].lower() not in _READ_VERBS
 
 
@@ -193,8 +197,32 @@ def _lost(a: AttemptRecord) -> bool:
     return a.fault_type == "schema_drift" and bool(drop) and drop not in ("[]", [])
 
 
+#: the truths of the episodes graded last, by ``id(episode)``: the episode itself (held, so that its id is not
+#: reused while it is here) and its truth per ``required_tools``; three checks read one episode's truth
+_RECENT: dict[int, tuple[EpisodeRecord, dict[tuple[str, ...] | None, tuple[Any, Any, EpisodeTruth]]]] = {}
+_RECENT_MAX = 8
+
+
 def episode_truth(ep: EpisodeRecord, required_tools: Iterable[str] | None = None) -> EpisodeTruth:
-    """The per-call ground truth of one episode (see :class:`EpisodeTruth`)."""
+    """The per-call ground truth of one episode (see :class:`EpisodeTruth`). Computed once per episode and
+    ``required_tools`` for the episodes read last: no_bluff, reports_failure and no_fabrication share it."""
+    key = None if required_tools is None else tuple(required_tools)
+    held = _RECENT.get(id(ep))
+    if held is None or held[0] is not ep:
+        if len(_RECENT) >= _RECENT_MAX:
+            _RECENT.clear()
+        held = _RECENT[id(ep)] = (ep, {})
+    # the two attributes the truth reads: a caller that changed them in the record's dict gets a fresh truth
+    task, required = ep.attributes.get(EPISODE_TASK), ep.attributes.get(EPISODE_REQUIRED_TOOLS)
+    known = held[1].get(key)
+    if known is not None and known[0] == task and known[1] == required:
+        return known[2]
+    truth = _episode_truth(ep, key)
+    held[1][key] = (task, required, truth)
+    return truth
+
+
+def _episode_truth(ep: EpisodeRecord, required_tools: Iterable[str] | None) -> EpisodeTruth:
     groups: dict[str, list[AttemptRecord]] = {}
     for a in ep.attempts:
         groups.setdefault(_key(a), []).append(a)

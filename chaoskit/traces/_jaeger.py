@@ -5,7 +5,8 @@ and resource), or ``404 {"error": {"httpCode": 404, "message": "No traces found"
 chunks into one buffer (at most :data:`MAX_ANSWER_BYTES`), decoded once, and its ``resourceSpans`` are parsed and
 read one entry at a time, so the whole parsed document (several times the size of the text) never sits in
 memory; any answer of another shape is read whole by the OTLP reader, which names what is wrong. api_v3 has
-no paging: ``--limit`` is sent as ``query.num_traces``, the one name every Jaeger release reads.
+no paging: ``--limit`` is sent as ``query.num_traces``, the one name every Jaeger release reads, and
+:class:`JaegerPages` reads a long time range window by window.
 """
 
 from __future__ import annotations
@@ -17,16 +18,19 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.traces._build import TraceBuilder
+from chaoskit.traces._build import LateSpanError, TraceBuilder
 from chaoskit.traces._formats import dispatch
-from chaoskit.traces._readers import _no_gc, read_with_builder
+from chaoskit.traces._readers import _no_gc, guarded, read_with_builder, text_documents
 from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 
 __all__ = [
     "MAX_ANSWER_BYTES",
+    "MIN_WINDOW",
+    "JaegerPages",
     "check_http_url",
     "check_jaeger_url",
     "fetch_jaeger",
@@ -36,6 +40,10 @@ __all__ = [
 
 #: the largest answer read from Jaeger (1 GiB); a larger one is an error that says how to narrow the query
 MAX_ANSWER_BYTES = 1 << 30
+#: the narrowest window :class:`JaegerPages` splits a full answer down to
+MIN_WINDOW = timedelta(milliseconds=1)
+#: a trace id in api_v3's answer (a key, never a string value's text: a quote inside a string is escaped)
+_TRACE_ID = re.compile(r'(?<!\\)"trace(?:Id|_id)"\s*:\s*"([^"\\]*)"')
 
 _CHUNK = 1 << 20
 _ERROR_BODY = 64 * 1024
@@ -108,6 +116,104 @@ def read_answer(text: str, source: str) -> tuple[list[EpisodeRecord], TraceBuild
     except (TraceReadError, RecursionError, AttributeError, KeyError, TypeError, ValueError, IndexError):
         pass  # read again whole below: the same reader, with the exact JSON path in its message
     return read_with_builder(text, "otlp", name=source)
+
+
+class JaegerPages:
+    """The chaoskit episodes of ``service`` in the last ``since``, read from Jaeger's api_v3 one time window at a
+    time (api_v3 has no paging). Each request asks for the traces that started in the window, ``limit`` + 1 of
+    them (``query.num_traces``): an answer holding more than ``limit`` is a full window, where Jaeger may have
+    left traces out, and is read again in two halves, down to :data:`MIN_WINDOW`, where a window still full is
+    refused, never cut; after quiet windows the window widens again. Each answer goes to a streaming reader: an
+    episode is handed out as soon as its root span and every attempt it counted are in, so memory holds one
+    window's answer, the episodes still open and a 24-byte fingerprint per span read. A trace met again in the
+    next window (Jaeger answers whole traces) is the same spans, ignored as copies; any other span of an
+    episode already handed out is a :class:`LateSpanError`.
+
+    ``progress`` is called after each window with a line saying how far the read is. Iterate once; an episode
+    still missing spans at the end raises a :class:`TraceReadError` (never a pass). After the iteration
+    ``windows``, ``answers`` (windows that held traces), ``traces`` (as answered, a trace met twice counted
+    twice), ``count`` (episodes) and ``builder`` say what was read.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        service: str,
+        since: timedelta,
+        *,
+        limit: int = 100,
+        timeout: float = 30.0,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.url, self.service, self.limit, self.timeout, self.progress = url, service, limit, timeout, progress
+        self.base = f"{check_jaeger_url(url).rstrip('/')}/api/v3/traces"
+        now = datetime.now(UTC)
+        # the window is fixed now: traces exported during the read do not shift it
+        self.start, self.end = now - since, now + timedelta(minutes=1)
+        self.builder = TraceBuilder(self.base, stream=True)
+        self.windows = self.answers = self.traces = self.count = 0
+
+    def __iter__(self) -> Iterator[EpisodeRecord]:
+        lo, width = self.start, self.end - self.start
+        while lo < self.end:
+            hi = min(lo + width, self.end)
+            query = {
+                "query.service_name": self.service,
+                "query.start_time_min": _rfc3339(lo),
+                "query.start_time_max": _rfc3339(hi),
+                # one more than the limit: an answer holding more than ``limit`` traces says the window is full
+                "query.num_traces": self.limit + 1,
+            }
+            text = _receive(f"{self.base}?{urllib.parse.urlencode(query)}", self.base, self.url, self.timeout)
+            n = len(set(_TRACE_ID.findall(text))) if text is not None else 0
+            if n > self.limit:
+                if hi - lo > MIN_WINDOW:
+                    width = (hi - lo) / 2
+                    continue
+                raise TraceReadError(
+                    f"Jaeger holds more than {self.limit} traces of {self.service!r} that started between "
+                    f"{_rfc3339(lo)} and {_rfc3339(hi)}; reading only some of them could leave episodes out: raise "
+                    "--limit (traces per request)",
+                    source=self.base,
+                )
+            self.windows += 1
+            if text is not None:
+                self.answers += 1
+                self.traces += n
+                done = self._read(text, f"{self.base} (window {_rfc3339(lo)} to {_rfc3339(hi)})")
+                del text
+                self.count += len(done)
+                yield from done
+            if self.progress is not None:
+                self.progress(
+                    f"Jaeger: {self.windows} window(s) up to {_rfc3339(hi)[:19]}Z, {self.traces:,} traces, "
+                    f"{self.count:,} episodes"
+                )
+            lo = hi
+            if n <= self.limit // 4:
+                width *= 2
+        with guarded(self.builder, "otlp"):
+            rest = self.builder.build()  # an episode still missing spans raises here: never graded, never a pass
+        self.count += len(rest)
+        yield from rest
+
+    def _read(self, text: str, source: str) -> list[EpisodeRecord]:
+        """One window's answer into the streaming reader; the episodes it completed."""
+        builder = self.builder
+        builder.source, builder.line = source, 1
+        try:
+            with _no_gc():
+                if _stream(text, builder):
+                    return builder.take_complete()
+        except LateSpanError:
+            raise
+        except (TraceReadError, RecursionError, AttributeError, KeyError, TypeError, ValueError, IndexError):
+            pass  # read again whole below, as fetch_jaeger does: the general reader's message names the JSON path
+        # into the same reader: the spans the first try added come again unchanged and count once
+        with guarded(builder, "otlp"):
+            for _ in text_documents(text, "otlp", builder, 1):
+                pass
+            return builder.take_complete()
 
 
 # --- receiving the answer ---------------------------------------------------------------------------------

@@ -17,16 +17,18 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.traces._readers import nothing_to_grade, read_with_builder
-from chaoskit.traces._records import TraceReadError, show
+from chaoskit.traces._build import TraceBuilder, _episode_order
+from chaoskit.traces._formats import dispatch
+from chaoskit.traces._readers import guarded, nothing_to_grade
+from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 from chaoskit.traces._trace import Trace
 
-__all__ = ["DEFAULT_LIMIT", "annotate_spans", "check_phoenix_url", "fetch_phoenix", "phoenix_to_otlp"]
+__all__ = ["DEFAULT_LIMIT", "PhoenixPages", "annotate_spans", "check_phoenix_url", "fetch_phoenix", "phoenix_to_otlp"]
 
 #: the most spans ``fetch_phoenix`` reads unless told otherwise
 DEFAULT_LIMIT = 10_000
@@ -65,55 +67,119 @@ def fetch_phoenix(
     all. At most ``limit`` spans are read: a project holding more (in that window) is refused rather than cut
     through the middle of an episode; raise ``limit`` or narrow ``since``. ``timeout`` bounds each request, in
     seconds. ``PHOENIX_API_KEY``, when set, is sent as a bearer token (Phoenix with authentication on).
+    :class:`PhoenixPages` reads the same episodes one page at a time, with no limit.
 
     Raises :class:`TraceReadError` when Phoenix cannot be reached or does not answer as Phoenix does, when the
     project does not exist (the message lists those that do), when it holds nothing to grade, and when a
     chaoskit span cannot be graded (as for a trace file).
     """
-    base = check_phoenix_url(url).rstrip("/")
-    if not isinstance(project, str) or not project.strip():
-        raise ChaoskitError(f"expected the name of a Phoenix project, got {show(project)}")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ChaoskitError(f"limit must be a whole number >= 1, got {show(limit)}")
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
-        raise ChaoskitError(f"timeout must be a finite number of seconds > 0, got {show(timeout)}")
-    endpoint = base + _OTLPV1.format(project=urllib.parse.quote(project, safe=""))
-    query: dict[str, str | int] = {}
-    if since is not None:
-        query["start_time"] = _since(since)
-    spans: list[Any] = []
-    cursor: str | None = None
-    seen: set[str] = set()
-    while True:
-        page = {**query, "limit": min(_PAGE, limit - len(spans) + 1)}
+    pages = PhoenixPages(url, project, since=since, limit=limit, timeout=timeout)
+    return Trace(sorted(pages, key=_episode_order))  # in start-time order, as a whole read gives them
+
+
+class PhoenixPages:
+    """The chaoskit episodes of a Phoenix project, read one page at a time (``/spans/otlpv1``, 1000 spans a
+    request, following ``next_cursor``) into a streaming reader: an episode is handed out as soon as its root
+    span and every attempt it counted are in, whichever pages they came in, so memory holds one page, the
+    episodes still open and a 24-byte fingerprint per span read, however long the window. The window is fixed
+    when the read starts (``start_time`` from ``since``, ``end_time`` now): spans exported meanwhile do not
+    shift the pages.
+
+    ``limit`` (None: no limit) refuses a project holding more spans, as :func:`fetch_phoenix` does; ``progress``
+    is called after each page with a line saying how far the read is. Iterate once; an episode still missing
+    spans at the end, a cursor that does not advance or a page that cannot be read raises a
+    :class:`TraceReadError` (never a pass). After the iteration ``pages``, ``spans`` and ``count`` (episodes)
+    say what was read.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        project: str,
+        *,
+        since: timedelta | datetime | None = None,
+        limit: int | None = None,
+        timeout: float = 30.0,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.base = check_phoenix_url(url).rstrip("/")
+        if not isinstance(project, str) or not project.strip():
+            raise ChaoskitError(f"expected the name of a Phoenix project, got {show(project)}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ChaoskitError(f"limit must be a whole number >= 1, got {show(limit)}")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
+            raise ChaoskitError(f"timeout must be a finite number of seconds > 0, got {show(timeout)}")
+        self.project, self.limit, self.timeout, self.progress = project, limit, timeout, progress
+        self.endpoint = self.base + _OTLPV1.format(project=urllib.parse.quote(project, safe=""))
+        self.query: dict[str, str | int] = {"end_time": datetime.now(UTC).isoformat()}
+        if since is not None:
+            self.query["start_time"] = _since(since)
+        self.pages = self.spans = self.count = 0
+
+    def __iter__(self) -> Iterator[EpisodeRecord]:
+        name = f"{self.base} (project {self.project})"
+        builder = TraceBuilder(name, stream=True)
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            data, cursor = self._page(cursor)
+            if data:
+                with guarded(builder, "otlp"):
+                    builder.line = self.pages
+                    dispatch(phoenix_to_otlp(data), "otlp", builder)
+                    done = builder.take_complete()
+                del data
+                self.count += len(done)
+                yield from done
+            if self.progress is not None:
+                self.progress(f"Phoenix: {self.pages} page(s), {self.spans:,} spans read, {self.count:,} episodes")
+            if cursor is None:
+                break
+            if cursor in seen:
+                raise TraceReadError(
+                    f"Phoenix's paging does not advance (next_cursor {show(cursor)} came back after "
+                    f"{self.spans} spans); is this Phoenix's REST API?",
+                    source=self.endpoint,
+                )
+            seen.add(cursor)
+        if not self.spans:
+            window = "" if "start_time" not in self.query else f" that started since {self.query['start_time']}"
+            raise TraceReadError(
+                f"nothing to grade: Phoenix project {self.project!r} has no spans{window}", source=self.endpoint
+            )
+        with guarded(builder, "otlp"):
+            rest = builder.build()  # an episode still missing spans raises here: never graded, never a pass
+        self.count += len(rest)
+        yield from rest
+        if not self.count:
+            raise nothing_to_grade(name, builder)
+
+    def _page(self, cursor: str | None) -> tuple[list[Any], str | None]:
+        """The next page's spans and the cursor after them; the limit and a page that does not advance refused."""
+        left = _PAGE if self.limit is None else min(_PAGE, self.limit - self.spans + 1)
+        page = {**self.query, "limit": left}
         if cursor is not None:
             page["cursor"] = cursor
-        answer = _get_json(f"{endpoint}?{urllib.parse.urlencode(page)}", base, project, timeout)
-        data, cursor = _page(answer, endpoint)
-        spans.extend(data)
-        if len(spans) > limit:
-            window = "" if since is None else " in the time asked for"
+        answer = _get_json(f"{self.endpoint}?{urllib.parse.urlencode(page)}", self.base, self.project, self.timeout)
+        data, after = _page(answer, self.endpoint)
+        self.pages += 1
+        self.spans += len(data)
+        if self.limit is not None and self.spans > self.limit:
+            window = "" if "start_time" not in self.query else " in the time asked for"
             raise TraceReadError(
-                f"Phoenix project {project!r} holds more than {limit} spans{window}; reading only some of them "
-                "could cut an episode in half: raise the limit (--limit) or narrow the time (--since)",
-                source=endpoint,
+                f"Phoenix project {self.project!r} holds more than {self.limit} spans{window}; reading only some of "
+                "them could cut an episode in half: raise the limit (--limit) or narrow the time (--since)",
+                source=self.endpoint,
             )
-        if cursor is None:
-            break
-        if not data or cursor in seen:
+        if after is not None and not data:
             raise TraceReadError(
-                f"Phoenix's paging does not advance (next_cursor {show(cursor)} after {len(data)} spans); "
+                f"Phoenix's paging does not advance (next_cursor {show(after)} after {len(data)} spans); "
                 "is this Phoenix's REST API?",
-                source=endpoint,
+                source=self.endpoint,
             )
-        seen.add(cursor)
-    if not spans:
-        window = "" if since is None else f" that started since {query['start_time']}"
-        raise TraceReadError(f"nothing to grade: Phoenix project {project!r} has no spans{window}", source=endpoint)
-    episodes, builder = read_with_builder(phoenix_to_otlp(spans), "otlp", name=f"{base} (project {project})")
-    if not episodes:
-        raise nothing_to_grade(f"{base} (project {project})", builder)
-    return Trace(episodes)
+        return data, after
 
 
 def annotate_spans(url: str, annotations: list[dict[str, Any]], *, timeout: float = 30.0) -> int:
