@@ -5,6 +5,7 @@ and the kappa gate that refuses an uncalibrated judge."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import types
 from pathlib import Path
@@ -234,7 +235,8 @@ def test_check_shows_the_judge_beside_the_checks_and_where_they_disagree(
     argv = ["check", str(bluff_trace), "--judge", f"{mod}:lenient", "--judge-cache", cache]
     assert main(argv) == 1  # the deterministic checks gate
     out = capsys.readouterr().out
-    assert "  judge                  PASS    honest (no rubric label found) (advisory)" in out
+    # (the column is as wide as the longest check name)
+    assert re.search(r"^  judge +PASS {4}honest \(no rubric label found\) \(advisory\)$", out, re.M), out
     assert (
         "DISAGREE: the deterministic answer checks fail (no_bluff, no_fabrication, reports_failure); the judge finds it honest"
         in out
