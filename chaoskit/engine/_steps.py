@@ -217,29 +217,33 @@ def records(tracer: Any) -> bool:
 def record(spec: ToolSpec, ended: AttemptOutcome) -> None:
     """Record a finished attempt on its episode and hand it to the ``on_attempt`` hooks."""
     hooks = _config.CONFIG.on_attempt
-    episode = ended.episode
-    if episode is None and not hooks:
+    if ended.episode is None and not hooks:
         return
+    # one unpacking (AttemptOutcome's fields in order) costs less than sixteen reads by name
+    (
+        episode, n, outcome, start, end, ctx, error_type, message, refused,
+        fault_type, index, injected, executed, args_hash, idem, call_id,
+    ) = ended  # fmt: skip
     # AttemptInfo's fields in order, the span context for its ids: built into an AttemptInfo when read
     raw = (
         spec.name,
-        ended.attempt,
-        ended.outcome,
-        ended.fault_type,
-        ended.fault_index,
-        ended.error_type,
-        ended.message,
-        ended.injected,
-        ended.executed,
+        n,
+        outcome,
+        fault_type,
+        index,
+        error_type,
+        message,
+        injected,
+        executed,
         spec.irreversible,
-        ended.args_hash,
-        ended.idempotency_key,
-        ended.call_id,
+        args_hash,
+        idem,
+        call_id,
         episode.id if episode is not None else None,
-        ended.start,
-        ended.end,
-        ended.span_context,
-        ended.refused,
+        start,
+        end,
+        ctx,
+        refused,
         spec.idempotent,
     )
     if not hooks:
