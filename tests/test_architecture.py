@@ -63,7 +63,7 @@ LONG_FUNCTIONS = {
     "chaoskit/runner/_battery.py:run_battery": 181,
     "chaoskit/adapters/_decorator.py:chaos": 147,
     "chaoskit/cli/_run.py:add_parser": 106,
-    "chaoskit/engine/_plain.py:plain_sync": 100,  # +2: a replayed call answered in the fast path (docs/replay.md)
+    "chaoskit/engine/_plain.py:plain_sync": 98,  # a replayed call answered in the fast path (docs/replay.md)
     "integrations/chaoskit_langchain/_tool.py:chaos_tool": 95,
     "chaoskit/adapters/_decorator.py:decorate": 84,
     "chaoskit/runner/_summary.py:summarize": 81,

@@ -45,7 +45,17 @@ from chaoskit.engine._plain import (
 )
 from chaoskit.engine._spanattrs import fault_attributes, fault_event, fault_summary
 from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
-from chaoskit.engine._steps import Args, Decided, decide, idempotency_key, keeps, lean_end, record, suspended
+from chaoskit.engine._steps import (
+    Args,
+    AttemptOutcome,
+    Decision,
+    decide,
+    idempotency_key,
+    keeps,
+    lean_end,
+    record,
+    suspended,
+)
 from chaoskit.plan._faults import _UNSET, _FaultBase
 
 log = logging.getLogger("chaoskit")
@@ -81,7 +91,7 @@ class Attempt:
         *,
         attach: bool,
         cannot_inject: Callable[[_FaultBase], str | None] | None = None,
-        _decided: Decided | None = None,
+        _decision: Decision | None = None,
         caller: Mapping[str, str] | None = None,
     ) -> None:
         self.spec = spec
@@ -97,12 +107,14 @@ class Attempt:
         self.refused: str | None = None
         self.hash: str | None = None
         tracing = _config.CONFIG.trace
-        if _decided is None:
-            _decided = decide(spec, args, cannot_inject, tracing, call_id)
-        self.scope, self.episode, resolved, self.n, decision, self._history = _decided
-        self.args = resolved
-        fault = self.fault = decision[1] if decision else None
-        self.fault_index: int | None = decision[0] if decision else None
+        if _decision is None:
+            _decision = decide(spec, args, cannot_inject, tracing, call_id)
+        self.scope, self.episode, self.n = _decision.scope, _decision.episode, _decision.attempt
+        self.args = resolved = _decision.args
+        self._history = _decision.keeps_results
+        fired = _decision.fault
+        fault = self.fault = fired[1] if fired else None
+        self.fault_index: int | None = fired[0] if fired else None
         shown = fault
         if fault is not None and cannot_inject is not None:
             reason = cannot_inject(fault)
@@ -332,25 +344,25 @@ class Attempt:
         span = self.span
         end_span(self.spec, span, self._token)
         fault = self.fault
-        record(
-            self.spec,
+        ended = AttemptOutcome(
             self.episode,
             self.n,
             outcome,
-            fault.type if fault is not None else None,
-            self.fault_index,
-            error_type,
-            message,
-            injected,
-            self.executed,
-            self.hash,
-            self.idem,
-            self.call_id,
             self.start,
             end,
             span.get_span_context(),
-            self.refused is not None,
+            error_type=error_type,
+            message=message,
+            refused=self.refused is not None,
+            fault_type=fault.type if fault is not None else None,
+            fault_index=self.fault_index,
+            injected=injected,
+            executed=self.executed,
+            args_hash=self.hash,
+            idempotency_key=self.idem,
+            call_id=self.call_id,
         )
+        record(self.spec, ended)
 
 
 def _answered(answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -421,30 +433,29 @@ def call_sync(
     """
     cfg = _config.CONFIG
     tracing = cfg.trace
-    decided = decide(spec, bound, None, tracing, call_id)
-    if decided[4] is not None:
-        return Attempt(spec, bound, call_id, attach=True, _decided=decided).run_sync(fn, args, kwargs)
+    decision = decide(spec, bound, None, tracing, call_id)
+    if decision.fault is not None:
+        return Attempt(spec, bound, call_id, attach=True, _decision=decision).run_sync(fn, args, kwargs)
     if tracing:
         # a replayed call is answered there, by the arguments hash its span holds
-        return plain_sync(spec, decided, fn, args, kwargs, call_id)
-    answering = decided[1]
-    if answering is not None and answering.answers is not None:
-        fn = _answered(answering.answers, spec, decided[2], fn)
+        return plain_sync(spec, decision, fn, args, kwargs, call_id)
+    episode = decision.episode
+    if episode is not None and episode.answers is not None:
+        fn = _answered(episode.answers, spec, decision.args, fn)
     start = _now()
     try:
         # without keywords, no copy of the empty keyword dict for the call
         result = fn(*args, **kwargs) if kwargs else fn(*args)
     except BaseException as exc:
-        lean_end(spec, decided, call_id, start, exc, None)
+        lean_end(spec, decision, call_id, start, exc, None)
         raise
-    episode = decided[1]
     refused = spec.refusal(result)
-    if refused is not None or episode is None or decided[5] or spec.idempotency_arg or cfg.on_attempt:
-        lean_end(spec, decided, call_id, start, None, result, refused)
+    if refused is not None or episode is None or decision.keeps_results or spec.idempotency_arg or cfg.on_attempt:
+        lean_end(spec, decision, call_id, start, None, result, refused)
         return result
     # lean_end()'s commonest case inline (ok, an episode, no hooks, no key, no result to keep): the short
     # record of an ok attempt (chaoskit.engine._info.OK_FIELDS), no span
-    episode._record((spec, decided[3], None, None, call_id, episode.id, start, _now(), None))
+    episode._record((spec, decision.attempt, None, None, call_id, episode.id, start, _now(), None))
     return result
 
 
@@ -460,19 +471,19 @@ async def call_async(
     """One attempt around ``await fn(*args, **kwargs)``: :func:`begin` then :meth:`Attempt.run_async` (with
     tracing off and no fault, no Attempt is built, as in :func:`call_sync`)."""
     tracing = _config.CONFIG.trace
-    decided = decide(spec, bound, None, tracing, call_id)
-    if decided[4] is not None:
-        return await Attempt(spec, bound, call_id, attach=True, _decided=decided).run_async(fn, args, kwargs)
+    decision = decide(spec, bound, None, tracing, call_id)
+    if decision.fault is not None:
+        return await Attempt(spec, bound, call_id, attach=True, _decision=decision).run_async(fn, args, kwargs)
     if tracing:
-        return await plain_async(spec, decided, fn, args, kwargs, call_id)
-    answering = decided[1]
-    if answering is not None and answering.answers is not None:
-        fn = _answered_async(answering.answers, spec, decided[2], fn)
+        return await plain_async(spec, decision, fn, args, kwargs, call_id)
+    episode = decision.episode
+    if episode is not None and episode.answers is not None:
+        fn = _answered_async(episode.answers, spec, decision.args, fn)
     start = _now()
     try:
         result = await fn(*args, **kwargs)
     except BaseException as exc:
-        lean_end(spec, decided, call_id, start, exc, None)
+        lean_end(spec, decision, call_id, start, exc, None)
         raise
-    lean_end(spec, decided, call_id, start, None, result)
+    lean_end(spec, decision, call_id, start, None, result)
     return result

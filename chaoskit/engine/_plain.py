@@ -26,7 +26,7 @@ import chaoskit.semconv as sc
 from chaoskit.engine._digests import add_redacted_digests
 from chaoskit.engine._spanattrs import add_http_error
 from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
-from chaoskit.engine._steps import Decided, idempotency_key, keeps, record, records, suspended
+from chaoskit.engine._steps import AttemptOutcome, Decision, idempotency_key, keeps, record, records, suspended
 from chaoskit.engine._tracing import TRACEPARENT_SET, parent
 from chaoskit.telemetry import bulk_tracer, get_tracer
 from chaoskit.telemetry._bulk import SDK_SPAN, put, store_of
@@ -208,16 +208,16 @@ def end_span(spec: ToolSpec, span: Any, token: Any) -> None:
             pass
 
 
-def _open(spec: ToolSpec, decided: Decided, call_id: str | None) -> tuple[Any, str | None, str | None]:
+def _open(spec: ToolSpec, decision: Decision, call_id: str | None) -> tuple[Any, str | None, str | None]:
     """:func:`start_span` with :func:`start_attributes` for an unfaulted call, the common case inline (one frame
     where there were five: this runs on every traced call): ``(span, args hash, idempotency key)``."""
-    args = decided[2]
+    args = decision.args
     idem = idempotency_key(spec, args) if spec.idempotency_arg else None
     attrs = spec.span_attributes.copy()
-    attrs[sc.ATTEMPT] = decided[3]
+    attrs[sc.ATTEMPT] = decision.attempt
     attrs[sc.OUTCOME] = _OK
     attrs[sc.TOOL_EXECUTED] = True
-    episode = decided[1]
+    episode = decision.episode
     if episode is not None:
         attrs[sc.EPISODE_ID] = episode.id
         if episode.tool_attributes:
@@ -244,26 +244,26 @@ def _open(spec: ToolSpec, decided: Decided, call_id: str | None) -> tuple[Any, s
         return _INVALID, args_hash, idem
 
 
-def _bound_args(decided: Decided) -> Mapping[str, Any] | None:
+def _bound_args(decision: Decision) -> Mapping[str, Any] | None:
     # the call's arguments by name, when the entry point gave them (a function giving them is not called here)
-    bound = decided[2]
+    bound = decision.args
     return bound if bound is not None and not callable(bound) else None
 
 
 def _call(
-    spec: ToolSpec, decided: Decided, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], h: Any
+    spec: ToolSpec, decision: Decision, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], h: Any
 ) -> Any:
     """``fn(*args, **kwargs)``, or its answer from the episode's cassette, looked up by the arguments hash ``h``
     that the call's span already holds (chaoskit.replay)."""
-    episode = decided[1]
+    episode = decision.episode
     if episode is None or episode.answers is None:
         return fn(*args, **kwargs)
-    return episode.answers.call(spec, _bound_args(decided), h, fn, args, kwargs)
+    return episode.answers.call(spec, _bound_args(decision), h, fn, args, kwargs)
 
 
 def plain_sync(
     spec: ToolSpec,
-    decided: Decided,
+    decision: Decision,
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
@@ -277,22 +277,22 @@ def plain_sync(
     inline; any other goes through them. The span and the record are the same either way."""
     start = _now()
     tracer = bulk_tracer()
-    episode = decided[1]
+    episode, n = decision.episode, decision.attempt
     if tracer is None or call_id is not None or spec.idempotency_arg:
-        span, args_hash, idem = _open(spec, decided, call_id)
+        span, args_hash, idem = _open(spec, decision, call_id)
         token = _attach(_in_context(span))
         try:
-            result = _call(spec, decided, fn, args, kwargs, args_hash)
+            result = _call(spec, decision, fn, args, kwargs, args_hash)
         except BaseException as exc:
-            _raised(spec, decided, span, token, exc, start, args_hash, idem, call_id)
+            _raised(spec, decision, span, token, exc, start, args_hash, idem, call_id)
             raise
-        _returned(spec, decided, span, token, result, spec.refusal(result), start, args_hash, idem, call_id)
+        _returned(spec, decision, span, token, result, spec.refusal(result), start, args_hash, idem, call_id)
         return result
     args_hash = None
     try:
         span = tracer.start_span(spec.span_name, parent() if TRACEPARENT_SET else None, _INTERNAL)
         if type(span) is SDK_SPAN:  # started, so recording
-            bound = decided[2]
+            bound = decision.args
             text = None
             if bound is not None:
                 args_hash, text = _attrs.describe_args(bound, exclude=None, exact=spec.irreversible)
@@ -301,11 +301,11 @@ def plain_sync(
             # the span's own attribute dict, filled in place: every value here is a str, bool or int
             target = store_of(span) if constant is not None and (episode is None or type(eid) is str) else None
             if target is None or constant is None:
-                attrs = {**spec.span_attributes, _ATTEMPT: decided[3], _OUTCOME: _OK, _EXECUTED: True}
+                attrs = {**spec.span_attributes, _ATTEMPT: n, _OUTCOME: _OK, _EXECUTED: True}
             else:
                 attrs = target
                 attrs.update(constant)
-                attrs[_ATTEMPT], attrs[_OUTCOME], attrs[_EXECUTED] = decided[3], _OK, True
+                attrs[_ATTEMPT], attrs[_OUTCOME], attrs[_EXECUTED] = n, _OK, True
             if episode is not None:
                 attrs[_EPISODE_ID] = eid
                 if episode.tool_attributes:  # the episode's agent and conversation (strings, checked when set)
@@ -319,9 +319,9 @@ def plain_sync(
                 put(span, attrs)
         elif span.is_recording():
             # not the SDK's own span after all: the general path's attributes
-            attrs = start_attributes(spec, decided[3], True, episode, None, None)
-            if decided[2] is not None:
-                args_hash = _describe(spec, attrs, decided[2])
+            attrs = start_attributes(spec, n, True, episode, None, None)
+            if decision.args is not None:
+                args_hash = _describe(spec, attrs, decision.args)
             span.set_attributes(attrs)
     except Exception:
         log.exception("chaoskit: starting the span for %s failed; the call goes on without one", spec.name)
@@ -331,13 +331,13 @@ def plain_sync(
         if episode is None or episode.answers is None:  # without keywords, no copy of the empty keyword dict
             result = fn(*args, **kwargs) if kwargs else fn(*args)
         else:  # a replayed call: answered from the recording, looked up by the hash the span holds
-            result = episode.answers.call(spec, _bound_args(decided), args_hash, fn, args, kwargs)
+            result = episode.answers.call(spec, _bound_args(decision), args_hash, fn, args, kwargs)
     except BaseException as exc:
-        _raised(spec, decided, span, token, exc, start, args_hash, None, None)
+        _raised(spec, decision, span, token, exc, start, args_hash, None, None)
         raise
     refused = spec.refusal(result)
-    if refused is not None or episode is None or _config.CONFIG.on_attempt or decided[5]:
-        _returned(spec, decided, span, token, result, refused, start, args_hash, None, None)
+    if refused is not None or episode is None or _config.CONFIG.on_attempt or decision.keeps_results:
+        _returned(spec, decision, span, token, result, refused, start, args_hash, None, None)
         return result
     # _returned() inline for an ok result with nothing to keep, set or hand to a hook
     if _config.CONFIG.record_results:
@@ -345,9 +345,7 @@ def plain_sync(
             close_ok(span, None, result, {})
         finally:
             end_span(spec, span, token)
-            episode._record(
-                (spec, decided[3], args_hash, None, None, episode.id, start, _now(), span.get_span_context())
-            )
+            episode._record((spec, n, args_hash, None, None, episode.id, start, _now(), span.get_span_context()))
         return result
     # end_span() inline: nothing to set at the end, the commonest call
     try:
@@ -359,13 +357,13 @@ def plain_sync(
     except Exception:
         pass
     # the short record of an ok attempt (chaoskit.engine._info.OK_FIELDS)
-    episode._record((spec, decided[3], args_hash, None, None, episode.id, start, _now(), span.get_span_context()))
+    episode._record((spec, n, args_hash, None, None, episode.id, start, _now(), span.get_span_context()))
     return result
 
 
 async def plain_async(
     spec: ToolSpec,
-    decided: Decided,
+    decision: Decision,
     fn: Callable[..., Awaitable[Any]],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
@@ -373,24 +371,24 @@ async def plain_async(
 ) -> Any:
     """:func:`plain_sync` for ``await fn(*args, **kwargs)``."""
     start = _now()
-    span, args_hash, idem = _open(spec, decided, call_id)
+    span, args_hash, idem = _open(spec, decision, call_id)
     token = _attach(_in_context(span))
-    answers = decided[1].answers if decided[1] is not None else None
+    answers = decision.episode.answers if decision.episode is not None else None
     try:
         if answers is None:
             result = await fn(*args, **kwargs)
         else:
-            result = await answers.acall(spec, _bound_args(decided), args_hash, fn, args, kwargs)
+            result = await answers.acall(spec, _bound_args(decision), args_hash, fn, args, kwargs)
     except BaseException as exc:
-        _raised(spec, decided, span, token, exc, start, args_hash, idem, call_id)
+        _raised(spec, decision, span, token, exc, start, args_hash, idem, call_id)
         raise
-    _returned(spec, decided, span, token, result, spec.refusal(result), start, args_hash, idem, call_id)
+    _returned(spec, decision, span, token, result, spec.refusal(result), start, args_hash, idem, call_id)
     return result
 
 
 def _returned(
     spec: ToolSpec,
-    decided: Decided,
+    decision: Decision,
     span: Any,
     token: Any,
     result: Any,
@@ -401,21 +399,21 @@ def _returned(
     call_id: str | None,
 ) -> None:
     # refused: spec.refusal(result), asked once by the caller
-    if refused is None and decided[5] and keeps(spec, result):
-        decided[0].remember_result(spec.name, result)
+    if refused is None and decision.keeps_results and keeps(spec, result):
+        decision.scope.remember_result(spec.name, result)
     try:
         if refused is not None or _config.CONFIG.record_results:
             close_ok(span, refused, result, {})
     finally:
         end_span(spec, span, token)
-        episode = decided[1]
+        episode = decision.episode
         if refused is None and episode is not None and not _config.CONFIG.on_attempt:
             # record() inline for the commonest case (an episode, no hooks, an ok call): AttemptInfo's fields
             # in order, the span context for its ids
             episode._record(
                 (
                     spec.name,
-                    decided[3],
+                    decision.attempt,
                     _OK,
                     None,
                     None,
@@ -435,15 +433,28 @@ def _returned(
                     spec.idempotent,
                 )
             )
-        elif refused is None:
-            _record(spec, decided, span, _OK, None, None, False, start, args_hash, idem, call_id)
         else:
-            _record(spec, decided, span, _ERROR, RETURNED_ERROR, refused, True, start, args_hash, idem, call_id)
+            # an ok call to hand to a hook (or with no episode), or a returned error
+            ended = AttemptOutcome(
+                episode,
+                decision.attempt,
+                _OK if refused is None else _ERROR,
+                start,
+                _now(),
+                span.get_span_context(),
+                error_type=None if refused is None else RETURNED_ERROR,
+                message=refused,
+                refused=refused is not None,
+                args_hash=args_hash,
+                idempotency_key=idem,
+                call_id=call_id,
+            )
+            record(spec, ended)
 
 
 def _raised(
     spec: ToolSpec,
-    decided: Decided,
+    decision: Decision,
     span: Any,
     token: Any,
     exc: BaseException,
@@ -452,7 +463,7 @@ def _raised(
     idem: str | None,
     call_id: str | None,
 ) -> None:
-    if suspended(spec, exc, decided[0], decided[3], call_id):
+    if suspended(spec, exc, decision.scope, decision.attempt, call_id):
         # not an attempt: its span is dropped unended (never exported), the context restored
         if token is not None:
             try:
@@ -465,39 +476,19 @@ def _raised(
         outcome = close_error(span, exc, True, False)
     finally:
         end_span(spec, span, token)
-        _record(spec, decided, span, outcome, type(exc).__qualname__, str(exc), False, start, args_hash, idem, call_id)
-
-
-def _record(
-    spec: ToolSpec,
-    decided: Decided,
-    span: Any,
-    outcome: str,
-    error_type: str | None,
-    message: str | None,
-    refused: bool,
-    start: float,
-    args_hash: str | None,
-    idem: str | None,
-    call_id: str | None,
-) -> None:
-    """:func:`record` of an executed attempt that no fault touched, ending now, with its span's ids."""
-    record(
-        spec,
-        decided[1],
-        decided[3],
-        outcome,
-        None,
-        None,
-        error_type,
-        message,
-        False,
-        True,
-        args_hash,
-        idem,
-        call_id,
-        start,
-        _now(),
-        span.get_span_context(),
-        refused,
-    )
+        record(
+            spec,
+            AttemptOutcome(
+                decision.episode,
+                decision.attempt,
+                outcome,
+                start,
+                _now(),
+                span.get_span_context(),
+                error_type=type(exc).__qualname__,
+                message=str(exc),
+                args_hash=args_hash,
+                idempotency_key=idem,
+                call_id=call_id,
+            ),
+        )
