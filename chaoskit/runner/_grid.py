@@ -83,7 +83,7 @@ def run_config(paths: Sequence[PathLike] | None = None, **options: Unpack[RunOpt
     keyword is a ``TypeError`` naming it; a bad value a :class:`~chaoskit.ChaoskitError` naming its flag."""
     unknown = sorted(set(options) - set(RunOptions.__annotations__))
     if unknown:
-        raise TypeError(f"run_battery() got unknown option(s) {', '.join(unknown)}")
+        raise TypeError(f"unknown run option(s) {', '.join(unknown)} (see chaoskit.runner.RunOptions)")
     given: dict[str, Any] = dict(options)
     agent = given.pop("agent", None)
     if agent is not None and not isinstance(agent, str):
