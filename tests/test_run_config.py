@@ -31,7 +31,7 @@ _IDS = re.compile(r"\b[0-9a-f]{16,}\b")
 
 def _comparable(result: Any) -> dict[str, Any]:
     """The results as JSON, less what is not a result: timings and run-wide random ids."""
-    data = json.loads(_IDS.sub("ID", _TIMING.sub("T", json.dumps(result.to_dict()))))
+    data: dict[str, Any] = json.loads(_IDS.sub("ID", _TIMING.sub("T", json.dumps(result.to_dict()))))
     data.pop("elapsed_s")
     for e in data["episodes"]:
         e.pop("duration_s")
