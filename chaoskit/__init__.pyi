@@ -59,6 +59,8 @@ from chaoskit.plan._model import Plan as Plan
 from chaoskit.replay._model_replies import ReplayMiss as ReplayMiss
 from chaoskit.replay._replay_episode import episode as episode
 from chaoskit.runner._battery import run_battery as run_battery
+from chaoskit.runner._grid import RunConfig as RunConfig
+from chaoskit.runner._grid import run_config as run_config
 from chaoskit.runner._results import BatteryResult as BatteryResult
 from chaoskit.runner._results import EpisodeResult as EpisodeResult
 from chaoskit.scenarios._scenario import Scenario as Scenario

@@ -188,9 +188,11 @@ def test_a_real_429_with_retry_after_gives_no_finding() -> None:
 
 
 def test_a_run_reports_contract_findings_and_readiness_apart_from_the_agents(tmp_path: Path) -> None:
+    # the findings of the run's traces alone (contracts=False: without the tools' declarations, tested below)
     result = run_battery(
         [ROOT / "examples" / "suggest" / "scenarios"],
         agents=["examples.suggest.billing:careful", "examples.suggest.billing:naive"],
+        contracts=False,
     )
     contracts = {(f["tool"], f["kind"]) for f in result.summary.contracts}
     assert contracts == {("find_customer", "uninformative_error"), ("list_invoices", "rate_limit_without_retry_after")}
@@ -214,8 +216,16 @@ def test_a_run_reports_contract_findings_and_readiness_apart_from_the_agents(tmp
 
 
 def test_a_clean_domain_gives_no_contract_finding() -> None:
-    result = run_battery([ROOT / "examples" / "shop" / "scenarios"], agents=["examples.shop.agents:careful"])
+    # the shop's tools fail informatively: its traces give no finding (its declared writes do: no idempotency key)
+    result = run_battery(
+        [ROOT / "examples" / "shop" / "scenarios"], agents=["examples.shop.agents:careful"], contracts=False
+    )
     assert result.summary.contracts == []
+    declared = run_battery([ROOT / "examples" / "shop" / "scenarios"], agents=["examples.shop.agents:careful"])
+    assert {(f["tool"], f["kind"], f["origin"]) for f in declared.summary.contracts} == {
+        ("apply_coupon", "no_idempotency_key", "declaration"),
+        ("start_return", "no_idempotency_key", "declaration"),
+    }
     assert any(r["survived"] for r in result.summary.readiness)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
@@ -12,10 +13,9 @@ from chaoskit.cli._judge_options import add_judge_options, battery_judge, judge_
 from chaoskit.cli._replay_from import add_backend_options, backend_trace
 from chaoskit.replay import ON_MISS
 from chaoskit.runner._battery import run_battery
+from chaoskit.runner._grid import RunConfig, run_config
 from chaoskit.runner._perturb import epsilon_of
-from chaoskit.runner._summary import apply_contracts
 from chaoskit.scenarios._battery_file import ALL_AGENTS, Selection, parse_tags, select
-from chaoskit.suggest._suggest import declared_for
 from chaoskit.traces._trace import Trace
 
 
@@ -74,6 +74,18 @@ def add_parser(sub: Any) -> None:
         metavar="SCENARIOS",
         help="scenario files, directories or globs, or a battery file (or a directory holding battery.yaml)",
     )
+    _add_agent_options(p)
+    _add_grid_options(p)
+    _add_executor_options(p)
+    _add_trace_options(p)
+    _add_metrics_options(p)
+    add_gate_options(p)
+    add_judge_options(p)
+    p.set_defaults(func=run)
+
+
+def _add_agent_options(p: argparse.ArgumentParser) -> None:
+    # which agents run, and which scenarios they meet
     p.add_argument(
         "--agent",
         metavar="AGENT",
@@ -92,6 +104,10 @@ def add_parser(sub: Any) -> None:
         help="keep the scenarios having any of these tags (travel also matches domain:travel); repeat to "
         "require one tag of each group",
     )
+
+
+def _add_grid_options(p: argparse.ArgumentParser) -> None:
+    # the grid: repetitions x fault intensity x task perturbation, and its seeds
     p.add_argument("--repeat", type=int, default=1, metavar="K", help="runs per scenario and grid point (default 1)")
     p.add_argument("--k", type=int, default=None, help="k of pass^k (default: --repeat)")
     p.add_argument(
@@ -119,6 +135,10 @@ def add_parser(sub: Any) -> None:
         help="run one repetition with exactly this episode seed (replaying a reported episode)",
     )
     p.add_argument("--theta", type=float, default=0.9, help="reliability threshold for the surface (default 0.9)")
+
+
+def _add_executor_options(p: argparse.ArgumentParser) -> None:
+    # where the episodes run, how many at a time, and where they stream
     p.add_argument(
         "--executor",
         choices=("thread", "process", "ray"),
@@ -147,11 +167,6 @@ def add_parser(sub: Any) -> None:
         "--timeout", type=float, default=60.0, help="seconds before a command-line agent is killed (default 60)"
     )
     p.add_argument("--shard", type=_shard, default=None, metavar="I/N", help="run only shard I of N")
-    _add_trace_options(p)
-    _add_metrics_options(p)
-    add_gate_options(p)
-    add_judge_options(p)
-    p.set_defaults(func=run)
 
 
 def _add_metrics_options(p: argparse.ArgumentParser) -> None:
@@ -218,10 +233,6 @@ def _add_trace_options(p: argparse.ArgumentParser) -> None:
     add_backend_options(p, "--replay-from-jaeger", "--replay-from-phoenix")
 
 
-def _warn(message: str) -> None:
-    print(f"chaoskit: warning: {message}", file=sys.stderr)
-
-
 def _judge_verdict(result: Any, judge: Any, gates: bool) -> None:
     """The judge's totals in the summary; when it gates, the episodes it flagged or could not judge fail the run
     (an expected-outcome table judges them through their failed ``judge`` check instead)."""
@@ -247,37 +258,23 @@ def _replay_source(args: argparse.Namespace) -> str | Trace | None:
     return backend[1]
 
 
-def run(args: argparse.Namespace) -> int:
-    """Exit 0 when the battery passes the CI gate, 1 when it fails it, 2 on a usage error."""
+def run_config_of(args: argparse.Namespace) -> RunConfig:
+    """The one :class:`RunConfig` of ``chaoskit run``'s flags (checked here: a bad flag fails before any
+    episode); the judge, built from the ``--judge`` flags, joins it in :func:`run`."""
     baseline = baseline_from(args)
     if args.agent is not None and args.agents is not None:
         raise ChaoskitError("give --agent (one agent) or --agents (several), not both")
-    tags = parse_tags(args.tags)
-    metrics = bool(getattr(args, "metrics", False) or getattr(args, "prices", None))
     prices = None
     if getattr(args, "prices", None):
         # read before the battery runs: a bad price table fails in a second, not after the run
         from chaoskit.metrics._cost import load_prices
 
         prices = load_prices(args.prices)
-    judge, gates = judge_and_gate(args)
-    if judge is not None:
-        from chaoskit.engine._config import configure
-
-        configure(record_results=True)  # the judge needs what each call returned, not only that it returned
-    selection = _labelled(select(args.paths), args)
-    if selection.skipped:
-        n = len(selection.skipped)
-        print(
-            f"chaoskit: skipped {n} YAML file{'s' * (n != 1)} that {'are' if n != 1 else 'is'} not scenarios",
-            file=sys.stderr,
-        )
-    result = run_battery(
+    return run_config(
         args.paths,
-        selection=selection,
         agent=args.agent,
         agents=args.agents,
-        tags=tags,
+        tags=parse_tags(args.tags),
         expect=args.expect,
         repeat=args.repeat,
         k=args.k,
@@ -298,23 +295,33 @@ def run(args: argparse.Namespace) -> int:
         attempt_tolerance=args.attempt_tolerance or 0.0,
         traces=args.traces,
         progress=not args.quiet,
-        metrics=metrics,
+        metrics=bool(getattr(args, "metrics", False) or prices is not None),
         prices=prices,
-        judge=battery_judge(judge, gates) if judge is not None else None,
         record=args.record,
         replay=_replay_source(args),
         on_miss=args.on_miss,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit 0 when the battery passes the CI gate, 1 when it fails it, 2 on a usage error."""
+    config = run_config_of(args)
+    judge, gates = judge_and_gate(args)
+    if judge is not None:
+        from chaoskit.engine._config import configure
+
+        config = replace(config, judge=battery_judge(judge, gates))
+        configure(record_results=True)  # the judge needs what each call returned, not only that it returned
+    selection = _labelled(select(args.paths), args)
+    if selection.skipped:
+        n = len(selection.skipped)
+        print(
+            f"chaoskit: skipped {n} YAML file{'s' * (n != 1)} that {'are' if n != 1 else 'is'} not scenarios",
+            file=sys.stderr,
+        )
+    result = run_battery(replace(config, selection=selection))
     if judge is not None:
         _judge_verdict(result, judge, gates)
-    if result.episodes:
-        # the tools' declarations (an irreversible write without an idempotency key, ...) join the readiness
-        # table; they are extras, so nothing in reading them may fail or lose the finished run
-        try:
-            declared = declared_for(sorted({e.agent for e in result.episodes}), warn=_warn)
-            apply_contracts(result.summary, result.episodes, declared)
-        except Exception as exc:
-            _warn(f"the tool-contract findings are left out: {type(exc).__name__}: {exc}")
     code = finish(result, args)
     retried = [e for e in result.episodes if e.retried]
     if retried:

@@ -5,7 +5,7 @@ from chaoskit.runner._battery import run_battery
 from chaoskit.runner._episode_runner import EpisodeRunner
 from chaoskit.runner._executor import Executor, LocalExecutor
 from chaoskit.runner._gate import check_gate, load_baseline, make_baseline, verdict
-from chaoskit.runner._grid import EpisodePlan, RunConfig, derive_seed, plan_episodes
+from chaoskit.runner._grid import EpisodePlan, RunConfig, RunOptions, derive_seed, plan_episodes, run_config
 from chaoskit.runner._intensity import Profile, load_profile
 from chaoskit.runner._progress import Progress
 from chaoskit.runner._results import BatteryResult, Cell, EpisodeResult, Summary, Verdict
@@ -25,6 +25,7 @@ __all__ = [
     "Progress",
     "PythonAgent",
     "RunConfig",
+    "RunOptions",
     "Summary",
     "Verdict",
     "check_gate",
@@ -35,6 +36,7 @@ __all__ = [
     "plan_episodes",
     "resolve_agent",
     "run_battery",
+    "run_config",
     "summarize",
     "verdict",
 ]

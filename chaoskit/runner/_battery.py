@@ -8,31 +8,38 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import IO, Any
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import IO, Unpack
 
 import chaoskit.engine._config as _config
 import chaoskit.telemetry as telemetry
 from chaoskit._errors import ChaoskitError
-from chaoskit.metrics._cost import Prices
 from chaoskit.runner._agents import AgentError, CommandAgent, PythonAgent
 from chaoskit.runner._episode_runner import EpisodeRunner
 from chaoskit.runner._executor import Executor, LocalExecutor
-from chaoskit.runner._executor_process import ProcessExecutor, default_workers
+from chaoskit.runner._executor_process import ProcessExecutor
 from chaoskit.runner._executor_ray import RayExecutor
 from chaoskit.runner._expect import Expectations, load_expectations
 from chaoskit.runner._gate import load_baseline
-from chaoskit.runner._grid import EpisodePlan, RunConfig, agents_for, count_episodes, iter_episodes
-from chaoskit.runner._intensity import Profile, load_profile
+from chaoskit.runner._grid import (
+    EpisodePlan,
+    PathLike,
+    RunConfig,
+    RunOptions,
+    agents_for,
+    count_episodes,
+    iter_episodes,
+    run_config,
+)
 from chaoskit.runner._progress import Progress
-from chaoskit.runner._results import BatteryResult, EpisodeResult
+from chaoskit.runner._results import BatteryResult, EpisodeResult, Summary, Verdict
 from chaoskit.runner._spans import SpanCollector, TraceSink
-from chaoskit.runner._summary import summarize
+from chaoskit.runner._summary import apply_contracts, summarize
 from chaoskit.runner._tools import check_agent_tools, check_trace_tools
 from chaoskit.runner._workers import SpanMerger, parts_dir
 from chaoskit.scenarios._battery_file import Selection, filter_tags, select
 from chaoskit.scenarios._scenario import Scenario
-from chaoskit.traces._trace import Trace
 
 __all__ = ["SPOOL_OVER", "run_battery"]
 
@@ -40,56 +47,22 @@ __all__ = ["SPOOL_OVER", "run_battery"]
 SPOOL_OVER = 100_000
 
 
-def run_battery(
-    paths: Sequence[str | os.PathLike[str]] | None = None,
-    *,
-    scenarios: Sequence[Scenario] | None = None,
-    agent: str | Callable[[], Any] | None = None,
-    agents: Sequence[str] | None = None,
-    tags: Sequence[Sequence[str]] = (),
-    expect: str | os.PathLike[str] | Sequence[str] | Expectations | None = None,
-    selection: Selection | None = None,
-    repeat: int = 1,
-    k: int | None = None,
-    intensities: Iterable[float] = (0.0,),
-    perturbations: Iterable[float] = (0.0,),
-    profile: str | Profile = "medium",
-    seed: int = 0,
-    theta: float = 0.9,
-    workers: int | None = None,
-    executor: str = "thread",
-    ray_address: str | None = None,
-    ray_runtime_env: dict[str, Any] | None = None,
-    results_jsonl: str | os.PathLike[str] | None = None,
-    timeout: float = 60.0,
-    shard: tuple[int, int] | None = None,
-    episode_seed: int | None = None,
-    fail_under: float | None = None,
-    baseline: str | os.PathLike[str] | dict[str, Any] | None = None,
-    attempt_tolerance: float = 0.0,
-    traces: str | os.PathLike[str] | None = None,
-    progress: bool | IO[str] = False,
-    metrics: bool = False,
-    prices: Prices | None = None,
-    judge: Callable[[Sequence[EpisodeResult], str], None] | None = None,
-    record: str | os.PathLike[str] | None = None,
-    replay: str | os.PathLike[str] | Trace | None = None,
-    on_miss: str = "error",
-) -> BatteryResult:
-    """Run a battery and grade it. ``paths`` are scenario files, directories, globs or battery files (or pass
-    ``scenarios``, or a ``selection`` from :func:`chaoskit.scenarios._battery_file.select`)::
+def run_battery(paths: RunConfig | Sequence[PathLike] | None = None, **options: Unpack[RunOptions]) -> BatteryResult:
+    """Run a battery and grade it: ``run_battery(config)`` runs a :class:`RunConfig` (``chaoskit run`` builds
+    one from its flags), ``run_battery(paths, **options)`` the config :func:`run_config` builds from them::
 
         result = chaoskit.run_battery(["examples/scenarios"], agent="examples.plain.agents:careful",
                                       repeat=3, intensities=[0, 0.1, 0.3], seed=1)
-        result.verdict.ok, result.summary.overall
+        result.verdict.ok, result.summary.overall, result.summary.readiness
 
-    ``agent`` is a ``module:factory`` reference, a command line, or (from Python) the factory itself; it
-    overrides everything else. ``agents`` runs every scenario against each of them (else a battery file's
-    agents, else the scenario's own). ``tags`` keeps the scenarios having a tag of every group. ``expect`` is
-    an expected-outcome table (a battery file's ``expect:`` by default): then the verdict is whether every
-    agent behaved as it says. ``baseline`` is a baseline/results file or an already-loaded dict.
-    Every episode runs inside its own ``chaoskit.episode`` (fresh plan, counters and spans), so episodes never
-    see each other's faults, even with ``workers > 1``.
+    ``paths`` are scenario files, directories, globs or battery files (or pass ``scenarios``, or a
+    ``selection`` from :func:`chaoskit.scenarios._battery_file.select`). ``agent`` is a ``module:factory``
+    reference, a command line, or (from Python) the factory itself; it overrides everything else. ``agents``
+    runs every scenario against each of them (else a battery file's agents, else the scenario's own). ``tags``
+    keeps the scenarios having a tag of every group. ``expect`` is an expected-outcome table (a battery file's
+    ``expect:`` by default): then the verdict is whether every agent behaved as it says. ``baseline`` is a
+    baseline/results file or an already-loaded dict. Every episode runs inside its own ``chaoskit.episode``
+    (fresh plan, counters and spans), so episodes never see each other's faults, even with ``workers > 1``.
 
     ``executor`` is ``thread`` (this process; ``workers`` threads, default 1), ``process`` (``workers``
     spawned processes, default the core count) or ``ray`` (a Ray task per episode; ``ray_address`` or
@@ -102,91 +75,104 @@ def run_battery(
     are summarized (``chaoskit run --judge``: it may add a check to an episode); the spans go to a temporary file
     when ``traces`` is not given. ``record`` (a directory) writes each scenario's episode, tool results included,
     to ``<record>/<scenario>.jsonl``; ``replay`` answers every call from those cassettes (or a ``Trace``), the
-    plan's faults on top; ``on_miss`` says what a call they cannot answer does (docs/replay.md).
+    plan's faults on top; ``on_miss`` says what a call they cannot answer does (docs/replay.md). The tools'
+    declared contracts (an irreversible write with no idempotency key, ...) join the readiness table, as
+    ``chaoskit run`` shows it (``contracts=False`` leaves them out).
     """
+    if isinstance(paths, RunConfig):
+        if options:
+            raise TypeError(f"run_battery(config) takes no options beside the config, got {', '.join(sorted(options))}")
+        config = paths
+    else:
+        config = run_config(paths, **options)
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)  # so "examples.plain.agents:careful" resolves from the repository root
-    given: PythonAgent | None = None
-    if agents is not None and (not agents or any(not str(a).strip() for a in agents)):
-        raise AgentError("--agents names an empty agent: give module:factory references or command lines, by commas")
-    if isinstance(agent, str) and not agent.strip():
-        # an empty --agent would otherwise fall back to the scenarios' own agents without a word
-        raise AgentError("--agent is empty: give module:factory or a command line")
-    if agent is not None and not isinstance(agent, str):
-        given = PythonAgent(f"{getattr(agent, '__module__', '?')}:{getattr(agent, '__qualname__', repr(agent))}", agent)
-        agent = given.ref
-    config = RunConfig(
-        seed=seed,
-        repeat=repeat,
-        k=k,
-        intensities=tuple(float(x) for x in intensities),
-        perturbations=tuple(float(x) for x in perturbations),
-        profile=load_profile(profile),
-        theta=theta,
-        workers=workers if workers is not None else (1 if executor == "thread" else default_workers()),
-        executor=executor,
-        timeout=timeout,
-        agent=agent,
-        shard=shard,
-        episode_seed=episode_seed,
-        fail_under=fail_under,
-        attempt_tolerance=attempt_tolerance,
-        paths=tuple(str(p) for p in (paths or ())),
-        agents=tuple(agents or ()),
-        tags=tuple(tuple(g) for g in tags),
-        metrics=metrics,
-        prices=prices,
-        record=None if record is None else os.fspath(record),
-        replay=None if replay is None else replay if isinstance(replay, Trace) else os.fspath(replay),
-        on_miss=on_miss,
-    )
-    if scenarios is not None:
-        selection = Selection(list(scenarios), all_names=[sc.name for sc in scenarios])
-    elif selection is None:
-        if not paths:
-            raise ChaoskitError("no scenarios: give scenario files, directories or globs")
-        for p in paths:
-            if not str(p).strip():
-                # Path("") is the current directory: an empty argument would run every YAML file under it
-                raise ChaoskitError("a scenario path is empty: give scenario files (*.yaml), directories or globs")
-        selection = select(paths)
+    selection = _selection(config)
     scenarios = filter_tags(selection.scenarios, config.tags)
-    config.battery, config.labels = selection.battery, dict(selection.labels)
     # a battery's own table describes the battery's own agents: with --agent / --agents it does not apply
-    implicit = selection.expect if not (agent or agents) else None
-    table = _expectations(expect if expect is not None else implicit, selection.all_names)
-    config.expect = table.source if table is not None else None
-    base = load_baseline(baseline) if baseline is not None and not isinstance(baseline, dict) else baseline
+    implicit = selection.expect if not (config.agent or config.agents) else None
+    table = _expectations(config.expect if config.expect is not None else implicit, selection.all_names)
+    config = replace(
+        config,
+        battery=selection.battery,
+        labels=dict(selection.labels),
+        expect=table.source if table is not None else None,
+    )
     total = count_episodes(scenarios, config, selection.assigned)
     started = time.perf_counter()
-    spans_tmp = None
-    if judge is not None and traces is None:
+    results, partial, runner = _run_and_judge(config, scenarios, selection.assigned, total)
+    by_command = {sc.name for sc in scenarios if _by_command(runner, sc, selection.assigned)}
+    check_trace_tools([sc for sc in scenarios if sc.name in by_command | runner.unverified_tools], results)
+    summary, verdict = _grade(config, results, table, total, partial)
+    if config.contracts and results:
+        _add_contracts(summary, results)
+    elapsed = time.perf_counter() - started
+    return BatteryResult(config.to_dict(), results, summary, verdict, elapsed, partial=partial)
+
+
+def _selection(config: RunConfig) -> Selection:
+    """The scenarios the config names: given from Python, already selected, or selected from its paths."""
+    if config.scenarios is not None:
+        return Selection(list(config.scenarios), all_names=[sc.name for sc in config.scenarios])
+    if config.selection is not None:
+        return config.selection
+    if not config.paths:
+        raise ChaoskitError("no scenarios: give scenario files, directories or globs")
+    return select(config.paths)
+
+
+def _run_and_judge(
+    config: RunConfig, scenarios: Sequence[Scenario], assigned: Mapping[str, Sequence[str]], total: int
+) -> tuple[list[EpisodeResult], bool, EpisodeRunner]:
+    """Run the episodes, then hand them to the judge (with their spans: in a temporary file when no ``traces``)."""
+    traces, spans_tmp = config.traces, None
+    if config.judge is not None and traces is None:
         spans_tmp = tempfile.mkdtemp(prefix="chaoskit-judge-")
         traces = os.path.join(spans_tmp, "spans.jsonl")
+    try:
+        results, partial, runner = _run_episodes(config, scenarios, assigned, total, traces)
+        if config.judge is not None and traces is not None and not partial:  # after Ctrl-C, no model calls
+            config.judge(results, traces)
+    finally:
+        if spans_tmp is not None:
+            shutil.rmtree(spans_tmp, ignore_errors=True)
+    return results, partial, runner
+
+
+def _run_episodes(
+    config: RunConfig,
+    scenarios: Sequence[Scenario],
+    assigned: Mapping[str, Sequence[str]],
+    total: int,
+    traces: str | None,
+) -> tuple[list[EpisodeResult], bool, EpisodeRunner]:
+    """Every episode of the grid on the config's executor, their spans collected (and written to ``traces``);
+    ``partial`` when Ctrl-C ended the run."""
     telemetry.get_tracer()
     collector = SpanCollector(keep_other=traces is not None)
     sink = TraceSink(traces)
-    if traces is not None and spans_tmp is None:
+    if config.traces is not None:
         # named in the warning about spans an OTLP backend did not get
-        telemetry.note_local_copy(traces)
+        telemetry.note_local_copy(config.traces)
     telemetry.add_processor(collector)
-    stream = progress if not isinstance(progress, bool) else None
-    bar = Progress(total, stream=stream, enabled=bool(progress), perturbed=any(config.perturbations))
-    spool = _Spool(results_jsonl, over=total > SPOOL_OVER)
+    stream = config.progress if not isinstance(config.progress, bool) else None
+    bar = Progress(total, stream=stream, enabled=bool(config.progress), perturbed=any(config.perturbations))
+    spool = _Spool(config.results_jsonl, over=total > SPOOL_OVER)
     merger = SpanMerger(sink)
+    given = None if config.agent_factory is None else PythonAgent(config.agent or "", config.agent_factory)
     partial = False
     try:
-        runner = EpisodeRunner(scenarios, config, sink, collector, given, selection.assigned)
+        runner = EpisodeRunner(scenarios, config, sink, collector, given, assigned)
         _prepare(runner, scenarios)
-        ex = _executor(config, workers, traces, merger, ray_address, ray_runtime_env)
+        ex = _executor(config, traces, merger)
 
         def done(ep: EpisodePlan, result: EpisodeResult) -> None:
             spool.add(ep.index, result)
             bar.update(result)
 
         try:
-            ex.run(runner, iter_episodes(scenarios, config, selection.assigned), done)
+            ex.run(runner, iter_episodes(scenarios, config, assigned), done)
         except KeyboardInterrupt:
             partial = True
         telemetry.flush()
@@ -199,15 +185,16 @@ def run_battery(
         sink.close()
         if traces is not None:
             shutil.rmtree(parts_dir(traces) or "", ignore_errors=True)
-    results = spool.results()
-    try:
-        if judge is not None and traces is not None and not partial:  # after Ctrl-C, no model calls
-            judge(results, os.fspath(traces))
-    finally:
-        if spans_tmp is not None:
-            shutil.rmtree(spans_tmp, ignore_errors=True)
-    by_command = {sc.name for sc in scenarios if _by_command(runner, sc, selection.assigned)}
-    check_trace_tools([sc for sc in scenarios if sc.name in by_command | runner.unverified_tools], results)
+    return spool.results(), partial, runner
+
+
+def _grade(
+    config: RunConfig, results: list[EpisodeResult], table: Expectations | None, total: int, partial: bool
+) -> tuple[Summary, Verdict]:
+    """The summary and the CI verdict of the finished episodes (a partial run's verdict fails)."""
+    base = config.baseline
+    if base is not None and not isinstance(base, dict):
+        base = load_baseline(base)
     judged = config.to_dict()
     # pass^k past the repetitions that ran means nothing (a partial run of --repeat 10**9 ran a few)
     judged["k"] = min(judged["k"], max(1, len(results)))
@@ -219,8 +206,23 @@ def run_battery(
             f"partial run: interrupted (Ctrl-C) after {len(results)} of {total} episodes; the figures and the "
             "verdict cover only those (each episode's replay command is in the JSON results)",
         )
-    elapsed = time.perf_counter() - started
-    return BatteryResult(config.to_dict(), results, summary, verdict, elapsed, partial=partial)
+    return summary, verdict
+
+
+def _add_contracts(summary: Summary, results: Sequence[EpisodeResult]) -> None:
+    """The tools' declarations (an irreversible write without an idempotency key, ...) join the readiness table;
+    they are extras, so nothing in reading them may fail or lose the finished run."""
+    from chaoskit.suggest._suggest import declared_for  # only a finished run reads its agents' tools again
+
+    try:
+        declared = declared_for(sorted({e.agent for e in results}), warn=_warn)
+        apply_contracts(summary, results, declared)
+    except Exception as exc:
+        _warn(f"the tool-contract findings are left out: {type(exc).__name__}: {exc}")
+
+
+def _warn(message: str) -> None:
+    print(f"chaoskit: warning: {message}", file=sys.stderr)
 
 
 def _expectations(
@@ -238,20 +240,13 @@ def _by_command(runner: EpisodeRunner, sc: Scenario, assigned: Mapping[str, Sequ
     return any(isinstance(runner.agents[ref], CommandAgent) for ref in agents_for(sc, runner.config, assigned))
 
 
-def _executor(
-    config: RunConfig,
-    workers: int | None,
-    traces: str | os.PathLike[str] | None,
-    merger: SpanMerger,
-    ray_address: str | None,
-    ray_runtime_env: dict[str, Any] | None,
-) -> Executor:
+def _executor(config: RunConfig, traces: str | None, merger: SpanMerger) -> Executor:
     if config.executor == "process":
-        return ProcessExecutor(config.workers, parts_dir(traces), merger)
+        return ProcessExecutor(config.worker_count, parts_dir(traces), merger)
     if config.executor == "ray":
         # on a cluster, no --workers means as many episodes at a time as the cluster has CPUs
-        return RayExecutor(workers, ray_address, ray_runtime_env, parts_dir(traces), merger)
-    return LocalExecutor(config.workers)
+        return RayExecutor(config.workers, config.ray_address, config.ray_runtime_env, parts_dir(traces), merger)
+    return LocalExecutor(config.worker_count)
 
 
 def _prepare(runner: EpisodeRunner, scenarios: Sequence[Scenario]) -> None:

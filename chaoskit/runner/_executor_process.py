@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
-import os
 import signal
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -15,7 +14,7 @@ from typing import Any
 from chaoskit._errors import ChaoskitError
 from chaoskit.runner._episode_runner import EpisodeRunner
 from chaoskit.runner._executor import Done
-from chaoskit.runner._grid import EpisodePlan
+from chaoskit.runner._grid import EpisodePlan, default_workers
 from chaoskit.runner._workers import (
     SpanMerger,
     WorkerSetup,
@@ -30,14 +29,6 @@ __all__ = ["ProcessExecutor", "default_workers"]
 
 #: episodes sent ahead to each worker, so it never waits for the next one
 _AHEAD = 2
-
-
-def default_workers() -> int:
-    """The cores this process may use (``--workers`` of the process and Ray executors by default)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def _worker_main(conn: Connection, setup: WorkerSetup) -> None:

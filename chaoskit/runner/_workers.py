@@ -84,7 +84,7 @@ def setup_from(runner: EpisodeRunner, parts: str | None, remote: bool = False) -
     given = runner.given
     return WorkerSetup(
         list(runner.scenarios),
-        runner.config,
+        runner.config.for_workers(),
         {k: list(v) for k, v in runner.assigned.items()},
         (given.ref, given.factory) if given is not None else None,
         parts,
