@@ -166,7 +166,7 @@ def _not_an_agent() -> None:
         (["--max-failures", "-1"], "--max-failures must be >= 0"),
         (["--update-baseline"], "--update-baseline needs --baseline FILE"),
         (["--baseline", "no/such/baseline.json"], "--baseline no/such/baseline.json: file not found"),
-        (["--agent", "tests.test_cli_run:_not_an_agent"], "the factory returned NoneType, which is not callable"),
+        (["--agent", "tests.cli.test_cli_run:_not_an_agent"], "the factory returned NoneType, which is not callable"),
         (["--json", "/proc/chaoskit-cannot-write/r.json"], "--json /proc/chaoskit-cannot-write/r.json: cannot write"),
     ],
 )
