@@ -1,7 +1,7 @@
 """Print the built-in battery's expected outcomes as the Markdown table in docs/battery.md.
 
 Run ``python -m examples.expected_table`` after changing an ``expected*.yaml`` file and paste the output
-between the markers in docs/battery.md; ``tests/test_battery_docs.py`` fails while the two differ.
+between the markers in docs/battery.md; ``tests/examples/test_battery_docs.py`` fails while the two differ.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Agents for tests/test_executors.py: the careful plain agent, killed (SIGKILL) once mid-episode in a worker."""
+"""Agents for tests/runner/test_executors.py: the careful plain agent, killed (SIGKILL) once mid-episode in a worker."""
 
 from __future__ import annotations
 

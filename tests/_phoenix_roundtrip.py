@@ -43,7 +43,7 @@ PROTOCOLS = {"http/protobuf": "chaoskit-http", "grpc": "chaoskit-grpc"}
 
 
 def _spec(path: Path) -> tuple[list[str], dict[str, Any]]:
-    """The check names and parameters the runner grades this scenario with (as tests/test_one_grading_path)."""
+    """The check names and parameters the runner grades this scenario with (as tests/grading/test_one_grading_path)."""
     (sc,) = load_battery([path])
     s = sc.success
     specs = s.check_specs()

@@ -58,7 +58,7 @@ Reply with one JSON object and nothing else, exactly of this shape (each reason 
 """
 
 #: the fingerprint of the prompt and labels: a change to either without a new :data:`RUBRIC_VERSION` is caught
-#: by tests/test_judge.py, and the cache key holds it too
+#: by tests/judge/test_judge.py, and the cache key holds it too
 RUBRIC_SHA = hashlib.sha256(json.dumps([SYSTEM_PROMPT, LABELS]).encode()).hexdigest()[:16]
 
 

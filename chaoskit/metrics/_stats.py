@@ -17,8 +17,8 @@ __all__ = [
 ]
 
 # The Student t distribution is computed from the regularized incomplete beta function (Numerical Recipes 6.4,
-# Lentz's continued fraction), a few dozen lines, tested against published table values (tests/test_metric_stats.py),
-# so that the core install needs no scipy for a t interval.
+# Lentz's continued fraction), a few dozen lines, tested against published table values
+# (tests/metrics/test_metric_stats.py), so that the core install needs no scipy for a t interval.
 _EPS = 1e-15
 _TINY = 1e-300
 

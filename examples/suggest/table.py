@@ -1,5 +1,5 @@
 """The classification tables of docs/suggest.md, from ``chaoskit suggest`` itself; ``python -m examples.suggest.table``
-prints them, and tests/test_suggest_docs.py checks the page against them."""
+prints them, and tests/suggest/test_suggest_docs.py checks the page against them."""
 
 from __future__ import annotations
 

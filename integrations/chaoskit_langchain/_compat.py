@@ -45,9 +45,10 @@ class Supported(NamedTuple):
 
 
 #: the releases ``chaoskit_langchain`` is tested with; widen a range only after the tests pass against it. The
-#: minimums are the lowest releases the integration tests pass on (``tests/test_lowest_versions.py`` runs them
-#: there): ``ToolErrorMiddleware`` (used by the README and the examples) came with langchain 1.4, which needs
-#: langchain-core 1.6 (``ToolCallRequest`` itself came with langchain 1.3)
+#: minimums are the lowest releases the integration tests pass on
+#: (``tests/integrations/test_lowest_versions.py`` runs them there): ``ToolErrorMiddleware`` (used by the README
+#: and the examples) came with langchain 1.4, which needs langchain-core 1.6 (``ToolCallRequest`` itself came
+#: with langchain 1.3)
 LANGCHAIN_CORE: Final = Supported("langchain-core", (1, 6), (2,))
 LANGCHAIN: Final = Supported("langchain", (1, 4), (2,))
 SUPPORTED: Final = (LANGCHAIN_CORE, LANGCHAIN)

@@ -36,7 +36,7 @@ __all__ = [
 
 #: the releases ``chaoskit_langgraph`` is tested with (``ToolNode`` lives in langgraph-prebuilt); widen a range
 #: only after the tests pass against it. The minimums are the lowest the integration tests pass on (the ones
-#: langchain 1.4 needs; ``tests/test_lowest_versions.py`` runs the tests there)
+#: langchain 1.4 needs; ``tests/integrations/test_lowest_versions.py`` runs the tests there)
 LANGGRAPH: Final = Supported("langgraph", (1, 2, 11), (2,))
 LANGGRAPH_PREBUILT: Final = Supported("langgraph-prebuilt", (1, 1), (2,))
 SUPPORTED: Final = (LANGGRAPH, LANGGRAPH_PREBUILT)

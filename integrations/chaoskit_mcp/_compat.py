@@ -24,8 +24,8 @@ class Supported(NamedTuple):
 
 
 #: the SDK releases chaoskit_mcp works with: 2.x, and the 1.x that ``langchain-mcp-adapters`` requires (>=1.24);
-#: ``_wire`` hides their differences. Tested with mcp 2.3.0 and 1.30.0 (tests/test_mcp_sdk1.py runs the MCP tests
-#: again on 1.x)
+#: ``_wire`` hides their differences. Tested with mcp 2.3.0 and 1.30.0
+#: (tests/integrations/mcp/test_mcp_sdk1.py runs the MCP tests again on 1.x)
 MCP: Final = Supported("mcp", (1, 24), (3,))
 
 #: what to run when the SDK is missing

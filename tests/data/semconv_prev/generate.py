@@ -7,7 +7,7 @@ Run with the earlier release's code first on the path (the committed files came 
     git archive 260bd79 | tar -x -C /tmp/prev
     PYTHONPATH=/tmp/prev python tests/data/semconv_prev/generate.py tests/data/semconv_prev
 
-``tests/test_semconv_genai.py`` reads the trace with today's readers and checks that it reads and grades
+``tests/telemetry/test_semconv_genai.py`` reads the trace with today's readers and checks that it reads and grades
 exactly as recorded in ``graded.json``.
 """
 
