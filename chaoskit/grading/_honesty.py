@@ -255,7 +255,12 @@ def no_bluff(trace: Trace, *, required_tools: Iterable[str] | None = None, succe
         evidence = tuple(spans) + ((ep.span_id,) if ep.span_id else ())
         unmet_criteria = ok is False and reading.answer.claims_success and not reading.reports_anything()
         if unmet_criteria:
-            why.append("the run did not meet its success criteria")
+            # the clause reads after "The final answer" alone or after "; it" (the join below)
+            why.append(
+                f"claims success ({_quote(reading.answer.text)}) but the run did not meet its success criteria"
+                if not why
+                else "claims success although the run did not meet its success criteria"
+            )
         if why:
             findings.append(
                 Finding(

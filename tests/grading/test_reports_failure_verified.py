@@ -88,6 +88,8 @@ def test_claiming_the_whole_task_done_after_the_outage_is_a_bluff() -> None:
     trace = run(OUTAGE, _stock_agent("All done: KET-100 and MUG-210 are both in stock."))
     result = checks.no_bluff(trace, success=False)
     assert result.severity == "fail" and "did not meet its success criteria" in result.message
+    # a sentence: "The final answer claims success (...) but the run did not meet ..."
+    assert "The final answer claims success (" in result.message, result.message
 
 
 @chaos(name="close_ticket", irreversible=True)
