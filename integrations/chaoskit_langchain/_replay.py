@@ -117,11 +117,12 @@ def _cassette_episode(episode: Episode | None) -> CassetteEpisode | None:
     return None
 
 
-def answer_model(request: Any, handler: Callable[[Any], Any], episode: Episode | None) -> Any:
-    """``handler(request)``, or its answer from the episode's cassette; recorded when the episode records."""
-    ep = _cassette_episode(episode)
-    if ep is None:
-        return handler(request)
+_MISS = object()
+
+
+def _from_cassette(ep: CassetteEpisode, request: Any) -> tuple[tuple[Any, Any], Any]:
+    """The request's key and digests, and its recorded answer (``_MISS`` when the cassette has none): the one
+    decision both hooks share."""
     key, digests, shown = _request_key(request)
     replay = ep.answers
     if replay is not None:
@@ -130,11 +131,24 @@ def answer_model(request: Any, handler: Callable[[Any], Any], episode: Episode |
             response = _from_reply(reply, replay.cassette.path)
             if ep.record_path is not None:
                 ep.note_model_reply(key, digests, reply, live=False)
-            return response
-    response = handler(request)
+            return (key, digests), response
+    return (key, digests), _MISS
+
+
+def _kept(ep: CassetteEpisode, ident: tuple[Any, Any], response: Any) -> Any:
+    """``response``, a live model's, added to the recording when the episode records."""
     if ep.records_models:
-        ep.note_model_reply(key, digests, _to_reply(response), live=True)
+        ep.note_model_reply(*ident, _to_reply(response), live=True)
     return response
+
+
+def answer_model(request: Any, handler: Callable[[Any], Any], episode: Episode | None) -> Any:
+    """``handler(request)``, or its answer from the episode's cassette; recorded when the episode records."""
+    ep = _cassette_episode(episode)
+    if ep is None:
+        return handler(request)
+    ident, found = _from_cassette(ep, request)
+    return found if found is not _MISS else _kept(ep, ident, handler(request))
 
 
 async def answer_model_async(request: Any, handler: Callable[[Any], Awaitable[Any]], episode: Episode | None) -> Any:
@@ -142,16 +156,5 @@ async def answer_model_async(request: Any, handler: Callable[[Any], Awaitable[An
     ep = _cassette_episode(episode)
     if ep is None:
         return await handler(request)
-    key, digests, shown = _request_key(request)
-    replay = ep.answers
-    if replay is not None:
-        reply = replay.model(key, digests, shown)
-        if reply is not None:
-            response = _from_reply(reply, replay.cassette.path)
-            if ep.record_path is not None:
-                ep.note_model_reply(key, digests, reply, live=False)
-            return response
-    response = await handler(request)
-    if ep.records_models:
-        ep.note_model_reply(key, digests, _to_reply(response), live=True)
-    return response
+    ident, found = _from_cassette(ep, request)
+    return found if found is not _MISS else _kept(ep, ident, await handler(request))
