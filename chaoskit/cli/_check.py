@@ -9,36 +9,528 @@ Trace files are graded as they are read, one episode at a time (``Trace.iter_epi
 the largest episode; a large JSON Lines file is cut into parts graded in parallel processes (``--workers``), and
 the episodes that straddle parts are joined and graded at the end. The report is kept in a temporary file and
 printed only once every file was read, so a file found ungradable at its end prints nothing but the reason.
+
+Many files (a directory, a glob) or parts of one are graded as shards in parallel. A shard is a whole file or a
+part of a large JSON Lines file. Each is read by its own streaming ``TraceBuilder`` (in this process, a process
+of a pool, or a Ray task reading its file where it lies) and grades the episodes complete within it; an episode
+whose spans are split across shards (a rotated file) stays open in each, and the spans left open are joined here
+and graded once, whole. A span of an episode a shard already graded makes the files be read again whole, as for
+one file; an episode still missing spans after the join cannot be graded.
+
+The sources are exclusive: trace files, or ``--from-jaeger URL --service NAME``, or ``--from-phoenix URL
+--project NAME`` (read in pages, with progress; ``--write-back`` sends the grades to the backend they came from).
+``--since``, ``--limit`` and ``--timeout`` apply to the two backends, ``--format`` to files.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import glob
 import itertools
 import json
+import math
 import os
+import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.cli._check_files import PARALLEL_BYTES, expand_traces, grade_files, grade_shards
-from chaoskit.cli._check_sources import add_source_options, backend_episodes, check_sources, write_back
 from chaoskit.cli._judge_options import add_judge_options, judge_and_gate
 from chaoskit.grading._evidence import CANNOT_GRADE
 from chaoskit.grading._result import CheckResult
 from chaoskit.grading._score import Score, score
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
+from chaoskit.semconv import EPISODE_ID
 from chaoskit.traces._build import LateSpanError, TraceBuilder
-from chaoskit.traces._chunks import split_jsonl
-from chaoskit.traces._readers import FORMATS, nothing_to_grade, read_with_builder
+from chaoskit.traces._chunks import read_part, split_jsonl
+from chaoskit.traces._readers import FORMATS, file_documents, guarded, nothing_to_grade, read_with_builder
 from chaoskit.traces._records import EpisodeRecord, TraceReadError
 from chaoskit.traces._stream import EpisodeStream
 from chaoskit.traces._trace import Trace
+
+__all__ = [
+    "PARALLEL_BYTES",
+    "add_source_options",
+    "backend_episodes",
+    "check_sources",
+    "expand_traces",
+    "grade_files",
+    "grade_shards",
+    "parse_duration",
+    "write_back",
+]
+
+
+#: a shard: a file, and the bytes of it to read (``None, None``: the whole file)
+Shard = tuple[str, int | None, int | None]
+
+_GLOB_CHARS = frozenset("*?[")
+#: a JSON Lines file at least this large is graded by one process per core
+PARALLEL_BYTES = 48 << 20
+
+
+def expand_traces(args: list[str]) -> list[str]:
+    """The trace files named by ``args``: files as given, the files of a directory (not hidden, by name; empty
+    ones skipped, a rotating exporter's fresh file), the files a glob matches. A directory or a glob that names
+    no file is an error, as a missing file is."""
+    files: list[str] = []
+    for arg in args:
+        if not arg.strip():
+            raise TraceReadError("expected the path of a trace file, got an empty argument", source=repr(arg))
+        if os.path.isdir(arg):
+            found = [str(p) for p in sorted(Path(arg).iterdir()) if not p.name.startswith(".") and _nonempty(p)]
+            if not found:
+                raise TraceReadError("the directory holds no trace file (only empty or hidden files)", source=arg)
+            files += found
+        elif not os.path.exists(arg) and _GLOB_CHARS & set(arg):
+            found = [p for p in sorted(glob.glob(arg)) if _nonempty(Path(p))]
+            if not found:
+                raise TraceReadError("no trace file matches this pattern (empty files are skipped)", source=arg)
+            files += found
+        else:
+            files.append(arg)
+    # a file named twice (a glob and a directory) is read once: its spans would be taken for copies anyway
+    return list(dict.fromkeys(files))
+
+
+def _nonempty(p: Path) -> bool:
+    try:
+        return p.is_file() and p.stat().st_size > 0
+    except OSError:
+        return True  # let the reader say why it cannot be read
+
+
+def grade_files(
+    files: list[str],
+    fmt: str | None,
+    workers: int | None,
+    grader: Any,  # chaoskit.cli._check's _Grader: its class goes to the workers in each job
+    executor: str | None,
+    ray_address: str | None = None,
+) -> None:
+    """Grade ``files`` as one trace: each a shard (a large JSON Lines file cut into ``workers`` parts)."""
+    from chaoskit.runner._executor_process import default_workers
+
+    if workers is None:
+        big = sum(os.path.getsize(f) for f in files if os.path.isfile(f)) >= PARALLEL_BYTES
+        workers = min(default_workers(), 8) if (big or executor is not None) else 1
+    shards: list[Shard] = []
+    for f in files:
+        bounds = split_jsonl(Path(f), workers) if workers > 1 and _large(f) else None
+        shards += [(f, a, b) for a, b in itertools.pairwise(bounds)] if bounds else [(f, None, None)]
+    mark = grader.mark()
+    try:
+        run_on = executor or ("process" if workers > 1 else None)
+        merged = grade_shards(shards, fmt, grader, run_on, workers, ray_address)
+    except LateSpanError:
+        grader.rollback(mark)
+        episodes, merged = read_whole(files, fmt)
+        for ep in episodes:
+            grader.add(_source_of(merged, ep), ep)
+    if grader.n == mark[1]:
+        raise nothing_to_grade(", ".join(files), merged)
+
+
+def _large(path: str) -> bool:
+    try:
+        return os.path.getsize(path) >= PARALLEL_BYTES
+    except OSError:
+        return False
+
+
+def read_whole(files: list[str], fmt: str | None) -> tuple[list[EpisodeRecord], TraceBuilder]:
+    """Every file read whole into one builder, as ``Trace.load`` reads one: the exact reason for a late span."""
+    builder = TraceBuilder(files[0])
+    for f in files:
+        builder.source = f
+        with guarded(builder, fmt):
+            for _ in file_documents(Path(f), fmt, builder):
+                pass
+    with guarded(builder, fmt):
+        return builder.build(), builder
+
+
+def _source_of(builder: TraceBuilder, ep: EpisodeRecord) -> str:
+    """The file an episode's root span (else its first attempt) was read from."""
+    if ep.span_id is not None and ep.trace_id is not None:
+        return builder.origin((ep.trace_id, ep.span_id))
+    if ep.attempts:
+        return builder.origin((ep.attempts[0].trace_id, ep.attempts[0].span_id))
+    return builder.source
+
+
+def grade_shards(
+    shards: list[Shard],
+    fmt: str | None,
+    grader: Any,  # chaoskit.cli._check's _Grader: its class goes to the workers in each job
+    executor: str | None,
+    workers: int,
+    ray_address: str | None = None,
+) -> TraceBuilder:
+    """Grade each shard on ``executor`` (None: here, one after the other), then here the episodes whose spans
+    were left open in several shards, joined; the builder that joined them, for a "nothing to grade" message."""
+    jobs = [
+        (type(grader), path, fmt, a, b, grader.names, grader.params, grader.json_mode, executor == "ray")
+        for path, a, b in shards
+    ]
+    run = {None: _serial, "process": _processes, "ray": _ray_tasks}[executor]
+    parts = run(jobs, workers, ray_address)
+    try:
+        for job, part in zip(jobs, parts, strict=True):
+            if "error" in part:
+                reason, line, late = part["error"]
+                raise (LateSpanError if late else TraceReadError)(reason, source=job[1], line=line)
+        _each_file_holds_spans(jobs, parts)
+        merged = TraceBuilder(shards[0][0])
+        for part in parts:
+            grader.append(part)
+            merged.spans_seen += part["spans_seen"]
+            merged.notes += part["notes"]
+        for i, (job, part) in enumerate(zip(jobs, parts, strict=True)):
+            for content, line in part["open"]:
+                _not_graded_elsewhere(content, line, parts, i, job[1])
+            where = f"part {i + 1} of {len(parts)}" if job[3] is not None else f"file {i + 1} of {len(parts)}"
+            merged.adopt(part["open"], where, job[1])
+        with guarded(merged, fmt):
+            episodes = merged.build()
+    finally:
+        for part in parts:
+            if "report" in part:
+                os.unlink(part["report"])
+    for ep in episodes:
+        grader.add(_source_of(merged, ep), ep)
+    return merged
+
+
+def _each_file_holds_spans(jobs: list[tuple[Any, ...]], parts: list[dict[str, Any]]) -> None:
+    """A file given that holds no chaoskit span (of an episode graded there or left open) is a mistake to name."""
+    met: dict[str, TraceBuilder] = {}
+    holding: set[str] = set()
+    for job, part in zip(jobs, parts, strict=True):
+        seen = met.setdefault(job[1], TraceBuilder(job[1]))
+        seen.spans_seen += part["spans_seen"]
+        seen.notes += part["notes"]
+        if part["n"] or part["open"]:
+            holding.add(job[1])
+    for path, seen in met.items():
+        if path not in holding:
+            raise nothing_to_grade(path, seen)
+
+
+def _serial(jobs: list[tuple[Any, ...]], workers: int, address: str | None) -> list[dict[str, Any]]:
+    return [grade_shard(job) for job in jobs]
+
+
+def _processes(jobs: list[tuple[Any, ...]], workers: int, address: str | None) -> list[dict[str, Any]]:
+    import multiprocessing
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork shares the imported modules (no second start-up); spawn where fork is unsafe: other platforms, or
+    # other threads running (one may hold a lock the child needs, e.g. when check runs inside a test process)
+    method = "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
+    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context(method)) as pool:
+        return list(pool.map(grade_shard, jobs))
+
+
+def _ray_tasks(jobs: list[tuple[Any, ...]], workers: int, address: str | None) -> list[dict[str, Any]]:
+    """Each shard a Ray task that reads its file where it lies (the same path on every node: a shared volume),
+    started or joined as ``chaoskit run --executor ray`` does; the reports stream back as tasks finish."""
+    from chaoskit.runner._executor_ray import RayExecutor, _ray
+
+    ray = _ray()
+    ex = RayExecutor(workers, address)
+    started = ex._start(ray)
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=1)(grade_shard)
+        # at most twice the cluster's CPUs in flight: the reports come back as others are read
+        window = 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
+        todo: Iterator[tuple[int, tuple[Any, ...]]] = iter(enumerate(jobs))
+        pending: dict[Any, int] = {}
+        parts: list[dict[str, Any]] = [{} for _ in jobs]
+
+        def submit(batch: Iterator[tuple[int, tuple[Any, ...]]]) -> None:
+            for i, job in batch:
+                pending[remote.remote(job)] = i
+
+        submit(itertools.islice(todo, window))
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                parts[pending.pop(ref)] = ray.get(ref)
+                submit(itertools.islice(todo, 1))
+        return parts
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _not_graded_elsewhere(content: Any, line: int | None, parts: list[dict[str, Any]], i: int, source: str) -> None:
+    """A span left open in shard ``i`` must not belong to an episode another shard already graded."""
+    is_root = isinstance(content, dict)
+    tid, sid = (content["trace_id"], content["span_id"]) if is_root else (content.trace_id, content.span_id)
+    eid = content["attrs"].get(EPISODE_ID) if is_root else content.episode_id
+    fp = bytes.fromhex(sid + tid[-16:])
+    for j, other in enumerate(parts):
+        if j == i:
+            continue
+        spans, ids, windows = other["closed"]
+        at = spans.find(fp)
+        while at >= 0 and at % 24:
+            at = spans.find(fp, at + 1)
+        if at >= 0 or (eid is not None and eid in ids):
+            raise LateSpanError(f"span {sid}: episode {eid} was graded before this span", source=source, line=line)
+        if eid is None and not is_root:
+            # an attempt made in another process (a proxy's) for an episode that shard graded
+            start, end = content.start_time * 1e6 + 0.5, content.end_time * 1e6 - 0.5
+            if any(a <= start and end <= b for a, b in windows.get(tid, ())):
+                raise LateSpanError(f"span {sid}: its episode was graded before this span", source=source, line=line)
+
+
+def grade_shard(job: tuple[Any, ...]) -> dict[str, Any]:
+    """In a worker: grade the episodes complete within one shard; their report in a file (``inline``: in the
+    answer, for a worker on another machine), and what the joining needs: the spans left open, those graded."""
+    grader_class, path, fmt, start, end, names, params, json_mode, inline = job
+    builder = TraceBuilder(path, stream=True)
+    builder.keep_closed_ids = True
+    grader = grader_class(names, params, json_mode=json_mode)
+    out: dict[str, Any] = {}
+    try:
+        for ep in read_part(Path(path), fmt, start or 0, end, builder):
+            grader.add(path, ep)
+        grader.out.seek(0)
+        if inline:
+            out["text"] = grader.out.read()
+        else:
+            fd, out["report"] = tempfile.mkstemp(prefix="chaoskit-check-", suffix=".txt")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                shutil.copyfileobj(grader.out, fh, 1 << 20)
+    except TraceReadError as exc:
+        return {"error": (exc.reason, exc.line, isinstance(exc, LateSpanError))}
+    finally:
+        grader.close()
+    out.update(
+        n=grader.n,
+        n_fail=grader.n_fail,
+        n_warn=grader.n_warn,
+        failed=grader.failed,
+        ungradable=grader.ungradable,
+        open=builder.open_spans(),
+        closed=builder.closed_spans(),
+        spans_seen=builder.spans_seen,
+        notes=builder.notes,
+    )
+    return out
+
+
+_DEFAULT_SINCE = "1h"
+_DEFAULT_LIMIT = 100
+_DEFAULT_TIMEOUT = 30.0
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+
+
+def add_source_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--from-jaeger``, ``--service``, ``--from-phoenix``, ``--project``, ``--since``, ``--limit`` and
+    ``--timeout`` to the ``check`` parser ``p``."""
+    g = p.add_argument_group("reading from a backend (instead of trace files)")
+    g.add_argument(
+        "--from-jaeger",
+        metavar="URL",
+        help="query a running Jaeger's query service (api_v3): an http:// or https:// URL such as "
+        "http://localhost:16686",
+    )
+    g.add_argument("--service", metavar="NAME", help="the service to query in Jaeger (with --from-jaeger)")
+    g.add_argument(
+        "--from-phoenix",
+        metavar="URL",
+        help="read the spans of a running Arize Phoenix over its REST API: a URL such as http://localhost:6006",
+    )
+    g.add_argument("--project", metavar="NAME", help="the Phoenix project to read (with --from-phoenix)")
+    g.add_argument(
+        "--since",
+        metavar="DURATION",
+        help=f"how far back to query: 30m, 1h, 2d … (default {_DEFAULT_SINCE})",
+    )
+    g.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help=f"Jaeger: at most N traces per request (default {_DEFAULT_LIMIT}); the time range is read in windows, "
+        "a full window read again in halves; Phoenix: at most N spans in all (default: no limit; read 1000 a "
+        "page), a project holding more in the window is refused, not cut",
+    )
+    g.add_argument(
+        "--write-back",
+        action="store_true",
+        help="send the grades back to the backend, on each episode's span: to Phoenix as span annotations; to "
+        "Jaeger as a chaoskit.evaluation span under the episode's span, over OTLP as OTEL_EXPORTER_OTLP_* say",
+    )
+    g.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"give up when the backend has not answered within SECONDS (default {_DEFAULT_TIMEOUT:g})",
+    )
+
+
+def parse_duration(text: str) -> timedelta:
+    """``--since``'s value (``30m``, ``1h``, ``2d``, …) as a timedelta; a usage error otherwise."""
+    m = _DURATION.match(text)
+    if not m:
+        raise ChaoskitError(f"--since expects a duration such as 30m, 1h or 2d, got {text!r}")
+    unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m.group(2)]
+    try:
+        since = timedelta(**{unit: float(m.group(1))})
+    except OverflowError:
+        raise ChaoskitError(f"--since is too long, got {text!r}; give at most a few years (such as 52w)") from None
+    if since <= timedelta(0):
+        raise ChaoskitError(f"--since must be longer than 0, got {text!r}")
+    return since
+
+
+def check_sources(args: argparse.Namespace) -> None:
+    """Usage errors, each naming its option: backends together or with files, a backend's option without the
+    backend, bad values. Fills in the defaults of ``--since`` and ``--timeout`` (``--limit``'s: per backend)."""
+    if args.limit is not None and args.limit < 1:
+        raise ChaoskitError(f"--limit must be a whole number >= 1, got {args.limit}")
+    if args.timeout is not None and not (args.timeout > 0 and math.isfinite(args.timeout)):
+        raise ChaoskitError(f"--timeout must be a finite number of seconds > 0, got {args.timeout:g}")
+    since = parse_duration(args.since) if args.since is not None else None
+    backends = [flag for flag, v in (("--from-jaeger", args.from_jaeger), ("--from-phoenix", args.from_phoenix)) if v]
+    for flag, value, needs in (
+        ("--service", args.service, "--from-jaeger"),
+        ("--project", args.project, "--from-phoenix"),
+    ):
+        if value is not None and needs not in backends:
+            raise ChaoskitError(f"{flag} is for {needs}; give {needs} URL {flag} NAME")
+    if len(backends) > 1:
+        raise ChaoskitError("--from-jaeger and --from-phoenix cannot be used together; read one backend at a time")
+    if backends:
+        flag = backends[0]
+        if args.traces:
+            raise ChaoskitError(
+                f"{flag} reads traces from the backend; do not also give trace files (got {args.traces[0]!r})"
+            )
+        if args.format is not None:
+            raise ChaoskitError(f"--format is for trace files; {flag} knows the format of its answer")
+    else:
+        if args.write_back:
+            raise ChaoskitError("--write-back is for --from-jaeger or --from-phoenix: a trace file has no backend")
+        for opt, value in (("--since", args.since), ("--limit", args.limit), ("--timeout", args.timeout)):
+            if value is not None:
+                raise ChaoskitError(f"{opt} is for --from-jaeger or --from-phoenix, not for trace files")
+        if not args.traces:
+            raise ChaoskitError(
+                "give trace files, or --from-jaeger URL --service NAME, or --from-phoenix URL --project NAME"
+            )
+    if backends:
+        # imported when used: the HTTP client is off the path of grading files
+        from chaoskit.traces._jaeger import check_http_url, check_jaeger_url
+    if args.from_jaeger is not None:
+        check_jaeger_url(args.from_jaeger)
+        if not args.service:
+            raise ChaoskitError("--from-jaeger needs --service NAME (the service.name the agent exported with)")
+    if args.write_back and args.from_jaeger is not None and not _otlp_endpoint_set():
+        raise ChaoskitError(
+            "--write-back to Jaeger sends the grades over OTLP: set OTEL_EXPORTER_OTLP_ENDPOINT to Jaeger's OTLP "
+            "receiver (such as http://localhost:4318, or OTEL_EXPORTER_OTLP_PROTOCOL=grpc and port 4317)"
+        )
+    if args.from_phoenix is not None:
+        check_http_url(args.from_phoenix, "--from-phoenix", "Phoenix", "http://localhost:6006")
+        if not args.project:
+            raise ChaoskitError("--from-phoenix needs --project NAME (the Phoenix project the spans went to)")
+    args.since_delta = since if since is not None else parse_duration(_DEFAULT_SINCE)
+    args.since = args.since if args.since is not None else _DEFAULT_SINCE
+    args.jaeger_limit = args.limit if args.limit is not None else _DEFAULT_LIMIT
+    args.timeout = args.timeout if args.timeout is not None else _DEFAULT_TIMEOUT
+
+
+def _otlp_endpoint_set() -> bool:
+    return any(
+        os.environ.get(v, "").strip() for v in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+
+
+def backend_episodes(args: argparse.Namespace, progress: Callable[[str], None] | None) -> Iterator[EpisodeRecord]:
+    """The episodes of ``--from-jaeger`` or ``--from-phoenix``, read page by page (Jaeger: time windows;
+    Phoenix: cursor pages) and handed out as each completes; ``progress`` gets a line after each page. A source
+    that holds nothing to grade, or an episode read without its root span, raises a TraceReadError."""
+    source = args.from_jaeger or args.from_phoenix
+    for ep in _paged(args, progress):
+        if ep.id is not None and ep.span_id is None:
+            # a page never served, or an episode begun before the window: part of it only, never a verdict
+            raise TraceReadError(
+                f"episode {ep.id}: {len(ep.attempts)} of its tool attempt span(s) were read but not its "
+                "invoke_agent span, so spans of it are missing (a page the backend did not serve, or an episode "
+                "that started before the time asked for: widen --since) and the missing ones could change the "
+                "verdict",
+                source=source,
+            )
+        yield ep
+
+
+def _paged(args: argparse.Namespace, progress: Callable[[str], None] | None) -> Iterator[EpisodeRecord]:
+    if args.from_jaeger is not None:
+        from chaoskit.traces._jaeger import JaegerPages
+
+        jaeger = JaegerPages(
+            args.from_jaeger,
+            args.service,
+            args.since_delta,
+            limit=args.jaeger_limit,
+            timeout=args.timeout,
+            progress=progress,
+        )
+        yield from jaeger
+        if not jaeger.answers:
+            raise TraceReadError(
+                f"nothing to grade: Jaeger has no traces for service {args.service!r} in the last {args.since}",
+                source=args.from_jaeger,
+            )
+        if not jaeger.count:
+            raise nothing_to_grade(args.from_jaeger, jaeger.builder)
+        return
+    from chaoskit.traces._phoenix import PhoenixPages  # imported when used: Phoenix is rarely the source
+
+    # without --limit, no limit: pages keep memory bounded whatever the project holds
+    phoenix = PhoenixPages(
+        args.from_phoenix,
+        args.project,
+        since=args.since_delta,
+        limit=args.limit,
+        timeout=args.timeout,
+        progress=progress,
+    )
+    try:
+        yield from phoenix
+    except TraceReadError as exc:
+        if not exc.reason.startswith("nothing to grade") or not phoenix.spans:
+            raise
+        raise TraceReadError(
+            f"nothing to grade: Phoenix project {args.project!r} holds no chaoskit spans in the last {args.since}; "
+            "are the agent's tools wrapped with @chaos or a chaoskit integration, and exported to this project?",
+            source=args.from_phoenix,
+        ) from None
+
+
+def write_back(args: argparse.Namespace, graded: Sequence[tuple[EpisodeRecord, Sequence[Mapping[str, Any]]]]) -> str:
+    """Send the grades of ``graded`` back to the backend they were read from; a sentence saying where."""
+    from chaoskit.grading._evaluation import phoenix_annotations, write_back_otlp
+
+    if args.from_phoenix is not None:
+        from chaoskit.traces._phoenix import annotate_spans
+
+        sent = annotate_spans(args.from_phoenix, phoenix_annotations(graded), timeout=args.timeout)
+        return f"wrote {sent} annotation(s) on {len(graded)} episode span(s) back to Phoenix at {args.from_phoenix}"
+    where = write_back_otlp(graded, args.service)
+    return f"wrote the grades of {len(graded)} episode(s) back to Jaeger's trace(s), via {where}"
+
 
 _dumps: Callable[..., bytes] | None = None
 _INDENT = 0
