@@ -7,6 +7,9 @@ elements are looked at (a mapping's first 16 items in its own insertion order, t
 the rest are counted with ``len()``, never sorted or walked). The hash is taken over the same bounded text, so
 it is stable across runs and processes and never sees a secret value (secret-looking keys are redacted first);
 two equal mappings too large for the cap but built in different orders may hash differently.
+
+Whether arguments fit the cap whole, as plain JSON data with no secret-looking key, is one walk (:func:`fits`)
+that stops as soon as they do not, so that a large argument costs no more than a small one.
 """
 
 from __future__ import annotations
@@ -16,21 +19,174 @@ import heapq
 import importlib
 import json
 from collections.abc import Callable, Mapping
+from itertools import chain
 from typing import Any
 
 import chaoskit.engine._config as _config
-from chaoskit.engine._fits import FLAT as _FLAT
-from chaoskit.engine._fits import MAX_DEPTH as _MAX_DEPTH
-from chaoskit.engine._fits import SCALAR as _SCALAR
-from chaoskit.engine._fits import fits as _fits
-from chaoskit.engine._fits import fits_value as _fits_value
 
-__all__ = ["REDACTED", "args_hash", "canonical_json", "cap", "describe_args", "redact", "to_attr_json", "to_text"]
+__all__ = [
+    "FLAT",
+    "MAX_DEPTH",
+    "REDACTED",
+    "SCALAR",
+    "args_hash",
+    "canonical_json",
+    "cap",
+    "describe_args",
+    "fits",
+    "fits_value",
+    "redact",
+    "to_attr_json",
+    "to_text",
+]
 
 REDACTED = "[REDACTED]"
 #: a list or mapping with more elements than this is described by its first ones and a count of the rest
 _MAX_ITEMS = 16
 _INT_BITS = 4000 * 10 // 3
+
+
+#: how deep a value is looked into
+MAX_DEPTH = 8
+#: the types of plain JSON scalars
+SCALAR = (str, int, float, bool, type(None))
+#: the scalar types :func:`fits` counts as 12 characters (their exact types: a subclass may encode otherwise)
+FLAT = frozenset({int, float, bool, type(None)})
+
+
+def fits(args: Mapping[str, Any], budget: int, secret: Callable[[str], bool]) -> int:
+    """What is left of ``budget`` after the arguments ``args`` if they are plain JSON data with no
+    secret-looking key; -1 as soon as the budget runs out, a key looks secret, or a value is not plain
+    data. It stops there, so a large argument costs no more than a small one."""
+    # names found clean before are cleared in one C-level test; the rest one by one
+    clean = getattr(secret, "clean", None)
+    if clean is None or not clean.issuperset(args):
+        for k in args:
+            if not isinstance(k, str) or secret(k):
+                return -1
+    # the top level inline: most calls are a few scalar arguments
+    for k, v in args.items():
+        t = type(v)
+        if t is str:
+            budget -= len(k) + len(v) + 6
+        elif t is int or t is float or t is bool or v is None:
+            budget -= len(k) + 12
+        else:
+            budget = fits_value(v, budget - len(k) - 4, secret)
+        if budget < 0:
+            return -1
+    return budget
+
+
+def fits_value(value: Any, budget: int, secret: Callable[[str], bool], depth: int = 1) -> int:
+    """:func:`fits` for one value at ``depth``: what is left of ``budget`` after it, or -1."""
+    # the exact built-in types are tested first and plain elements are counted inline, without a push:
+    # ``isinstance(x, Mapping)`` is an ABC check, slow per element
+    clean: set[str] = set()  # keys already found not secret in this walk: rows repeat their keys
+    known = getattr(secret, "clean", None) or clean  # keys found not secret before, by this checker
+    stack = [(value, depth)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        t = type(item)
+        if t is list or t is tuple or (t is not dict and isinstance(item, list | tuple)):
+            if depth >= MAX_DEPTH:
+                return -1
+            budget -= 2 + len(item)
+            values = item
+            if budget >= 0 and item and depth + 1 < MAX_DEPTH and type(item[0]) is dict:
+                # rows of a table (the commonest large argument): counted a chunk at a time in C-speed passes,
+                # until the budget runs out or a chunk is not plain rows (the rest is walked one by one)
+                budget, done = _rows_fit(item, budget, secret, known, clean)
+                if budget < 0:
+                    return -1
+                values = item[done:] if done else item
+        elif t is dict or isinstance(item, Mapping):
+            if depth >= MAX_DEPTH:
+                return -1
+            budget -= 2 + 4 * len(item)
+            if budget < 0:
+                return -1
+            if not known.issuperset(item) and not clean.issuperset(item):
+                for k in item:
+                    if not isinstance(k, str) or secret(k):
+                        return -1
+                    clean.add(k)
+            budget -= sum(map(len, item))
+            values = item.values()
+            if FLAT.issuperset(map(type, values)):
+                # a row of numbers, flags and nulls (the commonest): counted at once, 8 each as below
+                budget -= 8 * len(item)
+                values = ()
+        elif isinstance(item, str):
+            budget -= len(item) + 3
+            values = ()
+        elif isinstance(item, SCALAR):
+            budget -= 8
+            values = ()
+        else:
+            return -1
+        if budget < 0:
+            return -1
+        for v in values:
+            tv = type(v)
+            if tv is str:
+                budget -= len(v) + 3
+            elif tv is int or tv is float or tv is bool or v is None:
+                budget -= 8
+            else:
+                push((v, depth + 1))
+        if budget < 0:
+            return -1
+    return budget
+
+
+_ROWS = {dict}
+_FLAT_OR_STR = FLAT | {str}
+_CHUNK = 16
+
+
+def _rows_fit(
+    rows: list[Any] | tuple[Any, ...], budget: int, secret: Callable[[str], bool], known: set[str], clean: set[str]
+) -> tuple[int, int]:
+    """``(budget left, rows counted)`` after the leading chunks of ``rows`` that are plain dicts; -1 as soon as
+    the budget runs out or a key is not a string or looks secret."""
+    done = 0
+    n = len(rows)
+    while done < n:
+        chunk = rows[done : done + _CHUNK]
+        if set(map(type, chunk)) != _ROWS:
+            break
+        cost = _rows_cost(chunk, secret, known, clean)
+        if cost is None:
+            break
+        budget = -1 if cost < 0 else budget - cost
+        if budget < 0:
+            return -1, done
+        done += len(chunk)
+    return budget, done
+
+
+def _rows_cost(rows: Any, secret: Callable[[str], bool], known: set[str], clean: set[str]) -> int | None:
+    """What :func:`fits_value` would take off its budget for ``rows`` (dicts, one level below the budget's
+    depth limit) once each was walked: -1 for a key that is not a string or looks secret; None when a value
+    is neither plain nor a string (then the rows are walked one by one). The sum does not depend on the order
+    of the walk, so it is the same number, found without a Python step per row."""
+    keys = set(chain.from_iterable(rows))
+    if not known.issuperset(keys) and not clean.issuperset(keys):
+        for k in keys:
+            if not isinstance(k, str) or secret(k):
+                return -1
+            clean.add(k)
+    values = list(chain.from_iterable(map(dict.values, rows)))
+    types = set(map(type, values))
+    cost = 2 * len(rows) + 4 * len(values) + sum(map(len, chain.from_iterable(rows)))
+    if FLAT.issuperset(types):
+        return cost + 8 * len(values)
+    if not _FLAT_OR_STR.issuperset(types):
+        return None
+    texts = [v for v in values if type(v) is str]
+    return cost + 8 * (len(values) - len(texts)) + 3 * len(texts) + sum(map(len, texts))
 
 
 def _default(obj: Any) -> Any:
@@ -127,7 +283,7 @@ _SMALL = 256
 
 
 def _small(value: Any) -> bool:
-    return len(value) <= _SMALL if isinstance(value, str) else isinstance(value, _SCALAR)
+    return len(value) <= _SMALL if isinstance(value, str) else isinstance(value, SCALAR)
 
 
 def _scalar_cost(value: Any) -> int:
@@ -155,11 +311,11 @@ def _marker(text: str, budget: _Budget) -> str:
 
 def _clip(value: Any, budget: _Budget, depth: int, secret: Callable[[str], bool]) -> Any:
     """``value`` as plain data, redacted and cut to the budget (``…[+N items]`` says what was left out)."""
-    if depth > _MAX_DEPTH:
+    if depth > MAX_DEPTH:
         return "…"
     if isinstance(value, str):
         return _text(value, budget)
-    if isinstance(value, _SCALAR):
+    if isinstance(value, SCALAR):
         budget.left -= _scalar_cost(value)
         return value
     if isinstance(value, Mapping):
@@ -186,7 +342,7 @@ def _clip_sequence(
     n = len(value)
     head = value if n <= _MAX_ITEMS else value[:_MAX_ITEMS]
     # plain, secret-free elements that fit are kept as they are, checked in one walk (the common case)
-    left = _fits_value(head, budget.left, secret, depth)
+    left = fits_value(head, budget.left, secret, depth)
     if left >= 0:
         budget.left = left
         kept = list(head)
@@ -220,7 +376,7 @@ def _clip_mapping(
         head = {k: value[k] for k in heapq.nsmallest(_MAX_ITEMS, value, key=str)}
     if whole:
         # plain, secret-free items that fit are kept as they are, checked in one walk (the common case)
-        left = _fits_value(head, budget.left, secret, depth)
+        left = fits_value(head, budget.left, secret, depth)
         if left >= 0:
             budget.left = left
             if n <= _MAX_ITEMS and isinstance(head, dict):
@@ -295,7 +451,7 @@ def describe_args(args: Mapping[str, Any], *, exclude: str | None = None, exact:
                 t = type(v)
                 if t is str:
                     budget -= len(k) + len(v) + 6
-                elif t in _FLAT:
+                elif t in FLAT:
                     budget -= len(k) + 12
                 else:
                     break
@@ -309,7 +465,7 @@ def describe_args(args: Mapping[str, Any], *, exclude: str | None = None, exact:
                     data = text.encode()
                     sha = _sha256_short if len(data) < _ONE_BLOCK else hashlib.sha256
                     return sha(data).hexdigest()[:16], text if len(text) <= limit else cap(text, limit)
-        if _fits(args, limit, secret) < 0:
+        if fits(args, limit, secret) < 0:
             # they did not fit whole (just checked): cut them, item by item
             full = _digest(canonical_json(redact(args))) if exact else None
             args = _clip_mapping(args, _Budget(_room(limit)), 0, secret, whole=False)
@@ -333,7 +489,7 @@ def args_hash(args: Mapping[str, Any], *, exclude: str | None = None, exact: boo
 
 def redact(value: Any, depth: int = 0) -> Any:
     """``value`` with the values of secret-looking keys replaced by ``[REDACTED]`` (not bounded)."""
-    if depth > _MAX_DEPTH:
+    if depth > MAX_DEPTH:
         return "…"
     if isinstance(value, Mapping):
         secret = _config.CONFIG.is_secret
