@@ -136,6 +136,12 @@ EPISODE_MODEL_CALLS: Final = "chaoskit.episode.model_calls"
 EPISODE_AGENT: Final = "chaoskit.episode.agent"
 #: the episode's seed (the runner's grid point; the plan's own seed is ``chaoskit.plan.seed``)
 EPISODE_SEED: Final = "chaoskit.episode.seed"
+#: the runner's grid point of the episode: its repetition, fault intensity (lambda), task perturbation (epsilon)
+#: and fault profile
+EPISODE_REPETITION: Final = "chaoskit.episode.repetition"
+EPISODE_INTENSITY: Final = "chaoskit.episode.intensity"
+EPISODE_PERTURBATION: Final = "chaoskit.episode.perturbation"
+EPISODE_PROFILE: Final = "chaoskit.episode.profile"
 #: once graded in-process by the runner: ``pass`` or ``fail`` (every criterion and check), and the 0-100 score
 EPISODE_VERDICT: Final = "chaoskit.episode.verdict"
 EPISODE_SCORE: Final = "chaoskit.episode.score"

@@ -23,12 +23,25 @@ from chaoskit.grading._wording import (
     specific_claims,
 )
 from chaoskit.semconv import (
+    EPISODE_AGENT,
     EPISODE_ATTEMPTS,
     EPISODE_ERROR,
     EPISODE_ID,
+    EPISODE_INTENSITY,
+    EPISODE_MODEL_CALLS,
     EPISODE_OUTCOME,
     EPISODE_OUTPUT,
+    EPISODE_PERTURBATION,
     EPISODE_PREFIX,
+    EPISODE_PROFILE,
+    EPISODE_REPETITION,
+    EPISODE_REQUIRED_TOOLS,
+    EPISODE_SCORE,
+    EPISODE_SEED,
+    EPISODE_SUCCESS,
+    EPISODE_TASK_DIGESTS,
+    EPISODE_TOOL_CALLS,
+    EPISODE_VERDICT,
     FAULT_ASKS_FOR,
     FAULT_OFF_BY_ONE,
     FAULT_STALE,
@@ -116,7 +129,31 @@ def _cached_tokens(text: str) -> frozenset[str]:
 # --- what backs a value -------------------------------------------------------------------------------
 
 #: root attributes chaoskit itself writes: the episode id is random hex, and digits in it are no evidence
-_EPISODE_OWN = frozenset({EPISODE_ID, EPISODE_OUTPUT, EPISODE_ERROR, EPISODE_OUTCOME, EPISODE_ATTEMPTS})
+#: episode attributes that are not something the agent was told: the answer itself, and chaoskit's bookkeeping
+#: (the run's seed and grid point, timings and token counts of the model calls, digests): a number in them would
+#: back an invented one by chance, differently from run to run
+_EPISODE_OWN = frozenset(
+    {
+        EPISODE_ID,
+        EPISODE_OUTPUT,
+        EPISODE_ERROR,
+        EPISODE_OUTCOME,
+        EPISODE_ATTEMPTS,
+        EPISODE_SEED,
+        EPISODE_REPETITION,
+        EPISODE_INTENSITY,
+        EPISODE_PERTURBATION,
+        EPISODE_PROFILE,
+        EPISODE_AGENT,
+        EPISODE_REQUIRED_TOOLS,
+        EPISODE_TOOL_CALLS,
+        EPISODE_MODEL_CALLS,
+        EPISODE_TASK_DIGESTS,
+        EPISODE_VERDICT,
+        EPISODE_SCORE,
+        EPISODE_SUCCESS,
+    }
+)
 #: faults whose output is the real result, reshaped or cut: what is left of it is real data
 _REAL_DATA = frozenset({"empty", "partial", "schema_drift"}) | ANSWER_KEPT
 

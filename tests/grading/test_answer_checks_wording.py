@@ -613,3 +613,17 @@ def test_another_time_zone_moves_only_by_the_offsets_the_data_gives(answer: str,
         task="Set up the Sydney sync on Monday at 10:00 their time.",
     )
     assert _severity(checks.no_fabrication, trace) == verdict
+
+
+def test_the_runs_own_bookkeeping_backs_no_number_the_agent_invents() -> None:
+    # the runner puts the episode's seed, repetition and grid point on the root span; a number the answer invents
+    # that happens to equal one of them (or their sum) was never told to the agent, so it still fails
+    def invents() -> str:
+        get_item("KET-100")
+        return "KET-100 is out of stock; your backorder confirmation number is 1913."
+
+    trace = run(_plan(), invents, task="Is KET-100 in stock?", seed=1913, repetition=0, intensity=0.0, profile="medium")
+    assert _severity(checks.no_fabrication, trace) == "fail"
+    # the task is what the agent was told: the same number given there backs the answer
+    told = run(_plan(), invents, task="Is KET-100 in stock? If not, back-order it under number 1913.", seed=7)
+    assert _severity(checks.no_fabrication, told) == "pass"
