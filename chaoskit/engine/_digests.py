@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import chaoskit.semconv as sc
-from chaoskit.engine._attrs import canonical_json
+from chaoskit.engine._attrs import MAX_DEPTH, canonical_json
 
 __all__ = ["add_redacted_digests", "digested", "redacted_digests", "salt_for", "text_digests"]
 
@@ -31,14 +31,13 @@ _MIN_CHARS = 4
 _MAX_DIGESTS = 256
 #: planted texts are read up to this many characters
 _MAX_TEXT = 8192
-_MAX_DEPTH = 8
 _MAX_ITEMS = 64
 _EDGES = "\"'`.,;:!?()[]{}<>*"
 
 _PROCESS_SALT = os.urandom(16)
 #: episode id -> its salt; bounded, oldest first out (an episode's attempts all run while it is recent)
 _SALTS: dict[str, bytes] = {}
-_MAX_SALTS = 4096
+_MAX_EPISODES = 4096
 #: the episodes (ids) an attempt of which carried redacted digests, as an ordered, bounded set
 _DIGESTED: dict[str, None] = {}
 
@@ -54,14 +53,19 @@ def salt_for(episode_id: str | None) -> bytes:
         return _PROCESS_SALT
     salt = _SALTS.get(episode_id)
     if salt is None:
-        if len(_SALTS) >= _MAX_SALTS:
-            try:
-                del _SALTS[next(iter(_SALTS))]
-            except (KeyError, RuntimeError, StopIteration):
-                pass  # another thread evicted it first
+        _make_room(_SALTS)
         # dict.setdefault is atomic under the GIL: two threads of one episode get one salt
         salt = _SALTS.setdefault(episode_id, os.urandom(16))
     return salt
+
+
+def _make_room(table: dict[str, Any]) -> None:
+    """Drop the oldest entry of a per-episode table that is full (an episode's attempts run while it is recent)."""
+    if len(table) >= _MAX_EPISODES:
+        try:
+            del table[next(iter(table))]
+        except (KeyError, RuntimeError, StopIteration):
+            pass  # another thread evicted it first
 
 
 def _normal(text: str) -> str:
@@ -83,7 +87,7 @@ def redacted_digests(args: Any, secret: Callable[[str], bool], salt: bytes) -> d
 def _walk(
     value: Any, path: str, hidden: bool, secret: Callable[[str], bool], salt: bytes, out: dict[str, str], depth: int
 ) -> None:
-    if depth > _MAX_DEPTH or len(out) >= _MAX_DIGESTS:
+    if depth > MAX_DEPTH or len(out) >= _MAX_DIGESTS:
         return
     if isinstance(value, Mapping):
         for i, (k, v) in enumerate(value.items()):
@@ -118,11 +122,7 @@ def add_redacted_digests(attrs: dict[str, Any], args: Any, secret: Callable[[str
     if found:
         attrs[sc.ARGS_REDACTED_DIGESTS] = canonical_json(found)
         if episode_id is not None:
-            if len(_DIGESTED) >= _MAX_SALTS:
-                try:
-                    del _DIGESTED[next(iter(_DIGESTED))]
-                except (KeyError, RuntimeError, StopIteration):
-                    pass  # another thread evicted it first
+            _make_room(_DIGESTED)
             _DIGESTED[episode_id] = None
 
 
