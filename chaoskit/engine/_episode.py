@@ -223,17 +223,22 @@ class Episode:
                 if self.output is not None:
                     attrs[sc.EPISODE_OUTPUT] = _attrs.to_text(self.output, _config.CONFIG.max_output_chars)
                 attrs[sc.EPISODE_ATTEMPTS] = len(self._attempts)
-                task = next((v for k, v in self.attributes.items() if _attribute_name(k) == sc.EPISODE_TASK), None)
-                if isinstance(task, str) and task and digested(self.id):
-                    # a redacted argument the user's own task gave is the user's, not an injected text's; written
-                    # only when an attempt carried digests, so an episode without secrets stays byte-for-byte
-                    # the same run to run (the salt is random)
+                # a redacted argument the user's own task gave is the user's, not an injected text's; written
+                # only when an attempt carried digests, so an episode without secrets stays byte-for-byte the
+                # same run to run (the salt is random), and costs nothing more
+                task = self._task() if digested(self.id) else None
+                if task:
                     attrs[sc.EPISODE_TASK_DIGESTS] = text_digests(task, salt_for(self.id))
                 span.set_attributes(attrs)
         finally:
             if not self._held:
                 self._end_span()
         self._warn_unknown_tools()
+
+    def _task(self) -> str | None:
+        """The task given as ``episode(..., task=...)``, if a string."""
+        task = next((v for k, v in self.attributes.items() if _attribute_name(k) == sc.EPISODE_TASK), None)
+        return task if isinstance(task, str) else None
 
     async def __aenter__(self) -> Episode:
         return self.__enter__()
