@@ -123,7 +123,9 @@ def faulted_values(
     said_numbers = numbers_asserted(asserted)
     # what backs a number matters only for the numbers the answer states (most answers of a run state none)
     backed = numbers_in(known) if said_numbers else set()
-    tools_said = fold(" ".join(received_text(b) or "" for b in ep.attempts))
+    # what the tools said, folded once, and only for an episode with stale data (the only branch that reads it)
+    stale = any(a.fault_type == "stale_state" for a in ep.attempts)
+    tools_said = fold(" ".join(received_text(b) or "" for b in ep.attempts)) if stale else ""
     for a in ep.attempts:
         if a.outcome != "ok" or a.fault_type not in ("garbage", "stale_state", "partial", "empty"):
             continue
