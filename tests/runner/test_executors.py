@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import signal
 import subprocess
@@ -163,7 +164,9 @@ def test_ctrl_c_on_a_huge_grid_writes_the_partial_report(tmp_path: Path) -> None
     cmd = [sys.executable, "-m", "chaoskit", "run", str(ROOT / "examples" / "scenarios" / "refund-after-500.yaml")]
     cmd += ["--agent", AGENTS[0], "--repeat", str(10**9), "--executor", "process", "--workers", "2"]
     cmd += ["--jsonl", str(lines), "--json", str(out), "--quiet"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # faulthandler on: if the run hangs after Ctrl-C, SIGABRT makes it print where each thread waits
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         # a 10**9-episode grid made up front would never get here: episodes stream out as they finish
         deadline = time.monotonic() + 120
@@ -171,7 +174,12 @@ def test_ctrl_c_on_a_huge_grid_writes_the_partial_report(tmp_path: Path) -> None
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=120)
+        try:
+            _, stderr = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            _, stacks = proc.communicate(timeout=30)
+            pytest.fail(f"the run did not end within 120 s of Ctrl-C; where it waited:\n{stacks[-8000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()
