@@ -161,7 +161,11 @@ def test_sharded_process_runs_merge_to_the_serial_result(serial: dict[str, Any])
 
 def test_ctrl_c_on_a_huge_grid_writes_the_partial_report(tmp_path: Path) -> None:
     out, lines = tmp_path / "results.json", tmp_path / "episodes.jsonl"
-    cmd = [sys.executable, "-m", "chaoskit", "run", str(ROOT / "examples" / "scenarios" / "refund-after-500.yaml")]
+    # Ctrl-C as a terminal sends it to a foreground process: a suite started in the background (`pytest &`,
+    # nohup) hands its children SIGINT ignored, and Python then never raises KeyboardInterrupt
+    foreground = "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    foreground += "runpy.run_module('chaoskit', run_name='__main__')"
+    cmd = [sys.executable, "-c", foreground, "run", str(ROOT / "examples" / "scenarios" / "refund-after-500.yaml")]
     cmd += ["--agent", AGENTS[0], "--repeat", str(10**9), "--executor", "process", "--workers", "2"]
     cmd += ["--jsonl", str(lines), "--json", str(out), "--quiet"]
     # faulthandler on: if the run hangs after Ctrl-C, SIGABRT makes it print where each thread waits
