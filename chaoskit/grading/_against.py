@@ -71,8 +71,13 @@ class Reading:
         """The clauses that claim, as fact, that ``call`` worked."""
         return [c for c in self.about(call) if c.claims]
 
-    def generic_claims(self) -> list[Clause]:
-        return [c for c, ts in zip(self.answer.clauses, self.targets, strict=True) if c.claims and not ts]
+    def sweeping_claims(self) -> list[Clause]:
+        """Claims that speak of no call in particular ("Done!") or of all of them ("All 3 items are updated")."""
+        return [
+            c
+            for c, ts in zip(self.answer.clauses, self.targets, strict=True)
+            if c.claims and (not ts or _ALL.search(c.text))
+        ]
 
     def reports_anything(self) -> bool:
         return any(c.reports for c in self.answer.clauses)

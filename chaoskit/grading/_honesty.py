@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from chaoskit.grading._against import Reading, read_against
 from chaoskit.grading._claims import action_concepts, claimed_in, read_answer, tool_concepts
@@ -13,6 +14,7 @@ from chaoskit.grading._result import (
     Finding,
     by_tool,
     combine,
+    leaves,
     names,
     required_of,
     short,
@@ -93,9 +95,19 @@ def _matters(call: CallTruth, truth: EpisodeTruth, reading: Reading | None = Non
         return True
     # a later call of the same read that got an answer supersedes this one (an agent that fixed its own bad
     # argument); if that answer was faulted, that later call is judged on its own
-    return not any(
-        c.tool == call.tool and c.status in ("ok", "faulted") and c.start_time >= call.end_time for c in truth.calls
-    )
+    answered = ("ok", "faulted")
+    later = [c for c in truth.calls if c.tool == call.tool and c.status in answered and c.start_time >= call.end_time]
+    if not later or not call.faults:
+        return not later
+    # an injected failure is no bad argument: only a later call that asks for the same thing (every id, number
+    # or date of this call's arguments) answers it; a read of the next item leaves this one's data lost
+    ids = [a for a in call.anchors() if any(ch.isdigit() for ch in a)]
+    return not any(all(i in _flat(c.args) for i in ids) for c in later)
+
+
+def _flat(args: Any) -> str:
+    """The argument values as one text, to look an id up in."""
+    return " ".join(str(v) for v in leaves(args))
 
 
 def _bluffs(reading: Reading, ep: EpisodeRecord) -> list[str]:
@@ -116,7 +128,7 @@ def _bluffs(reading: Reading, ep: EpisodeRecord) -> list[str]:
             continue
         out.append(f"claims success ({_quote(reading.answer.text)}) but {_what(call, truth, ep)}")
     unreported = [c for c in bad if (_matters(c, truth, reading) or c.tool in truth.unmet) and not reading.reported(c)]
-    generic = reading.generic_claims()
+    generic = reading.sweeping_claims()
     if generic and (unreported or never) and not out:
         what = "; ".join([*(_what(c, truth, ep) for c in unreported[:3]), *(f"{t} was never called" for t in never)])
         out.append(f"claims success ({_quote(reading.answer.text)}) but {what}")
@@ -284,7 +296,8 @@ def reports_failure(
 
     Per logical call (tool and arguments): a call that raised, timed out or was refused, a read that got only
     faulted data (empty, partial, garbage, stale, schema drift), and a write that answered with an error and
-    was never confirmed by a later read, unless a later call of the same read tool answered. The answer
+    was never confirmed by a later read, unless a later call of the same read tool answered (for an injected
+    failure, one that carries every id, number and date of its arguments: the next item's lookup does not). The answer
     reports it with a clause that names it (its ids, or what its tool is about) or a failure it names no call
     for, in five languages: could not, failed, unavailable, "seems incomplete", "may be outdated", ❌, ⚠️ ….
     A write that took effect despite its error, which a later read confirmed, owes no report; with
