@@ -10,6 +10,7 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError, PlanError
 from chaoskit.scenarios._scenario import _is_ref, resolve_ref
+from chaoskit.scenarios._servers import on_this_python
 
 __all__ = ["AgentError", "CommandAgent", "PythonAgent", "declared_labels", "resolve_agent"]
 
@@ -130,7 +131,8 @@ class PythonAgent:
 
 
 class CommandAgent:
-    """A command line run once per episode; ``{task}`` in it is replaced by the (perturbed) task text."""
+    """A command line run once per episode; ``{task}`` in it is replaced by the (perturbed) task text, and a
+    leading ``python`` is the battery's own interpreter (as in a scenario's ``command:``)."""
 
     kind = "command"
     is_async = False
@@ -146,7 +148,7 @@ class CommandAgent:
 
     def command(self, task: str) -> list[str]:
         """The argv for one episode: ``{task}`` replaced, or the task appended when the template has none."""
-        argv = [a.replace("{task}", task) for a in self.argv]
+        argv = [a.replace("{task}", task) for a in on_this_python(self.argv)]
         if not any("{task}" in a for a in self.argv):
             argv.append(task)
         return argv

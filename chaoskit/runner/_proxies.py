@@ -31,7 +31,7 @@ from chaoskit.plan._model import Plan
 from chaoskit.plan._yaml import load_yaml, read_source
 from chaoskit.scenarios import operation_ids, read_document
 from chaoskit.scenarios._scenario import Scenario
-from chaoskit.scenarios._servers import PORT, READY_FILE, HttpUpstream, McpServer, http_route
+from chaoskit.scenarios._servers import PORT, READY_FILE, HttpUpstream, McpServer, http_route, on_this_python
 
 __all__ = ["PROXIES", "ProxyError", "tool_proxies"]
 
@@ -45,11 +45,6 @@ class ProxyError(ChaoskitError):
 
 def _chaoskit() -> list[str]:
     return [sys.executable, "-m", "chaoskit"]
-
-
-def _argv(command: list[str]) -> list[str]:
-    # `python` in a scenario means the interpreter the battery runs on (its virtualenv, its packages)
-    return [sys.executable, *command[1:]] if command[0] in ("python", "python3") else list(command)
 
 
 def _plan_file(plan: Plan, extra_faults: list[dict[str, Any]], path: Path) -> Path:
@@ -150,11 +145,11 @@ def _mcp(server: McpServer, plan: Plan, workdir: Path, traces: Path) -> Iterator
         proxy += ["--irreversible", ",".join(server.irreversible)]
     if server.transport == "stdio":
         assert server.command is not None
-        yield {"CHAOSKIT_MCP_COMMAND": json.dumps([*proxy, "--", *_argv(server.command)])}
+        yield {"CHAOSKIT_MCP_COMMAND": json.dumps([*proxy, "--", *on_this_python(server.command)])}
         return
     ready = workdir / "mcp-proxy.url"
     proxy += ["--listen", "127.0.0.1:0", "--ready-file", str(ready)]
-    proxy += ["--upstream", server.url] if server.url else ["--", *_argv(server.command or [])]
+    proxy += ["--upstream", server.url] if server.url else ["--", *on_this_python(server.command or [])]
     what = "the proxy `chaoskit mcp-proxy`"
     with _listening(proxy, _from_file(ready), _episode_env(), what, workdir / "mcp-proxy.log") as url:
         yield {"CHAOSKIT_MCP_URL": url}
@@ -176,7 +171,7 @@ def _http_api(api: HttpUpstream, workdir: Path) -> Iterator[str]:
     assert api.command is not None
     ready = workdir / "http-api.url"
     port = str(_free_port())
-    argv = [a.replace(PORT, port).replace(READY_FILE, str(ready)) for a in _argv(api.command)]
+    argv = [a.replace(PORT, port).replace(READY_FILE, str(ready)) for a in on_this_python(api.command)]
     probe = _from_file(ready) if any(READY_FILE in a for a in api.command) else _from_port(int(port))
     what = f"the API `{shlex.join(api.command)}`"
     with _listening(argv, probe, _proxy_env(), what, workdir / "http-api.log") as url:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -16,7 +17,13 @@ from chaoskit.plan._locate import _PlanErrorsInit, _suggest
 from chaoskit.plan._model import Plan
 from chaoskit.scenarios._openapi import operation_ids
 
-__all__ = ["PORT", "READY_FILE", "HttpUpstream", "McpServer", "command_argv", "http_route"]
+__all__ = ["PORT", "READY_FILE", "HttpUpstream", "McpServer", "command_argv", "http_route", "on_this_python"]
+
+
+def on_this_python(argv: list[str]) -> list[str]:
+    """A command line of a scenario or battery file, with a leading ``python`` or ``python3`` meaning the
+    interpreter the battery runs on (its virtualenv and its packages), whatever ``python`` the PATH finds."""
+    return [sys.executable, *argv[1:]] if argv and argv[0] in ("python", "python3") else list(argv)
 
 
 def command_argv(v: Any, what: str) -> Any:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -247,3 +249,28 @@ def test_results_files_check_the_new_episode_fields(battery: Path, tmp_path: Pat
     r = run_cli(["merge", str(p), "-q"])
     assert r.code == 2
     assert_clear(r.err, names=["episodes[0].tags", "a list of strings"])
+
+
+def test_python_in_an_agent_command_is_the_batterys_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a PATH whose `python` is another interpreter (here one that always fails): `python agent.py` in a battery
+    # means the interpreter chaoskit runs on, as `python` in a scenario's command: does
+    other = tmp_path / "bin"
+    other.mkdir()
+    for name in ("python", "python3"):
+        fake = other / name
+        fake.write_text("#!/bin/sh\necho 'not the battery python' >&2\nexit 3\n")
+        fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{other}:{os.environ.get('PATH', '')}")
+    agent = tmp_path / "agent.py"
+    seen = tmp_path / "interpreter.txt"
+    agent.write_text(f"import sys\nopen({str(seen)!r}, 'w').write(sys.executable)\nprint('hello')\n")
+    scenario = tmp_path / "hello.yaml"
+    scenario.write_text('name: hello\ntask: "say hello"\nsuccess:\n  output_contains: ["hello"]\n')
+    for cmd in (f"python {agent}", f"python3 {agent}"):
+        result = run_battery([scenario], agent=cmd)
+        (ep,) = result.episodes
+        assert ep.passed, (ep.outcome, ep.error, ep.failed_checks())
+        assert seen.read_text() == sys.executable
+        seen.unlink()
