@@ -235,7 +235,7 @@ def _http(api: HttpUpstream, plan: Plan, workdir: Path, traces: Path) -> Iterato
         if openapi is not None:
             proxy += ["--openapi", str(openapi)]
         what = "the proxy `chaoskit http-proxy`"
-        with _listening(proxy, _from_file(ready), _proxy_env(), what, workdir / "http-proxy.log") as url:
+        with _listening(proxy, _from_file(ready), _episode_env(), what, workdir / "http-proxy.log") as url:
             yield {"CHAOSKIT_HTTP_URL": url}
 
 

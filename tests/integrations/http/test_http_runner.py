@@ -82,7 +82,10 @@ needs_proc = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason=
 @needs_proc
 def test_the_careful_agent_passes_and_the_naive_one_writes_twice(tmp_path: Path) -> None:
     marker = uuid.uuid4().hex
-    done, results = run(tmp_path, str(SCENARIO), "--agents", f"{CAREFUL},{NAIVE}", marker=marker)
+    traces = tmp_path / "traces.jsonl"
+    done, results = run(
+        tmp_path, str(SCENARIO), "--agents", f"{CAREFUL},{NAIVE}", "--traces", str(traces), marker=marker
+    )
     assert results, done.stderr
     by_agent = {e["agent"]: e for e in results["episodes"]}
     assert set(by_agent) == {CAREFUL, NAIVE}
@@ -101,6 +104,19 @@ def test_the_careful_agent_passes_and_the_naive_one_writes_twice(tmp_path: Path)
         ]
         assert timeline[1]["fault"] == "http" and timeline[1]["executed"]  # after_write: written, then 503
     assert wait_gone(marker) == []  # neither the API, nor the proxy, nor the agent outlives the run
+    # each episode's attempts are in its own trace (the runner's run_episode span): the runner hands the proxy it
+    # starts the episode's TRACEPARENT, so the two agents' calls never share one
+    spans = [
+        span
+        for line in traces.read_text(encoding="utf-8").splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+    roots = {s["traceId"] for s in spans if s["name"].startswith("run_episode ")}
+    attempts = [s["traceId"] for s in spans if s["name"].startswith("execute_tool ")]
+    assert len(roots) == 2 and len(attempts) == 6 and set(attempts) == roots
+    assert sorted(attempts.count(t) for t in roots) == [3, 3]
 
 
 def test_the_example_battery_meets_its_expectations(tmp_path: Path) -> None:
