@@ -32,7 +32,8 @@ from chaoskit.metrics import (
     trajectory_metrics,
 )
 from chaoskit.plan import Plan
-from chaoskit.report._html_metrics import cost_scatter, metrics_section
+from chaoskit.report._html import metrics_section
+from chaoskit.report._svg import cost_scatter
 from chaoskit.runner._metrics import metrics_summary
 from chaoskit.testing import capture_spans
 

@@ -19,9 +19,8 @@ from _badinput import assert_clear, run_cli
 from chaoskit.cli import _main
 from chaoskit.report import render_html, write_html
 from chaoskit.report._html import MAX_EPISODES
-from chaoskit.report._html_data import pass_k_curves, surface_points
-from chaoskit.report._svg import Bar, bars, heatmap, histograms, ink_on, linear, lines, stacked_bars, viridis
-from chaoskit.report._svg_timeline import timeline
+from chaoskit.report._report_data import pass_k_curves, surface_points
+from chaoskit.report._svg import Bar, bars, heatmap, histograms, ink_on, linear, lines, stacked_bars, timeline, viridis
 from chaoskit.runner._battery import run_battery
 
 ROOT = Path(__file__).resolve().parents[2]
