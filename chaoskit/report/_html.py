@@ -459,25 +459,25 @@ _AXES = ("model", "architecture")
 
 
 def _breakdowns(results: Mapping[str, Any]) -> str:
-    out = [
-        '<section id="breakdowns"><h2>Breakdowns</h2>',
-        '<p class="note">pass@1 of every episode in each group, with its 95% Wilson interval as a whisker; an '
-        "episode counts in each of its scenario's fault types and tags.</p>",
-        '<div class="plots">',
-    ]
+    out = []
     for by, title in _BREAKDOWNS:
         stats = breakdown(results, by)
         if stats:
             out.append(f'<div class="breakdown" id="breakdown-{by}">{_rate_bars(stats, title)}</div>')
-        elif by in _AXES:
-            continue  # an axis nobody labelled: no note (most runs have none)
-        else:
+        elif by not in _AXES:  # an axis nobody labelled gets no note (most runs have none)
             out.append(
                 f'<div class="breakdown" id="breakdown-{by}"><p class="note">No breakdown {esc(title)}: these '
                 "results do not record it (written by an older chaoskit, or no episode has one).</p></div>"
             )
-    out.append("</div></section>")
-    return "\n".join(out)
+    return _section(
+        "breakdowns",
+        "Breakdowns",
+        "pass@1 of every episode in each group, with its 95% Wilson interval as a whisker; an episode counts in each "
+        "of its scenario's fault types and tags.",
+        '<div class="plots">',
+        *out,
+        "</div>",
+    )
 
 
 def _plots_sections(results: Mapping[str, Any]) -> str:
@@ -528,23 +528,22 @@ def _episodes_section(results: Mapping[str, Any], limit: int) -> str:
     first, at most ``limit``, and a line counting the ones left out."""
     total = len(episodes_of(results))
     chosen, omitted, omitted_failing = pick_episodes(results, limit)
-    out = [
-        '<section id="episodes"><h2>Episodes</h2>',
-        f'<p class="note">{len(chosen)} of {total} episodes listed, failing ones first; open one for its checks '
-        "and the timeline of its tool attempts.</p>",
+    expected = expected_of(results)
+    more = (
+        f'<p class="omitted">{omitted} more episodes not listed ({omitted_failing} of them failing); the JSON '
+        "results have every one.</p>"
+    )
+    return _section(
+        "episodes",
+        "Episodes",
+        f"{len(chosen)} of {total} episodes listed, failing ones first; open one for its checks and the timeline of "
+        "its tool attempts.",
         '<p class="toolbar" hidden><button type="button" id="expand-all">open all</button>'
         '<button type="button" id="collapse-all">close all</button>'
         '<button type="button" id="only-failing" aria-pressed="false">only failing</button></p>',
-    ]
-    expected = expected_of(results)
-    out.extend(episode_card(e, i, expected) for i, e in enumerate(chosen))
-    if omitted:
-        out.append(
-            f'<p class="omitted">{omitted} more episodes not listed ({omitted_failing} of them failing); the JSON '
-            "results have every one.</p>"
-        )
-    out.append("</section>")
-    return "\n".join(out)
+        *(episode_card(e, i, expected) for i, e in enumerate(chosen)),
+        *([more] if omitted else []),
+    )
 
 
 def _judge_section(results: Mapping[str, Any]) -> str:

@@ -463,7 +463,7 @@ def test_a_command_line_agent_gets_metrics_from_its_own_spans(tmp_path: Path) ->
 
 
 def test_episodes_without_steps_are_unknown_and_the_reports_say_so() -> None:
-    from chaoskit.report._metrics_text import metrics_lines
+    from chaoskit.report._text import metrics_lines
 
     no_steps = _row("a", None, 0)
     no_steps["metrics"]["steps"] = 0
