@@ -207,6 +207,8 @@ def _verdict(results: Mapping[str, Any]) -> str:
             + "</p>"
         )
     if failed_as_expected:
+        order = {a: i for i, a in enumerate(dict.fromkeys(label_of(e) for e in episodes_of(results)))}
+        failed_as_expected.sort(key=lambda e: order[label_of(e)])
         out.append(_expected_failures(failed_as_expected, expected_writes))
     out.append("</section>")
     return "\n".join(out)
