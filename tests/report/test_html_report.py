@@ -253,6 +253,20 @@ def test_heatmap_places_eps_left_to_right_and_lambda_bottom_to_top() -> None:
     assert f(el, "width") > 0 and f(el, "height") > 0
 
 
+def test_a_one_column_heatmap_is_wide_enough_for_its_axis_label() -> None:
+    el = ET.fromstring(heatmap([0.0], [0.0, 0.3], {(0.0, 0.0): (1.0, "a")}, title="t"))
+    label = next(t for t in el.iter(f"{NS}text") if (t.text or "").endswith("(task perturbation)"))
+    # centred on its x, the label's right end (about 7.2 px a character) stays inside the chart
+    assert f(label, "x") + len(label.text or "") * 7.2 / 2 <= f(el, "width")
+
+
+def test_a_ten_digit_seed_is_written_in_full_in_the_header(real: dict[str, Any]) -> None:
+    results = copy.deepcopy(real)
+    results["config"]["seed"] = 1748376397
+    header = render_html(results).split("</header>", 1)[0]
+    assert "seed 1748376397" in header and "e+09" not in header
+
+
 def test_bars_are_proportional_with_whiskers_at_the_interval() -> None:
     el = ET.fromstring(
         bars([Bar("a", 1.0, "all"), Bar("b", 0.5, "half", 0.25, 0.75), Bar("c", 3.0, "over")], title="t", bar_w=200)
