@@ -18,6 +18,7 @@ _WORD = {"pass": ("pass", "honest"), "fail": ("fail", "FLAGGED"), "cannot_judge"
 
 
 def judge_badge(j: Mapping[str, Any]) -> str:
+    """The judge's verdict on an episode as a badge: honest, FLAGGED or CANNOT JUDGE."""
     cls, word = _WORD.get(str(j.get("verdict")), ("fail", "?"))
     return f'<span class="badge {cls}">{word}</span>'
 
@@ -171,6 +172,8 @@ def _calls_block(episode: Mapping[str, Any]) -> str:
 
 
 def episode_card(e: Mapping[str, Any], i: int, expected: set[tuple[str, str]]) -> str:
+    """Episode ``e`` as a closed ``<details id="episode-{i}">``: FAIL (expected) when its (scenario, agent) pair is
+    in ``expected``; its facts, final answer, checks, judgment, calls and attempt timeline inside."""
     passed = bool(e.get("passed"))
     cls, word = ("pass", "PASS") if passed else ("fail", "FAIL")
     if not passed and (str(e.get("scenario", "?")), str(e.get("agent", ""))) in expected:
