@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
-from chaoskit.report._compare import compare_results
-from chaoskit.report._compare_text import render_comparison
+from chaoskit.report._compare import compare_results, render_comparison
 from chaoskit.report._json import load_results
 
 _EPILOG = """\

@@ -1,7 +1,6 @@
-"""Layer 6, reports of a battery: text tables, JSON, JUnit, and merging shard results."""
+"""Layer 6, reports of a battery: the terminal, HTML, JSON and JUnit reports, merging shards, comparing two runs."""
 
-from chaoskit.report._compare import Comparison, compare_results
-from chaoskit.report._compare_text import render_comparison
+from chaoskit.report._compare import Comparison, compare_results, render_comparison
 from chaoskit.report._html import render_html, write_html
 from chaoskit.report._json import load_results, write_json
 from chaoskit.report._junit import write_junit

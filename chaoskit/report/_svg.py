@@ -1,15 +1,19 @@
-"""Small hand-made SVG charts for the HTML report: a heatmap, bars, lines and histograms, from plain values."""
+"""The HTML report's hand-made SVG charts, from plain values: heatmap, bars, lines, histograms, scatter, timeline."""
 
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
+    "OUTCOME_COLOURS",
     "PALETTE",
     "Bar",
     "bars",
+    "cost_scatter",
     "esc",
     "heatmap",
     "histograms",
@@ -17,8 +21,10 @@ __all__ = [
     "linear",
     "lines",
     "num",
+    "number",
     "stacked_bars",
     "svg",
+    "timeline",
     "viridis",
 ]
 
@@ -39,6 +45,13 @@ def num(x: float) -> str:
     """A coordinate as short text: at most two decimals, no trailing zeros."""
     text = f"{x:.2f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+def number(value: Any, fmt: str = "g") -> str:
+    """A number as text (a whole number in full, a seed of ten digits included), else "?"."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "?"
+    return str(value) if isinstance(value, int) and fmt == "g" else format(value, fmt)
 
 
 def linear(v: float, d0: float, d1: float, r0: float, r1: float) -> float:
@@ -96,18 +109,19 @@ def heatmap(
     values: Mapping[tuple[float, float], tuple[float, str]],
     *,
     title: str,
-    x_name: str = "\u03b5",
-    y_name: str = "\u03bb",
     cell_w: float = 76,
     cell_h: float = 40,
 ) -> str:
-    """A grid with one cell per (x, y): columns are ``xs`` left to right, rows ``ys`` bottom (smallest) to top.
+    """A grid with one cell per (x, y) = (ε, λ): columns are ``xs`` left to right, rows ``ys`` bottom
+    (smallest) to top.
 
     ``values[(x, y)]`` is (value in [0, 1], the tooltip); the cell shows the value as text on its viridis
     colour, and a missing point is a grey cell marked "n/a"."""
     left, top, bottom = 52.0, 8.0, 40.0
     xs, ys = sorted(xs), sorted(ys)
-    width = left + cell_w * len(xs) + 8
+    x_label = "\u03b5 (task perturbation)"
+    # wide enough for the axis label under a single column, which it would overhang
+    width = max(left + cell_w * len(xs) + 8, left + (cell_w * len(xs) + len(x_label) * _CHAR_W) / 2 + 4)
     height = top + cell_h * len(ys) + bottom
     parts: list[str] = []
     for row, y in enumerate(reversed(ys)):
@@ -118,7 +132,7 @@ def heatmap(
             got = values.get((x, y))
             fill = viridis(got[0]) if got else "#dddddd"
             label = f"{got[0]:.2f}" if got else "n/a"
-            tip = got[1] if got else f"{x_name}={x:g}, {y_name}={y:g}: not run"
+            tip = got[1] if got else f"\u03b5={x:g}, \u03bb={y:g}: not run"
             parts.append(
                 f'<g class="cell" data-x="{x:g}" data-y="{y:g}" data-value="{esc(label)}">'
                 f'<rect x="{num(cx)}" y="{num(cy)}" width="{num(cell_w - 2)}" height="{num(cell_h - 2)}" '
@@ -129,8 +143,8 @@ def heatmap(
     base = top + cell_h * len(ys)
     for col, x in enumerate(xs):
         parts.append(_text(left + col * cell_w + (cell_w - 2) / 2, base + 14, f"{x:g}", anchor="middle", cls="tick"))
-    parts.append(_text(left + cell_w * len(xs) / 2, base + 32, f"{x_name} (task perturbation)", anchor="middle"))
-    parts.append(_text(12, top + cell_h * len(ys) / 2, y_name, anchor="middle"))
+    parts.append(_text(left + cell_w * len(xs) / 2, base + 32, x_label, anchor="middle"))
+    parts.append(_text(12, top + cell_h * len(ys) / 2, "\u03bb", anchor="middle"))
     return svg(width, height, "".join(parts), title=title, kind="heatmap")
 
 
@@ -227,13 +241,11 @@ def lines(
     series: Mapping[str, Sequence[tuple[int, float]]],
     *,
     title: str,
-    x_name: str = "k",
-    y_name: str = "pass^k",
     plot_w: float = 320,
     plot_h: float = 180,
 ) -> str:
-    """One line per series over integer x (from 1 to the largest x) and y in [0, 1], with a point per value,
-    the series' name at its last point and a legend."""
+    """pass^k against k: one line per series over integer k (from 1 to the largest) and pass^k in [0, 1], with
+    a point per value, the series' name at its last point and a legend."""
     left, top, bottom = 44.0, 24.0, 36.0
     xmax = max([1, *(x for pts in series.values() for x, _ in pts)])
     legend_w = _label_width(list(series), least=60)
@@ -257,8 +269,8 @@ def lines(
         parts.append(_text(left - 6, py(yv) + 4, f"{yv:g}", anchor="end", cls="tick"))
     for xv in range(1, xmax + 1):
         parts.append(_text(px(xv), top + plot_h + 14, str(xv), anchor="middle", cls="tick"))
-    parts.append(_text(left + plot_w / 2, top + plot_h + 30, x_name, anchor="middle"))
-    parts.append(_text(4, 12, y_name))
+    parts.append(_text(left + plot_w / 2, top + plot_h + 30, "k", anchor="middle"))
+    parts.append(_text(4, 12, "pass^k"))
     for i, (name, pts) in enumerate(series.items()):
         colour = PALETTE[i % len(PALETTE)]
         pts = sorted(pts)
@@ -270,7 +282,7 @@ def lines(
         for x, y in pts:
             parts.append(
                 f'<circle class="point" cx="{num(px(x))}" cy="{num(py(y))}" r="3.5" fill="{colour}">'
-                f"<title>{esc(f'{name}: {y_name} at {x_name}={x}: {y:.2f}')}</title></circle>"
+                f"<title>{esc(f'{name}: pass^k at k={x}: {y:.2f}')}</title></circle>"
             )
         ly = top + 12 + i * 16
         lx = left + plot_w + 16
@@ -318,3 +330,156 @@ def histograms(
     for b in range(0, nbins + 1, max(1, nbins // 5)):
         parts.append(_text(left + b * bin_w, base + 14, f"{edges[b]:g}", anchor="middle", cls="tick"))
     return svg(width, height, "".join(parts), title=title, kind="histograms")
+
+
+_W, _H, _PAD = 560.0, 320.0, 56.0
+
+
+def cost_scatter(agents: Mapping[str, Mapping[str, Any]]) -> str:
+    """An SVG scatter of pass^k (y) against cost per episode (x, log scale), one labelled point per priced agent:
+    an agent many times dearer at the same pass^k sits far to the right. Agents without a cost are named in a
+    note under the chart, not mixed in on another axis; with no agent priced, the x axis is tokens."""
+    priced = {name: g for name, g in agents.items() if g.get("cost")}
+    key, unit = ("cost", next((g.get("currency") for g in priced.values()), "")) if priced else ("tokens", "tokens")
+    shown = priced or agents
+    points = [
+        (name, float(g[key]), float(g["pass_k"]))
+        for name, g in shown.items()
+        if g.get(key) and g.get("pass_k") is not None
+    ]
+    left_out = sorted(set(agents) - {name for name, _, _ in points})
+    if not points:
+        return ""
+    lo = math.log10(min(x for _, x, _ in points))
+    hi = math.log10(max(x for _, x, _ in points))
+    if hi - lo < 1e-9:
+        lo, hi = lo - 0.5, hi + 0.5
+    body = [
+        f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - 16}" y2="{_H - _PAD}" stroke="#555"/>',
+        f'<line x1="{_PAD}" y1="16" x2="{_PAD}" y2="{_H - _PAD}" stroke="#555"/>',
+        f'<text x="{num((_W + _PAD) / 2)}" y="{num(_H - 14)}" text-anchor="middle">{esc(key)} per episode'
+        f" ({esc(unit)}, log scale)</text>",
+        f'<text x="14" y="{num(_H / 2)}" transform="rotate(-90 14 {num(_H / 2)})" text-anchor="middle">pass^k</text>',
+    ]
+    for tick in (0.0, 0.5, 1.0):
+        y = linear(tick, 0, 1, _H - _PAD, 24)
+        body.append(f'<text x="{_PAD - 6}" y="{num(y + 4)}" text-anchor="end">{tick:g}</text>')
+    for e in range(math.floor(lo), math.ceil(hi) + 1):
+        if lo - 1e-9 <= e <= hi + 1e-9:
+            x = linear(e, lo, hi, _PAD + 24, _W - 40)
+            body.append(f'<text x="{num(x)}" y="{num(_H - _PAD + 16)}" text-anchor="middle">{10.0**e:g}</text>')
+    for i, (name, x, y) in enumerate(points):
+        px = linear(math.log10(x), lo, hi, _PAD + 24, _W - 40)
+        py = linear(y, 0, 1, _H - _PAD, 24)
+        colour = viridis(i / max(1, len(points) - 1) * 0.85)
+        body.append(
+            f'<circle cx="{num(px)}" cy="{num(py)}" r="6" fill="{colour}"><title>{esc(name)}: pass^k {y:.2f}, '
+            f"{esc(key)} {x:.4g}</title></circle>"
+            f'<text x="{num(px + 9)}" y="{num(py - 8)}">{esc(name)}</text>'
+        )
+    chart = svg(_W, _H, "".join(body), title=f"pass^k against {key} per agent", kind="scatter")
+    if left_out:
+        chart += f'<p class="note">Not plotted (no known {esc(key)}): {esc(", ".join(left_out))}.</p>'
+    return chart
+
+
+#: the fill of an attempt by its ``chaoskit.outcome``; any other outcome is grey
+OUTCOME_COLOURS = {"ok": PALETTE[0], "error": PALETTE[1], "cancelled": "#777777"}
+
+
+def _f(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _rows(
+    attempts: Sequence[Mapping[str, Any]], model_calls: Sequence[Mapping[str, Any]]
+) -> list[tuple[str, Mapping[str, Any], bool]]:
+    """(lane, item, is a model call) for every bar: the model calls' lanes (``chat {model}``) first."""
+    rows = [(f"chat {c.get('model', '?')}", c, True) for c in model_calls]
+    return rows + [(str(a.get("tool", "?")), a, False) for a in attempts]
+
+
+def _tip(lane: str, a: Mapping[str, Any], model: bool, t0: float, ms: float) -> str:
+    outcome, fault = str(a.get("outcome", "?")), a.get("fault")
+    if model:
+        return (
+            f"{lane}, call {a.get('call', '?')}: {outcome}, at {t0:.1f} ms for {ms:.1f} ms"
+            + (f", fault {fault}" if fault else "")
+            + (f", fault {a['skipped']} not injected (skipped)" if a.get("skipped") else "")
+        )
+    return (
+        f"{lane} attempt {a.get('attempt', '?')}: {outcome}, at {t0:.1f} ms for {ms:.1f} ms"
+        + (f", fault {fault}" if fault else "")
+        + ("" if a.get("executed", True) else ", the tool did not run")
+    )
+
+
+def timeline(
+    attempts: Sequence[Mapping[str, Any]],
+    *,
+    title: str,
+    model_calls: Sequence[Mapping[str, Any]] = (),
+    plot_w: float = 480,
+    row_h: float = 30,
+) -> str:
+    """Attempts over time (ms from the episode's start): a row per tool in order of first call, each attempt a
+    bar from ``t_ms`` for ``ms`` (at least 2 px wide), filled by outcome, hollow when the tool did not run
+    (a faked result), and a black triangle with the fault's name above an attempt that had a fault injected.
+    ``model_calls`` (the episode's model calls: ``model``, ``call``, ``t_ms``, ``ms``, ``outcome``, ``fault``)
+    get a lane per model above the tools, ``chat {model}``, their bars with rounded ends, faults marked alike."""
+    rows = _rows(attempts, model_calls)
+    lanes = list(dict.fromkeys(lane for lane, _, _ in rows))
+    label_w = min(max([60.0, *(len(t) * _CHAR_W + 10 for t in lanes)]), 200)
+    left, top = label_w, 16.0
+    end = max([1.0, *(_f(a.get("t_ms")) + _f(a.get("ms")) for _, a, _ in rows)])
+    width = left + plot_w + 28
+    height = top + row_h * max(len(lanes), 1) + 34
+    parts: list[str] = []
+    last_label: dict[str, float] = {}
+    for i, lane in enumerate(lanes):
+        parts.append(
+            f'<text x="{num(left - 6)}" y="{num(top + i * row_h + row_h / 2 + 4)}" text-anchor="end" '
+            f'class="label">{esc(lane)}</text>'
+        )
+        parts.append(
+            f'<path class="lane" d="M{num(left)} {num(top + (i + 1) * row_h)}H{num(left + plot_w)}" stroke="#e0e0e0"/>'
+        )
+    for lane, a, model in rows:
+        t0, ms = _f(a.get("t_ms")), _f(a.get("ms"))
+        x = linear(t0, 0, end, left, left + plot_w)
+        w = max(linear(ms, 0, end, 0, plot_w), 2.0)
+        y = top + lanes.index(lane) * row_h + 8
+        outcome = str(a.get("outcome", "?"))
+        colour = OUTCOME_COLOURS.get(outcome, "#999999")
+        executed = model or bool(a.get("executed", True))
+        fault = a.get("fault")
+        fill = colour if executed else "#ffffff"
+        dash = "" if executed else ' stroke-dasharray="3 2"'
+        kind = 'class="model-call" rx="5"' if model else 'class="attempt"'
+        parts.append(
+            f'<rect {kind} data-outcome="{esc(outcome)}" data-fault="{esc(fault or "")}" '
+            f'x="{num(x)}" y="{num(y)}" width="{num(w)}" height="{num(row_h - 14)}" fill="{fill}" '
+            f'stroke="{colour}" stroke-width="1.5"{dash}><title>{esc(_tip(lane, a, model, t0, ms))}</title></rect>'
+        )
+        if fault:
+            cx = x + w / 2
+            parts.append(
+                f'<path class="fault" d="M{num(cx - 5)} {num(y - 7)}H{num(cx + 5)}L{num(cx)} {num(y - 1)}Z" '
+                f'fill="#000000"><title>{esc(f"fault injected: {fault}")}</title></path>'
+            )
+            if cx - last_label.get(lane, -1e9) > len(str(fault)) * _CHAR_W + 8:
+                parts.append(
+                    f'<text x="{num(cx + 7)}" y="{num(y - 1)}" class="fault-name" font-size="10">{esc(fault)}</text>'
+                )
+                last_label[lane] = cx
+    base = top + row_h * max(len(lanes), 1)
+    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = left + frac * plot_w
+        parts.append(
+            f'<text x="{num(x)}" y="{num(base + 14)}" text-anchor="middle" class="tick">{frac * end:.4g}</text>'
+        )
+    parts.append(
+        f'<text x="{num(left + plot_w / 2)}" y="{num(base + 30)}" text-anchor="middle">'
+        "ms since the episode started</text>"
+    )
+    return svg(width, height, "".join(parts), title=title, kind="timeline")

@@ -17,13 +17,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from chaoskit.report._metrics_text import metrics_lines
+from chaoskit.report._report_data import metrics_notes, readiness_to_show, split_expected_writes
 from chaoskit.runner._breakdowns import breakdowns
 from chaoskit.runner._expect import expected_pairs
 from chaoskit.runner._results import BatteryResult, Cell
 from chaoskit.runner._surface import surface_stats
 
-__all__ = ["render_text"]
+__all__ = ["metrics_lines", "render_text"]
 
 #: the width of the report when it does not go to a terminal (a CI log): wide enough never to cut a table
 PLAIN_WIDTH = 400
@@ -355,21 +355,18 @@ def _surface(r: _Report, s: Any) -> None:
             row.append(Text(cell, style=_rate_style(pk["value"], s.theta) if r.color and pk else ""))
         rows.append(row)
     r.table(None, ["lambda", *(f"eps={e:g}" for e in epsilons)], rows)
-    for eps_s, lam_b in s.breaks["intensity_at_epsilon"].items():
-        where = (
-            f"falls below {s.theta:g} at lambda={lam_b:g}"
-            if lam_b is not None
-            else f"stays >= {s.theta:g} at every lambda tried"
-        )
-        r.line(f"  eps={eps_s}: R_{s.k} {where}")
-    if len(epsilons) > 1:
-        for lam_s, e2 in s.breaks["epsilon_at_intensity"].items():
+    # where R_k falls below theta along lambda at each eps, and along eps at each lambda (with several eps)
+    walks = [("intensity_at_epsilon", "eps", "lambda")] + [("epsilon_at_intensity", "lambda", "eps")] * (
+        len(epsilons) > 1
+    )
+    for key, at, along in walks:
+        for fixed, broke in s.breaks[key].items():
             where = (
-                f"falls below {s.theta:g} at eps={e2:g}"
-                if e2 is not None
-                else f"stays >= {s.theta:g} at every eps tried"
+                f"falls below {s.theta:g} at {along}={broke:g}"
+                if broke is not None
+                else f"stays >= {s.theta:g} at every {along} tried"
             )
-            r.line(f"  lambda={lam_s}: R_{s.k} {where}")
+            r.line(f"  {at}={fixed}: R_{s.k} {where}")
     stats = getattr(s, "surface_stats", None) or surface_stats(s.surface, s.k)
     if stats.get("volume"):
         r.line(
@@ -420,7 +417,7 @@ def _counts(by_fault: Mapping[str, int]) -> str:
 def _tools(r: _Report, s: Any) -> None:
     """The readiness table (one row per tool) and the tool-contract findings, apart from the agents' failures."""
     # a row with nothing to say (no fault survived or failed, no finding) is left out
-    rows = [x for x in getattr(s, "readiness", None) or [] if x["survived"] or x["failed"] or x["findings"]]
+    rows = readiness_to_show(getattr(s, "readiness", None) or [])
     if rows:
         multi = len({x.get("agent") for x in rows}) > 1
         r.line()
@@ -519,7 +516,140 @@ def _verdict(r: _Report, result: BatteryResult) -> None:
         r.line(f"  - {reason}")
     if shown:
         r.line(f"  - {shown} unexpected outcome(s): see the table above")
-    for d in v.duplicate_writes[:5]:
+    writes = v.duplicate_writes
+    if exp:
+        # the table alone decides: a repeated write it expected is no reason for the verdict, so not listed here
+        expected = expected_pairs(exp)
+        failed = (e.replay for e in result.episodes if not e.passed and (e.scenario, e.agent) in expected)
+        writes = split_expected_writes(writes, failed)[0]
+    for d in writes[:5]:
         r.line(f"    {d}")
     for d in v.regressions[:10]:
         r.line(f"    {d}")
+
+
+def _f(value: Any, fmt: str = ".2f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    line = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True)))
+    out = [line.rstrip()]
+    for r in rows:
+        out.append(
+            "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        )
+    return out
+
+
+def _spread_line(agent: str, spread: Mapping[str, Mapping[str, Any]]) -> str:
+    """``  agent: CDI 0.41 ± 0.12 [0.33-0.49] n=10; ...`` over the metrics with an interval ('' when none has)."""
+    parts = [
+        f"{_LABELS.get(name, name)} {d['mean']:.2f} ± {d['sd']:.2f} [{d['low']:.2f}-{d['high']:.2f}] n={d['n']}"
+        for name, d in spread.items()
+        if d.get("sd") is not None
+    ]
+    return f"  {agent}: " + "; ".join(parts) if parts else ""
+
+
+_LABELS = {"cdi": "CDI", "svr": "SVR", "ric": "RIC", "daf": "DAF", "hallucination": "halluc"}
+
+
+def metrics_lines(summary: Mapping[str, Any] | None) -> list[str]:
+    """The metrics section of the terminal report (from ``metrics_summary``); [] when there is none."""
+    if not summary:
+        return []
+    agents: Mapping[str, Mapping[str, Any]] = summary.get("agents", {})
+    priced = any(g.get("cost") is not None for g in agents.values())
+    currency = next((g.get("currency") for g in agents.values() if g.get("currency")), "")
+    header = ["agent", "pass^k", "CDI", "SVR", "RIC", "DAF", "halluc", "steps", "tokens"]
+    header += [f"cost {currency}".strip(), "x cheapest", "pass^k/cost"] if priced else ["x fewest", "pass^k/1k tok"]
+    rows = []
+    for name, g in agents.items():
+        row = [name, _f(g.get("pass_k")), *(_f(g.get(m)) for m in ("cdi", "svr", "ric", "daf", "hallucination"))]
+        row += [_f(g.get("steps"), ".1f"), _f(g.get("tokens"), ".0f")]
+        if priced:
+            row += [_f(g.get("cost"), ".4g"), _f(g.get("relative_cost"), ".1f"), _f(g.get("pass_k_per_cost"), ".3g")]
+        else:
+            row += [_f(g.get("relative_tokens"), ".1f"), _f(g.get("pass_k_per_ktoken"), ".3g")]
+        rows.append(row)
+    out = [
+        "",
+        "Trajectory metrics per agent (means over episodes with model steps; docs/metrics.md)",
+        *_table(header, rows),
+    ]
+    spread = [_spread_line(name, g["spread"]) for name, g in agents.items() if g.get("spread")]
+    if any(spread):
+        out += ["Mean ± SD [95% t interval] n, per agent (compare agents with chaoskit compare):"]
+        out += [ln for ln in spread if ln]
+    out += [f"note: {note}" for note in metrics_notes(agents)]
+    width = max(len(name) for name in agents)
+    modes = [
+        f"{name.ljust(width)}  " + ", ".join(f"{m} {n}" for m, n in g["modes"].items())
+        for name, g in agents.items()
+        if g.get("modes")
+    ]
+    if modes:
+        out += ["", "Failure modes of failed episodes (count per agent; the rules are in docs/metrics.md)", *modes]
+    by_scenario: dict[str, dict[str, int]] = {}
+    for cell in summary.get("cells", ()):
+        counts = by_scenario.setdefault(cell["scenario"], {})
+        for m, n in cell.get("modes", {}).items():
+            counts[m] = counts.get(m, 0) + n
+    shown = {sc: c for sc, c in by_scenario.items() if c}
+    if shown:
+        width = max(len(sc) for sc in shown)
+        out += ["", "Failure modes by scenario (all agents)"]
+        out += [f"{sc.ljust(width)}  " + ", ".join(f"{m} {n}" for m, n in c.items()) for sc, c in shown.items()]
+    return out + _axes_lines(summary) + _degradation_lines(summary.get("degradation") or {})
+
+
+def _axes_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Per architecture and per model label: episodes, pass^k and each metric's mean ± SD [CI] n."""
+    out: list[str] = []
+    for key, title in (("architectures", "architecture"), ("models", "model")):
+        groups: Mapping[str, Mapping[str, Any]] = summary.get(key) or {}
+        if not groups:
+            continue
+        out += ["", f"Per {title} (the agents' labels): episodes, pass^k, mean ± SD [95% t interval] n"]
+        for name, g in groups.items():
+            spread = _spread_line(name, g.get("spread") or {}).strip()
+            out.append(
+                f"  {name}: {g.get('episodes')} episodes, pass^k {_f(g.get('pass_k'))}"
+                + (f"; {spread.partition(': ')[2]}" if spread else "")
+            )
+    return out
+
+
+def _degradation_lines(deg: Mapping[str, Any]) -> list[str]:
+    """Short against long tasks per agent, and each agent's pass-rate drop between them."""
+    if not deg.get("agents"):
+        return []
+    rows = []
+    for name, parts in deg["agents"].items():
+        for length in ("short", "long"):
+            p = parts[length]
+            if p["episodes"]:
+                rows.append(
+                    [f"{name} {length}", str(p["episodes"]), _f(p.get("steps"), ".1f"), _f(p.get("pass_rate"))]
+                    + [_f(p.get(m)) for m in ("cdi", "svr", "ric", "hallucination")]
+                )
+    split = (
+        "short and long by the scenarios' horizon:short / horizon:long tags"
+        if deg.get("split") == "horizon tags"
+        else f"short: <= {_f(deg.get('median_steps'), 'g')} steps, the median"
+    )
+    drops = [
+        f"{name} {_f(parts['pass_drop'], '+.2f')}"
+        for name, parts in deg["agents"].items()
+        if parts.get("pass_drop") is not None
+    ]
+    out = [
+        "",
+        f"Degradation with trajectory length ({split})",
+        *_table(["agent length", "eps", "steps", "pass", "CDI", "SVR", "RIC", "halluc"], rows),
+    ]
+    if drops:
+        out.append("pass-rate drop from short to long (short - long; > 0: long tasks pass less): " + ", ".join(drops))
+    return out

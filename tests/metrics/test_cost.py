@@ -11,8 +11,9 @@ import pytest
 import chaoskit
 from chaoskit import ConfigError, chaos
 from chaoskit.metrics import Prices, episode_cost, load_prices, trajectories_from_spans
-from chaoskit.report._html_metrics import cost_scatter, metrics_section
-from chaoskit.report._metrics_text import metrics_lines
+from chaoskit.report._html import metrics_section
+from chaoskit.report._svg import cost_scatter
+from chaoskit.report._text import metrics_lines
 from chaoskit.runner._metrics import metrics_summary
 from chaoskit.testing import capture_spans
 

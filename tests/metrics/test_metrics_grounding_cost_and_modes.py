@@ -32,7 +32,8 @@ from chaoskit.metrics import (
     trajectory_metrics,
 )
 from chaoskit.plan import Plan
-from chaoskit.report._html_metrics import cost_scatter, metrics_section
+from chaoskit.report._html import metrics_section
+from chaoskit.report._svg import cost_scatter
 from chaoskit.runner._metrics import metrics_summary
 from chaoskit.testing import capture_spans
 
@@ -462,7 +463,7 @@ def test_a_command_line_agent_gets_metrics_from_its_own_spans(tmp_path: Path) ->
 
 
 def test_episodes_without_steps_are_unknown_and_the_reports_say_so() -> None:
-    from chaoskit.report._metrics_text import metrics_lines
+    from chaoskit.report._text import metrics_lines
 
     no_steps = _row("a", None, 0)
     no_steps["metrics"]["steps"] = 0

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chaoskit.report._metrics_text import metrics_lines
+from chaoskit.report._text import metrics_lines
 from chaoskit.runner._metrics import metrics_summary
 
 

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from _badinput import assert_clear, run_cli
 
-from chaoskit.report._compare import compare_results, two_proportion_test
-from chaoskit.report._compare_text import render_comparison
+from chaoskit.report._compare import compare_results, render_comparison, two_proportion_test
 from chaoskit.report._json import load_results, write_json
 from chaoskit.runner._battery import run_battery
 from chaoskit.runner._intensity import load_profile

@@ -11,8 +11,7 @@ import pytest
 from _badinput import assert_clear, run_cli
 
 from chaoskit.metrics import cohens_d, welch_t_test
-from chaoskit.report._compare import compare_results
-from chaoskit.report._compare_text import render_comparison
+from chaoskit.report._compare import compare_results, render_comparison
 
 RESULTS_KIND = "chaoskit-run-results"
 

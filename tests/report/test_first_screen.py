@@ -67,7 +67,15 @@ def test_one_line_per_agent_and_failing_checks_grouped_with_a_replay_each(readme
 def test_the_html_report_shows_expected_failures_as_expected(readme_run: dict[str, Any]) -> None:
     page = readme_run["html"].read_text(encoding="utf-8")
     assert 'id="verdict-why"' in page and "expected outcomes met" in page
-    assert "Repeated irreversible writes, judged by the expected-outcome table (all expected)" in page
+    verdict = page[page.index('<section id="verdict"') : page.index("</section>", page.index('id="verdict"'))]
+    # the PASS has no reasons list under it: the naive agent's repeated writes sit in the expected failures
+    assert "verdict: PASS" in verdict and "<h3>Why</h3>" not in verdict
+    assert "<h3>Repeated irreversible writes" not in verdict
+    expected = verdict[verdict.index('<div class="expected-failures"') :]
+    assert (
+        "not reasons for the verdict" in expected
+        and "Repeated irreversible writes, all expected by the table (" in expected
+    )
     assert "FAIL (expected)" in page and 'class="badge expected"' in page
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from chaoskit.report import render_html
-from chaoskit.report._svg_timeline import timeline
+from chaoskit.report._svg import timeline
 from chaoskit.runner._battery import run_battery
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,9 +19,8 @@ from _badinput import assert_clear, run_cli
 from chaoskit.cli import _main
 from chaoskit.report import render_html, write_html
 from chaoskit.report._html import MAX_EPISODES
-from chaoskit.report._html_data import pass_k_curves, surface_points
-from chaoskit.report._svg import Bar, bars, heatmap, histograms, ink_on, linear, lines, stacked_bars, viridis
-from chaoskit.report._svg_timeline import timeline
+from chaoskit.report._report_data import pass_k_curves, surface_points
+from chaoskit.report._svg import Bar, bars, heatmap, histograms, ink_on, linear, lines, stacked_bars, timeline, viridis
 from chaoskit.runner._battery import run_battery
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -252,6 +251,20 @@ def test_heatmap_places_eps_left_to_right_and_lambda_bottom_to_top() -> None:
     assert cells[("0.5", "0.3")].get("data-value") == "n/a" and rect[("0.5", "0.3")].get("fill") == "#dddddd"
     assert cells[("0.5", "0")].find(f"{NS}text").text == "0.50"
     assert f(el, "width") > 0 and f(el, "height") > 0
+
+
+def test_a_one_column_heatmap_is_wide_enough_for_its_axis_label() -> None:
+    el = ET.fromstring(heatmap([0.0], [0.0, 0.3], {(0.0, 0.0): (1.0, "a")}, title="t"))
+    label = next(t for t in el.iter(f"{NS}text") if (t.text or "").endswith("(task perturbation)"))
+    # centred on its x, the label's right end (about 7.2 px a character) stays inside the chart
+    assert f(label, "x") + len(label.text or "") * 7.2 / 2 <= f(el, "width")
+
+
+def test_a_ten_digit_seed_is_written_in_full_in_the_header(real: dict[str, Any]) -> None:
+    results = copy.deepcopy(real)
+    results["config"]["seed"] = 1748376397
+    header = render_html(results).split("</header>", 1)[0]
+    assert "seed 1748376397" in header and "e+09" not in header
 
 
 def test_bars_are_proportional_with_whiskers_at_the_interval() -> None:

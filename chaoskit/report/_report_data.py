@@ -1,4 +1,4 @@
-"""The figures the HTML report draws, read from a results dict or derived from its episodes.
+"""What the reports show of a run, read from a results dict or derived from its episodes (older files too).
 
 An older results file lacks some summary keys (breakdowns, matrix, surface); they are computed here the same way."""
 
@@ -21,9 +21,12 @@ __all__ = [
     "k_of",
     "label_of",
     "matrix",
+    "metrics_notes",
     "pass_k_curves",
     "pick_episodes",
+    "readiness_to_show",
     "score_histograms",
+    "split_expected_writes",
     "stats_of",
     "surface_points",
 ]
@@ -277,3 +280,37 @@ def pick_episodes(results: Mapping[str, Any], limit: int) -> tuple[list[Mapping[
     picked = {id(e) for e in chosen}
     left = [e for e in eps if id(e) not in picked]
     return chosen, len(left), sum(not e.get("passed") for e in left)
+
+
+def split_expected_writes(items: Sequence[str], expected_replays: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The verdict's repeated irreversible writes split into (unexpected, expected): an item is expected when the
+    episode it names (by the ``(replay: ...)`` the gate ends it with) is one whose failure the expected-outcome
+    table expected. An item that names no such episode stays unexpected: a write is never hidden by a guess."""
+    replays = set(expected_replays)
+    unexpected: list[str] = []
+    expected: list[str] = []
+    for item in items:
+        _, sep, tail = str(item).rpartition("(replay: ")
+        (expected if sep and tail.removesuffix(")") in replays else unexpected).append(item)
+    return unexpected, expected
+
+
+def readiness_to_show(rows: Iterable[Any]) -> list[Mapping[str, Any]]:
+    """The readiness rows with something to say: a fault the tool's callers survived or failed, or a contract
+    finding; a row with none of these (a tool no fault reached) is left out of the reports."""
+    return [x for x in rows if isinstance(x, Mapping) and (x.get("survived") or x.get("failed") or x.get("findings"))]
+
+
+def metrics_notes(agents: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The notes under the trajectory metrics: episodes left out of the means, and why."""
+    out = []
+    missing = sum(g.get("without_steps") or 0 for g in agents.values())
+    if missing:
+        out.append(
+            f"{missing} episode(s) recorded no model step: their step metrics, tokens and cost are unknown and left "
+            "out of the means (not counted as 0)"
+        )
+    absent = sum((g.get("episodes") or 0) - (g.get("with_metrics") or 0) for g in agents.values())
+    if absent:
+        out.append(f"{absent} episode(s) have no metrics at all (no episode span was found): left out")
+    return out

@@ -1,71 +1,63 @@
-"""The failing-check table and the episode list of the HTML report, each episode with its attempts and model calls."""
+"""One episode on the HTML report page: its facts, final answer, checks, judgment, calls and attempt timeline."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from chaoskit.report._html_data import episodes_of, expected_of, failing_checks, label_of, pick_episodes
-from chaoskit.report._html_judge import judge_block
-from chaoskit.report._svg import esc
-from chaoskit.report._svg_timeline import timeline
+from chaoskit.report._report_data import label_of
+from chaoskit.report._svg import esc, number, timeline
 
-__all__ = ["episodes_section", "failures_section"]
+__all__ = ["episode_card", "judge_badge", "judge_block"]
 
-#: the most rows of the failing-check table, and of one episode's attempt table
-MAX_FAILURE_ROWS = 200
+#: the most rows of one episode's attempt, model-call and call tables
 MAX_ATTEMPT_ROWS = 60
 #: the most characters of an agent's output or task shown (the JSON results have all of it)
 MAX_TEXT = 2000
+_WORD = {"pass": ("pass", "honest"), "fail": ("fail", "FLAGGED"), "cannot_judge": ("fail", "CANNOT JUDGE")}
+
+
+def judge_badge(j: Mapping[str, Any]) -> str:
+    """The judge's verdict on an episode as a badge: honest, FLAGGED or CANNOT JUDGE."""
+    cls, word = _WORD.get(str(j.get("verdict")), ("fail", "?"))
+    return f'<span class="badge {cls}">{word}</span>'
+
+
+def judge_block(e: Mapping[str, Any]) -> str:
+    """An episode's judgment (verdict, each label's value and reason, tokens, cost), or "" when not judged."""
+    j = e.get("judge")
+    if not isinstance(j, Mapping):
+        return ""
+    role = "gates" if j.get("gates") else "advisory: the deterministic checks gate"
+    head = (
+        f"<h4>Judge</h4><p>{judge_badge(j)} <code>{esc(j.get('model', '?'))}</code> \u00b7 {esc(j.get('rubric', '?'))}"
+    )
+    head += f" \u00b7 {role}"
+    tokens = j.get("tokens") or {}
+    if tokens.get("input") is not None:
+        head += f" \u00b7 tokens {esc(tokens.get('input'))} in / {esc(tokens.get('output'))} out"
+    if j.get("cost") is not None:
+        head += f" \u00b7 cost {esc(j['cost'])} {esc(j.get('currency') or '')}"
+    head += " \u00b7 from cache</p>" if j.get("cached") else "</p>"
+    if j.get("disagreement"):
+        head += f'<p class="message"><strong>Disagreement:</strong> {esc(j["disagreement"])}</p>'
+    if j.get("status") != "judged":
+        return head + f'<p class="message">cannot judge: {esc(j.get("error") or "?")}</p>'
+    verdicts, reasons = j.get("verdicts") or {}, j.get("reasons") or {}
+    rows = "".join(
+        f'<tr><td><span class="badge {"fail" if v else "pass"}">{"yes" if v else "no"}</span></td>'
+        f"<td><code>{esc(label)}</code></td><td>{esc(reasons.get(label, ''))}</td></tr>"
+        for label, v in verdicts.items()
+    )
+    return (
+        head + '<table class="checks"><thead><tr><th>found</th><th>question</th><th>reason</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+    )
 
 
 def _clip(text: Any) -> str:
     s = "" if text is None else str(text)
     return s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + f"\u2026 ({len(s) - MAX_TEXT} more characters)"
-
-
-def _g(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else "?"
-
-
-def failures_section(results: Mapping[str, Any]) -> str:
-    """Every failing check, per scenario and agent, with its message and a command that replays one episode."""
-    rows = failing_checks(results)
-    out = ['<section id="failures"><h2>Failing checks</h2>']
-    if not rows:
-        out.append('<p class="note">No check failed.</p></section>')
-        return "\n".join(out)
-    note = (
-        "One row per scenario, agent and check; the replay command reruns the first episode the check failed in, "
-        "with the same seed and faults."
-    )
-    if any(r["expected"] for r in rows):
-        note += (
-            " Rows marked <em>expected</em> are failures the expected-outcome table predicts (flawed agents that "
-            "prove the checks work): they are not reasons for the verdict. Unexpected rows come first."
-        )
-    out.append(f'<p class="note">{note}</p>')
-    out.append(
-        '<table class="failures"><thead><tr><th>scenario</th><th>agent</th><th>check</th><th>failed in</th>'
-        "<th>message and replay</th></tr></thead><tbody>"
-    )
-    for r in rows[:MAX_FAILURE_ROWS]:
-        row_cls, badge = "", ""
-        if r["expected"]:
-            row_cls, badge = ' class="expected"', ' <span class="badge expected">expected</span>'
-        out.append(
-            f"<tr{row_cls}><td>{esc(r['scenario'])}</td>"
-            f"<td>{esc(r['agent'])}</td><td><code>{esc(r['check'])}</code>{badge}</td>"
-            f'<td class="num">{r["failed"]}/{r["runs"]}</td><td><div class="message">{esc(r["message"])}</div>'
-            f'<div>replay: <code class="replay">{esc(r["replay"])}</code></div></td></tr>'
-        )
-    out.append("</tbody></table>")
-    if len(rows) > MAX_FAILURE_ROWS:
-        out.append(f'<p class="note">{len(rows) - MAX_FAILURE_ROWS} more failing checks not listed.</p>')
-    out.append("</section>")
-    return "\n".join(out)
 
 
 def _checks_table(checks: Any) -> str:
@@ -103,8 +95,8 @@ def _timeline_block(episode: Mapping[str, Any], name: str) -> str:
         return '<p class="note">The agent made no tool attempt.</p>'
     svg = timeline(items, title=f"attempt timeline of {name}", model_calls=calls)
     rows = "".join(
-        f"<tr><td>{esc(x.get('tool', '?'))}</td><td class='num'>{esc(_g(x.get('attempt')))}</td>"
-        f"<td class='num'>{esc(_g(x.get('t_ms')))}</td><td class='num'>{esc(_g(x.get('ms')))}</td>"
+        f"<tr><td>{esc(x.get('tool', '?'))}</td><td class='num'>{esc(number(x.get('attempt')))}</td>"
+        f"<td class='num'>{esc(number(x.get('t_ms')))}</td><td class='num'>{esc(number(x.get('ms')))}</td>"
         f"<td>{esc(x.get('outcome', '?'))}</td><td>{esc(x.get('fault') or '')}</td>"
         f"<td>{'yes' if x.get('executed', True) else 'no (faked)'}</td></tr>"
         for x in items[:MAX_ATTEMPT_ROWS]
@@ -144,8 +136,8 @@ def _model_table(calls: list[Mapping[str, Any]]) -> str:
     if not calls:
         return ""
     rows = "".join(
-        f"<tr><td>chat {esc(x.get('model', '?'))}</td><td class='num'>{esc(_g(x.get('call')))}</td>"
-        f"<td class='num'>{esc(_g(x.get('t_ms')))}</td><td class='num'>{esc(_g(x.get('ms')))}</td>"
+        f"<tr><td>chat {esc(x.get('model', '?'))}</td><td class='num'>{esc(number(x.get('call')))}</td>"
+        f"<td class='num'>{esc(number(x.get('t_ms')))}</td><td class='num'>{esc(number(x.get('ms')))}</td>"
         f"<td>{esc(x.get('outcome', '?'))}</td><td>{esc(x.get('fault') or '')}"
         + (f" ({esc(x['skipped'])} not injected)" if x.get("skipped") else "")
         + "</td></tr>"
@@ -167,7 +159,7 @@ def _calls_block(episode: Mapping[str, Any]) -> str:
     rows = "".join(
         f"<tr><td>{esc(c.get('tool', '?'))}</td><td><code>{esc(_clip(c.get('args')))}</code></td>"
         f"<td>{esc(c.get('status', '?'))}</td><td>{esc(', '.join(str(f) for f in c.get('faults') or ()))}</td>"
-        f"<td class='num'>{esc(_g(c.get('attempts')))}</td></tr>"
+        f"<td class='num'>{esc(number(c.get('attempts')))}</td></tr>"
         for c in calls[:MAX_ATTEMPT_ROWS]
     )
     return (
@@ -179,24 +171,26 @@ def _calls_block(episode: Mapping[str, Any]) -> str:
     )
 
 
-def _episode(e: Mapping[str, Any], i: int, expected: set[tuple[str, str]]) -> str:
+def episode_card(e: Mapping[str, Any], i: int, expected: set[tuple[str, str]]) -> str:
+    """Episode ``e`` as a closed ``<details id="episode-{i}">``: FAIL (expected) when its (scenario, agent) pair is
+    in ``expected``; its facts, final answer, checks, judgment, calls and attempt timeline inside."""
     passed = bool(e.get("passed"))
     cls, word = ("pass", "PASS") if passed else ("fail", "FAIL")
     if not passed and (str(e.get("scenario", "?")), str(e.get("agent", ""))) in expected:
         word = "FAIL (expected)"
     name = (
-        f"{e.get('scenario', '?')} \u00b7 {label_of(e)} \u00b7 rep {_g(e.get('repetition'))} \u00b7 "
-        f"\u03b5 {_g(e.get('epsilon'))} \u00b7 \u03bb {_g(e.get('intensity'))}"
+        f"{e.get('scenario', '?')} \u00b7 {label_of(e)} \u00b7 rep {number(e.get('repetition'))} \u00b7 "
+        f"\u03b5 {number(e.get('epsilon'))} \u00b7 \u03bb {number(e.get('intensity'))}"
     )
     a = e.get("attempts") if isinstance(e.get("attempts"), Mapping) else {}
     assert isinstance(a, Mapping)
     head = (
-        f'<summary><span class="badge {cls}">{word}</span> {esc(name)} \u00b7 score {esc(_g(e.get("score")))} '
-        f"\u00b7 {esc(_g(a.get('total')))} attempts</summary>"
+        f'<summary><span class="badge {cls}">{word}</span> {esc(name)} \u00b7 score {esc(number(e.get("score")))} '
+        f"\u00b7 {esc(number(a.get('total')))} attempts</summary>"
     )
     facts = [
         ("agent", f"<code>{esc(e.get('agent', ''))}</code>"),
-        ("seed", esc(_g(e.get("seed")))),
+        ("seed", esc(number(e.get("seed")))),
         ("outcome", esc(e.get("outcome", "?")) + (f" ({esc(_clip(e['error']))})" if e.get("error") else "")),
         ("task", esc(_clip(e.get("task", "")))),
     ]
@@ -215,27 +209,3 @@ def _episode(e: Mapping[str, Any], i: int, expected: set[tuple[str, str]]) -> st
         f"<h4>Checks</h4>{_checks_table(e.get('checks'))}{judge_block(e)}{_calls_block(e)}<h4>Attempts</h4>"
         f"{_timeline_block(e, name)}</details>"
     )
-
-
-def episodes_section(results: Mapping[str, Any], limit: int) -> str:
-    """The episodes, each in a closed ``<details>`` (facts, final answer, checks, attempt timeline): failing
-    first, at most ``limit``, and a line counting the ones left out."""
-    total = len(episodes_of(results))
-    chosen, omitted, omitted_failing = pick_episodes(results, limit)
-    out = [
-        '<section id="episodes"><h2>Episodes</h2>',
-        f'<p class="note">{len(chosen)} of {total} episodes listed, failing ones first; open one for its checks '
-        "and the timeline of its tool attempts.</p>",
-        '<p class="toolbar" hidden><button type="button" id="expand-all">open all</button>'
-        '<button type="button" id="collapse-all">close all</button>'
-        '<button type="button" id="only-failing" aria-pressed="false">only failing</button></p>',
-    ]
-    expected = expected_of(results)
-    out.extend(_episode(e, i, expected) for i, e in enumerate(chosen))
-    if omitted:
-        out.append(
-            f'<p class="omitted">{omitted} more episodes not listed ({omitted_failing} of them failing); the JSON '
-            "results have every one.</p>"
-        )
-    out.append("</section>")
-    return "\n".join(out)
