@@ -39,6 +39,7 @@ __all__ = [
     "discover_ref",
     "model_hook",
     "register_describer",
+    "split_command",
     "tool_from_callable",
 ]
 
@@ -300,13 +301,20 @@ def _module_tools(module: types.ModuleType, seen: dict[int, Any], out: list[Tool
             _visit(value, _MAX_DEPTH - 1, seen, out)
 
 
-def _mcp_tools(command: str) -> list[ToolInfo]:
+def split_command(flag: str, command: str, empty: str) -> list[str]:
+    """``flag``'s command line as an argv list (split as a shell would); a SuggestError naming ``flag`` when it
+    cannot be split or is ``empty``."""
     try:
-        argv = tuple(shlex.split(command))
+        argv = shlex.split(command)
     except ValueError as exc:
-        raise SuggestError(f"--mcp {command!r}: cannot split the command line: {exc}") from None
+        raise SuggestError(f"{flag} {command!r}: cannot split the command line: {exc}") from None
     if not argv:
-        raise SuggestError("--mcp: the server command is empty")
+        raise SuggestError(f"{flag}: {empty}")
+    return argv
+
+
+def _mcp_tools(command: str) -> list[ToolInfo]:
+    argv = tuple(split_command("--mcp", command, "the server command is empty"))
     described = _describe(McpServer(argv))
     if described is None:
         raise SuggestError("--mcp needs the MCP integration: pip install 'chaoskit[mcp]'")
