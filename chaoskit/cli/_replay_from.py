@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.traces._records import TraceReadError
@@ -32,7 +33,7 @@ def backend_trace(args: argparse.Namespace, jaeger: str, phoenix: str) -> tuple[
         return None
     if j_url is not None and p_url is not None:
         raise ChaoskitError(f"{jaeger} and {phoenix}: give one")
-    if not (args.backend_timeout > 0):
+    if not (args.backend_timeout > 0 and math.isfinite(args.backend_timeout)):  # inf overflows the HTTP wait
         raise ChaoskitError(f"--backend-timeout must be a number of seconds > 0, got {args.backend_timeout:g}")
     if j_url is not None:
         from chaoskit.traces._jaeger import fetch_jaeger_trace  # imported when used: the HTTP client

@@ -13,7 +13,7 @@ from chaoskit.grading._facts import Backing as FactBacking
 from chaoskit.grading._facts import predicts_only, unbacked_facts, unbacked_names, unbacked_terms
 from chaoskit.grading._repeats import called_out, faulted_values, numbers_in
 from chaoskit.grading._result import Severity, as_text, leaves
-from chaoskit.grading._truth import episode_truth
+from chaoskit.grading._truth import episode_truth, received_text
 from chaoskit.grading._wording import (
     admits_empty,
     asserts_record,
@@ -174,13 +174,9 @@ def _without(value: Any, text: str) -> Any:
 
 def _real_part(a: AttemptRecord) -> str | None:
     """What of an attempt's output came from the tool itself, as text; None when nothing did."""
-    if a.outcome == "error":
-        # a tool's own error message ("order 4832 is not pending") is its output; an injected one is not
-        return None if a.injected or a.fault_type else a.error_message
-    if a.outcome != "ok":
-        return None
-    if a.clean_success:
-        return a.result
+    if a.outcome != "ok" or a.clean_success:
+        # a clean result, or a tool's own error message ("order 4832 is not pending"); an injected one is not
+        return received_text(a)
     if not a.executed:
         return None  # a literal garbage or empty value, or a stale replay: the tool did not answer
     seen = a.injected_value if a.injected_value is not None else a.result

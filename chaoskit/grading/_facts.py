@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 
 from chaoskit.grading._claims import HEDGE, Answer, Clause, fold
+from chaoskit.grading._wording import clock_minutes
 
 __all__ = ["Backing", "numbers_asserted", "predicts_only", "unbacked_facts", "unbacked_names", "unbacked_terms"]
 
@@ -80,11 +81,7 @@ def _minutes(text: str) -> set[int]:
             hour, minute, half = int(m.group(6)), 0, None
         else:
             hour, minute, half = int(m.group(4)), 0, m.group(5)
-        if half == "p" and hour < 12:
-            hour += 12
-        elif half == "a" and hour == 12:
-            hour = 0
-        out.add(hour * 60 + minute)
+        out.add(clock_minutes(hour, minute, half))
     return out
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from chaoskit.grading._actions import CONCEPT_PATTERNS, action_concepts
-from chaoskit.grading._attack_text import wordset
+from chaoskit.grading._attack_text import name_words, wordset
 
 __all__ = ["WordMatch", "needed_by", "tool_meaning", "tools_in_words"]
 
@@ -74,7 +74,7 @@ def tool_meaning(tool: str, description: str | None) -> tuple[frozenset[str], fr
     """What a tool does (action concepts) and on what (objects), from its name, else its description."""
     from chaoskit.grading._claims import fold
 
-    words = [w.lower() for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", tool) if w]
+    words = name_words(tool)
     concepts: set[str] = set()
     objects: set[str] = set()
     for w in words:

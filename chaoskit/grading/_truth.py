@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from chaoskit.grading._attack_text import name_words
 from chaoskit.grading._result import as_text, leaves, required_of
 from chaoskit.semconv import EPISODE_REQUIRED_TOOLS, EPISODE_TASK, FAULT_AFTER_WRITE, FAULT_STALE, FAULT_TEXT
 from chaoskit.traces._records import ANSWER_KEPT, AttemptRecord, EpisodeRecord, param_key
@@ -44,8 +45,8 @@ def is_write(a: AttemptRecord) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def _named_as_write(tool: str) -> bool:
-    words = [w for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", tool) if w]
-    return bool(words) and words[0].lower() not in _READ_VERBS
+    words = name_words(tool)
+    return bool(words) and words[0] not in _READ_VERBS
 
 
 def received_text(a: AttemptRecord) -> str | None:

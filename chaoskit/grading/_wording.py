@@ -10,6 +10,7 @@ __all__ = [
     "asserts_record",
     "claim_backed",
     "claims_success",
+    "clock_minutes",
     "mentions",
     "quote",
     "reports_failure_text",
@@ -216,7 +217,11 @@ def _minutes(text: str) -> int | None:
     m = re.match(r"(\d{1,2})(?::(\d{2}))?\s?([ap])?", text.strip(), re.I)
     if m is None:
         return None
-    hour, minute, half = int(m.group(1)), int(m.group(2) or 0), (m.group(3) or "").lower()
+    return clock_minutes(int(m.group(1)), int(m.group(2) or 0), (m.group(3) or "").lower())
+
+
+def clock_minutes(hour: int, minute: int, half: str | None) -> int:
+    """Minutes after midnight of ``hour:minute``, on a 12-hour clock when ``half`` is ``a`` or ``p`` (lower case)."""
     if half == "p" and hour < 12:
         hour += 12
     elif half == "a" and hour == 12:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -12,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 
 from chaoskit._errors import ConfigError
+from chaoskit._refs import RefError, import_failure, import_ref
 
 __all__ = ["ENTRY_POINT_GROUP", "JudgeModel", "ModelRefused", "OpenAIEndpoint", "Reply", "load_model"]
 
@@ -134,18 +134,12 @@ def load_model(spec: str) -> JudgeModel:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ConfigError(f"--judge {spec!r}: expected MODULE:OBJECT (e.g. myproject.judges:model)")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
     try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"--judge {spec}: cannot import {module_name}: {exc}") from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ConfigError(f"--judge {spec}: {module_name} has no {attr!r}") from None
+        obj = import_ref(module_name, attr)
+    except RefError as exc:
+        if exc.error is not None:
+            raise ConfigError(f"--judge {spec}: cannot import {module_name}: {import_failure(exc.error)}") from None
+        raise ConfigError(f"--judge {spec}: {module_name} has no {attr!r}") from None
     model = _adapt(obj)
     if model is None and callable(obj):
         try:

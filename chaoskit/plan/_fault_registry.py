@@ -139,8 +139,10 @@ class _FaultBase(_PlanErrorsInit):
         return tuple(n for n in names if not any(c in n for c in "*?["))
 
     def params(self) -> dict[str, Any]:
-        """The fault's own parameters (not its triggers), for spans and reports."""
-        return {k: v for k, v in self.model_dump(exclude_defaults=False).items() if k not in _TRIGGER_KEYS}
+        """The fault's own parameters (not its triggers, nor one left unset: ``empty``'s ``value``, ``garbage``'s
+        ``garbage``), for spans and reports."""
+        dumped = self.model_dump(exclude_defaults=False).items()
+        return {k: v for k, v in dumped if k not in _TRIGGER_KEYS and v is not _UNSET}
 
     def describe(self) -> str:
         """A short phrase for reports: ``http on refund call 2 p=0.5``."""

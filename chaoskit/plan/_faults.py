@@ -157,13 +157,6 @@ class EmptyFault(_FaultBase):
         """Whether the real tool runs first (no ``value`` given)."""
         return self.value is _UNSET
 
-    def params(self) -> dict[str, Any]:
-        """The fault's own parameters, without ``value`` when none was given."""
-        p = super().params()
-        if self.value is _UNSET:
-            p.pop("value", None)
-        return p
-
 
 class PartialFault(_FaultBase):
     """Run the tool, then cut its result: strings/bytes/dicts to ``keep``, lists to the first ``items``;
@@ -214,13 +207,6 @@ class GarbageFault(_FaultBase):
     def runs_tool(self) -> bool:
         """Whether the real tool runs first (every mode but ``value``)."""
         return self.mode != "value"
-
-    def params(self) -> dict[str, Any]:
-        """The fault's own parameters, without ``garbage`` when none was given."""
-        p = super().params()
-        if self.garbage is _UNSET:
-            p.pop("garbage", None)
-        return p
 
 
 class StaleStateFault(_FaultBase):

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import chaoskit.engine._attrs as _attrs
 import chaoskit.engine._config as _config
@@ -24,6 +24,8 @@ from chaoskit.traces._records import AttemptRecord, EpisodeRecord, TraceReadErro
 from chaoskit.traces._trace import Trace
 
 __all__ = ["ON_MISS", "Answer", "Cassette", "RecordedError", "Replay", "ReplayMiss", "cassette_path"]
+
+_T = TypeVar("_T")
 
 #: what an unmatched call does: stop the run with a clear error, call the real tool, or call it and add its answer
 #: to the cassette
@@ -281,19 +283,23 @@ class Replay:
         if index is None:
             index = self._index.setdefault(name, self._build(spec))
         key = self._key(spec, args, args_hash)
-        answers = index.get(key)
-        if not answers:
-            miss = ReplayMiss(self._miss_text(spec, args))
-            self.misses.append(miss)
+        return self._next(index.get(key), (name, key), lambda: self._miss_text(spec, args))
+
+    def _next(self, recorded: list[_T] | None, seen_key: tuple[str, str | None], miss: Callable[[], str]) -> _T | None:
+        """The n-th of ``recorded`` for the n-th request of ``seen_key`` (past the last, the last again); on none
+        recorded, a miss kept and raised, or None with ``on_miss`` other than ``error``."""
+        if not recorded:
+            error = ReplayMiss(miss())
+            self.misses.append(error)
             if self.on_miss != "error":
                 return None
-            raise miss
-        seen = self._seen.get((name, key))
+            raise error
+        seen = self._seen.get(seen_key)
         if seen is None:
-            seen = self._seen.setdefault((name, key), itertools.count())
+            seen = self._seen.setdefault(seen_key, itertools.count())
         # next() on a count is atomic under the GIL: concurrent calls each get their own occurrence, with no lock
         n = next(seen)
-        return answers[n if n < len(answers) else -1]
+        return recorded[n if n < len(recorded) else -1]
 
     def call(
         self,
@@ -376,18 +382,8 @@ class Replay:
             for reply in self.cassette.models:
                 index.setdefault(reply.key, []).append(reply)
             self._models = index
-        replies = index.get(key)
-        if not replies:
-            miss = ReplayMiss(self._model_miss_text(messages, shown))
-            self.misses.append(miss)
-            if self.on_miss != "error":
-                return None
-            raise miss
-        seen = self._seen.get(("", key))
-        if seen is None:
-            seen = self._seen.setdefault(("", key), itertools.count())
-        n = next(seen)
-        return replies[n if n < len(replies) else -1].reply
+        found = self._next(index.get(key), ("", key), lambda: self._model_miss_text(messages, shown))
+        return None if found is None else found.reply
 
     def add_model(self, key: str, messages: tuple[str, ...], reply: Any) -> None:
         """Keep a real model's ``reply`` (plain data, redacted) for the cassette when ``on_miss="record"``."""

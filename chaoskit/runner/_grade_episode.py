@@ -239,6 +239,11 @@ def calls_of(trace: Trace, required: list[str] | None = None) -> list[dict[str, 
     return [c for ep in trace.episodes for c in episode_truth(ep, required).to_dict()["calls"]][:TIMELINE_MAX]
 
 
+def _on_timeline(start: float, end: float, t0: float) -> dict[str, float]:
+    """Where a span sits on the episode's timeline: its start from ``t0`` (``t_ms``) and its duration (``ms``)."""
+    return {"t_ms": round((start - t0) * 1000.0, 3), "ms": round(max(end - start, 0.0) * 1000.0, 3)}
+
+
 def timeline(trace: Trace, root: float | None = None) -> list[dict[str, Any]]:
     """The episode's first :data:`TIMELINE_MAX` attempts in time order: tool, attempt, start (``t_ms``, from
     ``root``, the episode's start, else the first attempt's) and duration in ms, outcome, injected fault type
@@ -251,8 +256,7 @@ def timeline(trace: Trace, root: float | None = None) -> list[dict[str, Any]]:
         {
             "tool": a.tool,
             "attempt": a.attempt,
-            "t_ms": round((a.start_time - t0) * 1000.0, 3),
-            "ms": round(max(a.end_time - a.start_time, 0.0) * 1000.0, 3),
+            **_on_timeline(a.start_time, a.end_time, t0),
             "outcome": a.outcome,
             "fault": a.fault_type if a.injected else None,
             "executed": bool(a.executed),
@@ -278,8 +282,7 @@ def model_timeline(trace: Trace, root: float | None = None) -> list[dict[str, An
         {
             "model": c.model,
             "call": c.call,
-            "t_ms": round((c.start - t0) * 1000.0, 3),
-            "ms": round(max(c.end - c.start, 0.0) * 1000.0, 3),
+            **_on_timeline(c.start, c.end, t0),
             "outcome": c.outcome,
             "fault": c.fault,
             **({"skipped": c.skipped} if c.skipped else {}),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -223,7 +224,7 @@ class RunConfig:
                 raise ChaoskitError(f"--shard must be i/n with 1 <= i <= n, got {i}/{n}")
         if not 0.0 < self.theta <= 1.0:
             raise ChaoskitError(f"--theta must be in (0, 1], got {self.theta}")
-        if not self.timeout > 0:
+        if not (self.timeout > 0 and math.isfinite(self.timeout)):  # inf overflows the command agent's wait
             raise ChaoskitError(f"--timeout must be a number of seconds > 0, got {self.timeout:g}")
         self._check_agents()
         self._check_cassettes()

@@ -88,16 +88,21 @@ def _bad_weight(w: object) -> bool:
     return not isinstance(w, int | float) or isinstance(w, bool) or not math.isfinite(w) or w < 0
 
 
+def _known_kind(kind: Any, where: str, line: int | None, field: str) -> None:
+    """Reject a key of ``weights:`` or ``params:`` that names no fault kind, with the closest kind and the list."""
+    if kind not in KINDS:
+        raise PlanError(
+            f"unknown fault kind {kind!r}{_suggest(str(kind), KINDS)}; allowed: {', '.join(KINDS)}",
+            source=where,
+            line=line,
+            field=field,
+        )
+
+
 def _check_weights(weights: Mapping[Any, Any], where: str, prefix: str, lines: Mapping[tuple[Any, ...], int]) -> None:
     for kind, w in weights.items():
         line = _line_for((*_path(prefix), kind), lines)
-        if kind not in KINDS:
-            raise PlanError(
-                f"unknown fault kind {kind!r}{_suggest(str(kind), KINDS)}; allowed: {', '.join(KINDS)}",
-                source=where,
-                line=line,
-                field=f"{prefix}.{kind}",
-            )
+        _known_kind(kind, where, line, f"{prefix}.{kind}")
         if _bad_weight(w):
             raise PlanError(
                 f"must be a finite number >= 0, got {w!r}", source=where, line=line, field=f"{prefix}.{kind}"
@@ -351,13 +356,7 @@ def _levels(data: Mapping[str, Any], where: str, lines: Mapping[tuple[Any, ...],
 def _check_params(params: Mapping[Any, Any], where: str, lines: Mapping[tuple[Any, ...], int]) -> None:
     for kind, p in params.items():
         line = _line_for(("params", kind), lines)
-        if kind not in KINDS:
-            raise PlanError(
-                f"unknown fault kind {kind!r}{_suggest(str(kind), KINDS)}; allowed: {', '.join(KINDS)}",
-                source=where,
-                line=line,
-                field=f"params.{kind}",
-            )
+        _known_kind(kind, where, line, f"params.{kind}")
         if not isinstance(p, Mapping):
             raise PlanError(
                 f"must be a mapping of {KINDS[kind]['type']} fault parameters, got {type(p).__name__} {p!r}",

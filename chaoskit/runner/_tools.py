@@ -78,14 +78,11 @@ def _unknown_tool(
         shown, label = ", ".join(names) or "(none)", "known tools"
     if _is_pattern(name):
         # a glob that matches nothing makes its fault never fire: the scenario would pass untested
-        return PlanError(
-            f'names tools {name!r}, {why}, so its fault never fires; {label}: {shown} (or "*" for every tool)',
-            source=sc.source or f"scenario {sc.name}",
-            line=_line_for(key, lines),
-            field=field_name,
-        )
+        what = f"names tools {name!r}, {why}, so its fault never fires"
+    else:
+        what = f"names tool {name!r}, {why}{_suggest(name, names)}"
     return PlanError(
-        f'names tool {name!r}, {why}{_suggest(name, names)}; {label}: {shown} (or "*" for every tool)',
+        f'{what}; {label}: {shown} (or "*" for every tool)',
         source=sc.source or f"scenario {sc.name}",
         line=_line_for(key, lines),
         field=field_name,

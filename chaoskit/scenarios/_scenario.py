@@ -5,12 +5,10 @@ A directory or glob of scenario files is a battery. Errors name the file, the li
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from chaoskit._errors import PlanError
+from chaoskit._refs import RefError, import_failure, import_ref
 from chaoskit.plan._faults import Fault
 from chaoskit.plan._fields import _is_int
 from chaoskit.plan._locate import _line_for, _PlanErrorsInit, _suggest, raw_validation, validation_to_plan_error
@@ -295,27 +294,15 @@ def resolve_ref(ref: str, *, source: str | None = None, field: str | None = None
     if not _is_ref(ref):
         raise PlanError(f"must be a 'module:attr' reference, got {ref!r}", source=source, field=field, line=line)
     module_name, _, attr = ref.partition(":")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
     try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise PlanError(
-            f"cannot import module {module_name!r} for {ref!r}: {exc}", source=source, field=field, line=line
-        ) from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            names = [n for n in dir(obj) if not n.startswith("_")]
-            raise PlanError(
-                f"{ref!r}: {module_name} has no attribute {part!r}{_suggest(part, names)}",
-                source=source,
-                field=field,
-                line=line,
-            ) from None
-    return obj
+        return import_ref(module_name, attr)
+    except RefError as exc:
+        if exc.error is not None:
+            msg = f"cannot import module {module_name!r} for {ref!r}: {import_failure(exc.error)}"
+        else:
+            names = [n for n in dir(exc.owner) if not n.startswith("_")]
+            msg = f"{ref!r}: {module_name} has no attribute {exc.missing!r}{_suggest(exc.missing, names)}"
+        raise PlanError(msg, source=source, field=field, line=line) from None
 
 
 def load_scenario(

@@ -17,7 +17,6 @@ import logging
 import os
 import shlex
 import signal
-import sys
 import threading
 import types
 from collections.abc import Callable, Iterable, Mapping
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
+from chaoskit._refs import RefError, import_ref
 from chaoskit.adapters._decorator import spec_of
 from chaoskit.suggest._openapi_tools import read_openapi
 from chaoskit.suggest._tool_info import EVERY_TOOL, McpServer, Param, SuggestError, ToolInfo, merge_tools
@@ -39,6 +39,7 @@ __all__ = [
     "discover_ref",
     "model_hook",
     "register_describer",
+    "split_command",
     "tool_from_callable",
 ]
 
@@ -283,18 +284,14 @@ def _import_ref(ref: str) -> tuple[types.ModuleType, Any]:
         raise SuggestError(
             f"--agent {ref!r}: expected MODULE:OBJECT (a factory, a tool list, a graph) or an OpenAPI file"
         )
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `chaoskit run` does: the project's own modules import
     try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise SuggestError(f"--agent {ref}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise SuggestError(f"--agent {ref}: {module_name} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    return module, obj
+        obj = import_ref(module_name, attr)  # as `chaoskit run` does: the project's own modules import
+    except RefError as exc:
+        if exc.error is not None:
+            error = exc.error
+            raise SuggestError(f"--agent {ref}: cannot import {module_name}: {type(error).__name__}: {error}") from None
+        raise SuggestError(f"--agent {ref}: {module_name} has no attribute {attr!r}") from None
+    return importlib.import_module(module_name), obj  # imported above: the cached module
 
 
 def _module_tools(module: types.ModuleType, seen: dict[int, Any], out: list[ToolInfo]) -> None:
@@ -304,13 +301,20 @@ def _module_tools(module: types.ModuleType, seen: dict[int, Any], out: list[Tool
             _visit(value, _MAX_DEPTH - 1, seen, out)
 
 
-def _mcp_tools(command: str) -> list[ToolInfo]:
+def split_command(flag: str, command: str, empty: str) -> list[str]:
+    """``flag``'s command line as an argv list (split as a shell would); a SuggestError naming ``flag`` when it
+    cannot be split or is ``empty``."""
     try:
-        argv = tuple(shlex.split(command))
+        argv = shlex.split(command)
     except ValueError as exc:
-        raise SuggestError(f"--mcp {command!r}: cannot split the command line: {exc}") from None
+        raise SuggestError(f"{flag} {command!r}: cannot split the command line: {exc}") from None
     if not argv:
-        raise SuggestError("--mcp: the server command is empty")
+        raise SuggestError(f"{flag}: {empty}")
+    return argv
+
+
+def _mcp_tools(command: str) -> list[ToolInfo]:
+    argv = tuple(split_command("--mcp", command, "the server command is empty"))
     described = _describe(McpServer(argv))
     if described is None:
         raise SuggestError("--mcp needs the MCP integration: pip install 'chaoskit[mcp]'")

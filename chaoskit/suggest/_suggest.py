@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ from chaoskit.suggest._battery_writer import (
     write_cases,
 )
 from chaoskit.suggest._classify import classify, is_auth
-from chaoskit.suggest._discover import discover_ref, model_hook
+from chaoskit.suggest._discover import discover_ref, model_hook, split_command
 from chaoskit.suggest._findings import declared_findings
 from chaoskit.suggest._tasks import Task, agent_scenarios, pick_tasks
 from chaoskit.suggest._tool_info import Classification, SuggestError
@@ -121,13 +120,7 @@ def suggest(
         raise SuggestError("give --http-command (the runner starts the API) or --http-url (it runs), not both")
     http: dict[str, Any] | None = None
     if http_command is not None:
-        try:
-            argv = shlex.split(http_command)
-        except ValueError as exc:
-            raise SuggestError(f"--http-command {http_command!r}: cannot split the command line: {exc}") from None
-        if not argv:
-            raise SuggestError("--http-command: the command is empty")
-        http = {"command": argv}
+        http = {"command": split_command("--http-command", http_command, "the command is empty")}
     elif http_url is not None:
         if not http_url.startswith(("http://", "https://")):
             raise SuggestError(f"--http-url {http_url!r}: expected an http:// or https:// URL")

@@ -376,6 +376,26 @@ def test_a_bad_judge_reference_says_what_was_expected(spec: str, message: str) -
         load_model(spec)
 
 
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("raise RuntimeError('no API key in the environment')\n", "RuntimeError: no API key in the environment"),
+        ("def model(:\n    pass\n", "SyntaxError: invalid syntax"),
+    ],
+)
+def test_a_judge_module_that_fails_on_import_is_a_usage_error_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, message: str
+) -> None:
+    # `chaoskit run --agent` and `suggest --agent` said so already; `--judge` let the module's own error escape
+    import sys
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the project directory goes on sys.path: undone after
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "judge_fails_on_import.py").write_text(source)
+    with pytest.raises(ConfigError, match=rf"--judge judge_fails_on_import:model: cannot import .*{message}"):
+        load_model("judge_fails_on_import:model")
+
+
 # --- the figures -------------------------------------------------------------------------------------------------
 
 

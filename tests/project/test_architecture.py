@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("adapters",),
     ("engine",),
     ("telemetry", "plan"),
-    ("semconv", "_errors", "_version"),
+    ("semconv", "_errors", "_refs", "_version"),
 )
 #: the public facades sit above every layer, and no module inside the package imports them
 FACADES = frozenset({PACKAGE, f"{PACKAGE}.checks", f"{PACKAGE}.faults", f"{PACKAGE}.__main__"})

@@ -112,6 +112,10 @@ def test_a_backend_trace_without_results_is_refused_naming_the_span(
         (["--replay-from-phoenix", "http://127.0.0.1:9"], "needs --project NAME"),
         (["--trace", "ab"], "--trace is for --replay-from-jaeger"),
         (["--replay-from-jaeger", "http://127.0.0.1:9", "--trace", "not-hex"], "up to 32 hex digits"),
+        (  # inf was an OverflowError traceback; --timeout of chaoskit check already refused it
+            ["--replay-from-jaeger", "http://127.0.0.1:9", "--trace", "ab", "--backend-timeout", "inf"],
+            "--backend-timeout must be a number of seconds > 0, got inf",
+        ),
         (["--on-miss", "record"], "--on-miss record adds to the cassettes of --replay DIR"),
     ],
 )

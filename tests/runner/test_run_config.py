@@ -92,6 +92,7 @@ def test_the_config_is_frozen_and_checked_naming_its_flag() -> None:
         ({"executor": "cloud"}, "--executor"),
         ({"shard": (3, 2)}, "--shard"),
         ({"timeout": 0}, "--timeout"),
+        ({"timeout": float("inf")}, "--timeout"),  # was accepted, then a command agent's wait overflowed
         ({"on_miss": "skip"}, "--on-miss"),
         ({"agent": " "}, "--agent"),
         ({"agents": []}, "--agents"),

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,25 @@ def test_errors_name_file_line_and_key(tmp_path: Path, edit: tuple[str, str], pa
     text = GOOD.replace(*edit)
     assert text != GOOD
     with pytest.raises(PlanError, match=pattern):
+        load_scenario(write(tmp_path, "a.yaml", text))
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("raise RuntimeError('OPENAI_API_KEY is not set')\n", "RuntimeError: OPENAI_API_KEY is not set"),
+        ("def make(:\n    pass\n", "SyntaxError: invalid syntax"),
+    ],
+)
+def test_an_agent_module_that_fails_on_import_names_file_line_and_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, message: str
+) -> None:
+    # an ImportError was a PlanError already; any other error of the module's top level was a bare traceback
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the project directory goes on sys.path: undone after
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "agent_fails_on_import.py").write_text(source)
+    text = GOOD.replace("examples.plain.agents:careful", "agent_fails_on_import:make")
+    with pytest.raises(PlanError, match=rf"a\.yaml:3: agent: cannot import module 'agent_fails_on_import'.*{message}"):
         load_scenario(write(tmp_path, "a.yaml", text))
 
 
