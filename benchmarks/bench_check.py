@@ -71,7 +71,7 @@ from chaoskit.grading.checks import run_checks
 imports = time.process_time() - t
 typed = None
 try:  # the typed decoding of the reader alone (msgspec, only the fields grading uses)
-    from chaoskit.traces._otlp_typed import _decode
+    from chaoskit.traces._decode import _decode
 except ImportError:
     pass
 else:

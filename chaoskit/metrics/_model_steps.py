@@ -19,8 +19,8 @@ from chaoskit.semconv import (
     GEN_AI_USAGE_OUTPUT_TOKENS,
     OP_CHAT,
 )
+from chaoskit.traces._decode import BadValue, nanos, otlp_id, otlp_value
 from chaoskit.traces._records import TraceReadError
-from chaoskit.traces._span_values import BadValue, nanos, otlp_id, otlp_value
 
 __all__ = ["StepRecord", "ToolCall", "read_steps", "step_from_attributes", "steps_from_spans"]
 

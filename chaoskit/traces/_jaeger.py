@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.traces._build import LateSpanError, TraceBuilder
-from chaoskit.traces._formats import dispatch
+from chaoskit.traces._decode import dispatch
 from chaoskit.traces._readers import _no_gc, guarded, read_with_builder, text_documents
 from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.traces._build import TraceBuilder, _episode_order
-from chaoskit.traces._formats import dispatch
+from chaoskit.traces._decode import dispatch
 from chaoskit.traces._readers import guarded, nothing_to_grade
 from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 from chaoskit.traces._trace import Trace

@@ -1,7 +1,7 @@
 """Readers for exported spans: OTLP-JSON (single object, JSON Lines, Jaeger api_v3) and Jaeger UI JSON.
 
 Files are streamed line by line when they are JSON Lines, so a million-span file never sits in memory as one parsed
-document (lines are parsed by orjson when it is installed; a line it refuses is parsed again by the standard
+document (lines are parsed by orjson; a line it refuses is parsed again by the standard
 ``json`` module, so what is accepted and every message stay the same); a pretty-printed file (or a top-level list)
 is one document, parsed whole, and needs memory a few times its size. There is no size limit. JSON nested deeper
 than Python's recursion limit (about 1,000 levels; a trace needs fewer than 10) is rejected with a
@@ -21,10 +21,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import orjson
+
 from chaoskit.semconv import ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE
 from chaoskit.traces._attributes import PREFIXES
 from chaoskit.traces._build import TraceBuilder
-from chaoskit.traces._formats import dispatch, dispatch_any, expected
+from chaoskit.traces._decode import dispatch, dispatch_any, expected, read_line
 from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 
 __all__ = [
@@ -43,12 +45,8 @@ __all__ = [
     "text_documents",
 ]
 
-_fast_loads: Callable[[bytes], Any] = json.loads
-with contextlib.suppress(ImportError):  # a faster parser when installed; what it refuses goes to the standard one
-    from orjson import loads as _fast_loads
-_typed_line: Callable[[bytes, TraceBuilder], bool] | None = None
-with contextlib.suppress(ImportError):  # typed decoding of OTLP lines when msgspec is installed; see _otlp_typed
-    from chaoskit.traces._otlp_typed import read_line as _typed_line
+#: the typed fast path for lines of OTLP-JSON Lines (a module name, so that a test can read with it off)
+_typed_line: Callable[[bytes, TraceBuilder], bool] | None = read_line
 
 #: the file formats ``load`` and ``chaoskit check --format`` accept
 FORMATS = ("otlp", "jaeger")
@@ -331,7 +329,7 @@ def file_documents(path: Path, fmt: str | None, builder: TraceBuilder) -> Iterat
 
 def jsonl_documents(lines: Iterable[bytes], fmt: str | None, builder: TraceBuilder, lineno: int) -> Iterator[None]:
     """Read JSON Lines (``lines`` follow line ``lineno``) into ``builder``, yielding after each line."""
-    loads = _fast_loads
+    loads = orjson.loads
     typed = _typed_line if fmt != "jaeger" else None
     for raw in lines:
         lineno += 1
