@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -60,6 +61,7 @@ __all__ = [
     "otlp_exception_message",
     "otlp_id",
     "otlp_value",
+    "read_api_v3",
     "read_line",
 ]
 
@@ -586,6 +588,43 @@ class _Document(msgspec.Struct, gc=False):
 
 
 _decode = msgspec.json.Decoder(_Document).decode
+
+
+class _ApiV3Result(msgspec.Struct, gc=False):
+    resourceSpans: list[msgspec.Raw]
+
+
+class _ApiV3(msgspec.Struct, gc=False):
+    """Jaeger api_v3's answer, its ``resourceSpans`` entries left as text to be read one at a time."""
+
+    result: _ApiV3Result
+    # a document holding these as well is not only an answer: the whole-document reader says what it is
+    error: msgspec.Raw | UnsetType = UNSET
+    resourceSpans: msgspec.Raw | UnsetType = UNSET
+
+
+_decode_api_v3 = msgspec.json.Decoder(_ApiV3).decode
+
+
+def read_api_v3(text: str, builder: TraceBuilder) -> bool:
+    """Read Jaeger api_v3's answer ``{"result": {"resourceSpans": [...]}}`` into ``builder`` one entry at a time
+    (each through :func:`read_line`, else :func:`dispatch`), so that the whole parsed answer never sits in
+    memory; False, having added nothing, when ``text`` is not exactly such an object (the caller then reads it
+    whole, and the general reader names what is wrong). An entry that cannot be read raises; the caller reads
+    the answer again whole, for a message naming its JSON path (``result.resourceSpans[3]``)."""
+    try:
+        answer = _decode_api_v3(text)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    if answer.error is not UNSET or answer.resourceSpans is not UNSET:
+        return False
+    # (each entry is a view on ``text``: no copy of the answer is made)
+    for entry in answer.result.resourceSpans:
+        raw = bytes(entry)
+        if not read_line(b'{"resourceSpans":[' + raw + b"]}", builder):
+            dispatch({"resourceSpans": [json.loads(raw)]}, "otlp", builder)
+    return True
+
 
 #: what ``TraceBuilder.add`` takes, made for every chaoskit span of a line before any of them is added
 _Prepared = tuple[str, str, tuple[str, str], str, str, str, int, int, dict[str, Any], "str | None"]
