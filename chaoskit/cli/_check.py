@@ -431,7 +431,8 @@ def check_sources(args: argparse.Namespace) -> None:
             )
     if backends:
         # imported when used: the HTTP client is off the path of grading files
-        from chaoskit.traces._jaeger import check_http_url, check_jaeger_url
+        from chaoskit.traces._http import check_http_url
+        from chaoskit.traces._jaeger import check_jaeger_url
     if args.from_jaeger is not None:
         check_jaeger_url(args.from_jaeger)
         if not args.service:

@@ -11,15 +11,17 @@ back. The body is asked for uncompressed, as urllib asked for it.
 from __future__ import annotations
 
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import requests
 import urllib3.exceptions
 
+from chaoskit._errors import ChaoskitError
 from chaoskit.traces._records import TraceReadError, show
 
-__all__ = ["ERROR_BODY", "Answer", "one_line", "request"]
+__all__ = ["ERROR_BODY", "Answer", "check_http_url", "one_line", "request"]
 
 _CHUNK = 1 << 20
 #: the most of an error answer's body that is read, for its message
@@ -121,6 +123,20 @@ def request(
     if size is not None and len(body) < size:
         raise fail(f"{backend}'s answer was cut short: {len(body):,} of the {size:,} bytes it announced arrived")
     return Answer(resp.status_code, resp.headers, bytes(body))
+
+
+def check_http_url(url: str, flag: str, what: str, example: str) -> str:
+    """``url`` when it is an http(s) URL with a host, a valid port and no query; else a usage error naming
+    ``flag``, what it expects (``what``, such as ``example``) and what it got."""
+    problem = f"{flag} expects the http:// or https:// URL of {what}, such as {example}, got {show(url)}"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise ChaoskitError(f"{problem} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ChaoskitError(problem)
+    return url
 
 
 def _error_body(resp: requests.Response) -> bytes:

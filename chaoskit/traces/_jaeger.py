@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from chaoskit._errors import ChaoskitError
 from chaoskit.traces._build import LateSpanError, TraceBuilder
 from chaoskit.traces._decode import read_api_v3
-from chaoskit.traces._http import ERROR_BODY, Answer, one_line, request
+from chaoskit.traces._http import ERROR_BODY, Answer, check_http_url, one_line, request
 from chaoskit.traces._readers import _no_gc, guarded, read_with_builder, text_documents
 from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 
@@ -28,7 +28,6 @@ __all__ = [
     "MAX_ANSWER_BYTES",
     "MIN_WINDOW",
     "JaegerPages",
-    "check_http_url",
     "check_jaeger_url",
     "fetch_jaeger",
     "fetch_jaeger_trace",
@@ -49,20 +48,6 @@ _TIMEOUT_HINT = " (--timeout); is it overloaded, or the query too wide (--since,
 def check_jaeger_url(url: str) -> str:
     """``url`` when it is an http(s) URL with a host (and a valid port); a usage error naming the option if not."""
     return check_http_url(url, "--from-jaeger", "Jaeger's query service", "http://localhost:16686")
-
-
-def check_http_url(url: str, flag: str, what: str, example: str) -> str:
-    """``url`` when it is an http(s) URL with a host, a valid port and no query; else a usage error naming
-    ``flag``, what it expects (``what``, such as ``example``) and what it got."""
-    problem = f"{flag} expects the http:// or https:// URL of {what}, such as {example}, got {show(url)}"
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
-    except ValueError as exc:
-        raise ChaoskitError(f"{problem} ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise ChaoskitError(problem)
-    return url
 
 
 def fetch_jaeger(

@@ -21,7 +21,7 @@ from typing import Any
 from chaoskit._errors import ChaoskitError
 from chaoskit.traces._build import TraceBuilder, _episode_order
 from chaoskit.traces._decode import dispatch
-from chaoskit.traces._http import Answer, one_line, request
+from chaoskit.traces._http import Answer, check_http_url, one_line, request
 from chaoskit.traces._readers import guarded, nothing_to_grade
 from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 from chaoskit.traces._trace import Trace
@@ -37,18 +37,7 @@ _OTLPV1 = "/v1/projects/{project}/spans/otlpv1"
 
 def check_phoenix_url(url: str) -> str:
     """``url`` when it is an http(s) URL with a host (and a valid port); a usage error naming the option if not."""
-    problem = (
-        f"--from-phoenix expects the http:// or https:// URL of Phoenix (its UI and REST port), such as "
-        f"http://127.0.0.1:6006, got {show(url)}"
-    )
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
-    except (ValueError, AttributeError) as exc:
-        raise ChaoskitError(f"{problem} ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise ChaoskitError(problem)
-    return url
+    return check_http_url(url, "--from-phoenix", "Phoenix (its UI and REST port)", "http://127.0.0.1:6006")
 
 
 def fetch_phoenix(
