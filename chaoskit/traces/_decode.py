@@ -20,7 +20,7 @@ import contextlib
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -58,8 +58,10 @@ __all__ = [
     "jaeger_value",
     "json_kind",
     "nanos",
+    "otlp_attributes",
     "otlp_exception_message",
     "otlp_id",
+    "otlp_spans",
     "otlp_value",
     "read_api_v3",
     "read_line",
@@ -295,7 +297,8 @@ def _list(v: Any, path: str, what: str, builder: TraceBuilder) -> Sequence[Any]:
 # --- OTLP-JSON ----------------------------------------------------------------------------------------
 
 
-def _otlp_attrs(items: Any, where: str, anchor: tuple[str, str] | None, builder: TraceBuilder) -> dict[str, Any]:
+def otlp_attributes(items: Any, where: str, anchor: tuple[str, str] | None, builder: TraceBuilder) -> dict[str, Any]:
+    """The attributes of an OTLP span (``where`` names it in errors), each value decoded and checked."""
     out: dict[str, Any] = {}
     try:
         # the fast path, for every attribute of every chaoskit span; anything unusual takes the checked one,
@@ -344,6 +347,18 @@ def _otlp_attrs_checked(
 
 
 def _otlp_doc(doc: Mapping[str, Any], builder: TraceBuilder) -> None:
+    for scope, k, sp in otlp_spans(doc, builder):
+        name = sp.get("name")
+        if type(name) is str and name.startswith(PREFIXES):
+            _otlp_span(sp, name, f"{scope}.spans[{k}]", builder)
+        elif name == "initialize":
+            builder.protocol_fault(_summary(sp.get("attributes")))
+
+
+def otlp_spans(doc: Mapping[str, Any], builder: TraceBuilder) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
+    """Each span object of an OTLP-JSON document (or of api_v3's ``{"result": ...}``), with the JSON path of its
+    scope and its index there (``resourceSpans[0].scopeSpans[1]``, 3); every level is checked, and one of the
+    wrong type is a ``builder.error`` naming its path. ``builder.spans_seen`` counts the spans met."""
     path = ""
     if "result" in doc:
         result = doc["result"]
@@ -366,11 +381,7 @@ def _otlp_doc(doc: Mapping[str, Any], builder: TraceBuilder) -> None:
             for k, sp in enumerate(spans):
                 if type(sp) is not dict and not isinstance(sp, Mapping):
                     raise builder.error(f"{q}.spans[{k}]: expected a span object, got a {json_kind(sp)}")
-                name = sp.get("name")
-                if type(name) is str and name.startswith(PREFIXES):
-                    _otlp_span(sp, name, f"{q}.spans[{k}]", builder)
-                elif name == "initialize":
-                    builder.protocol_fault(_summary(sp.get("attributes")))
+                yield q, k, sp
 
 
 def _summary(items: Any) -> Any:
@@ -387,7 +398,7 @@ def _otlp_span(sp: Mapping[str, Any], name: str, path: str, builder: TraceBuilde
     sid = otlp_id(raw_sid, 16)
     where = f"span {sid} ({name})" if sid else f"{path} ({name})"
     anchor = ("spanId", raw_sid) if isinstance(raw_sid, str) else None
-    attrs = _otlp_attrs(sp.get("attributes"), where, anchor, builder)
+    attrs = otlp_attributes(sp.get("attributes"), where, anchor, builder)
     kind = builder.kind(name, attrs, where, anchor)
     if kind is None:
         return

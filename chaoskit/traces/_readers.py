@@ -56,6 +56,9 @@ _NESTED = (
     "and Jaeger JSON traces nest fewer than 10 levels"
 )
 
+#: what reads one parsed document into a builder: ``dispatch_any``, unless another reader gives its own
+Take = Callable[[Any, str | None, TraceBuilder], None]
+
 #: what the readers take: a path, JSON text (``str`` or UTF-8 ``bytes``), or parsed JSON (an object or a list)
 Source = str | os.PathLike[str] | bytes | Mapping[str, Any] | Sequence[Any]
 
@@ -241,12 +244,14 @@ def _read_text(text: str, fmt: str | None, builder: TraceBuilder, first_line: in
         pass
 
 
-def text_documents(text: str, fmt: str | None, builder: TraceBuilder, first_line: int) -> Iterator[None]:
-    """Read each JSON document in ``text`` into ``builder``, yielding after each one."""
+def text_documents(
+    text: str, fmt: str | None, builder: TraceBuilder, first_line: int, take: Take = dispatch_any
+) -> Iterator[None]:
+    """Read each JSON document in ``text`` into ``builder`` (or hand it to ``take``), yielding after each one."""
     for line, doc, start, end in _documents(text, first_line, builder):
         builder.line = line
         builder.doc_text = (text, start, end)
-        dispatch_any(doc, fmt, builder)
+        take(doc, fmt, builder)
         yield
     builder.doc_text = None
 
@@ -281,9 +286,10 @@ def open_trace_file(path: Path, fmt: str | None) -> BinaryIO:
     return fh
 
 
-def file_documents(path: Path, fmt: str | None, builder: TraceBuilder) -> Iterator[None]:
+def file_documents(path: Path, fmt: str | None, builder: TraceBuilder, take: Take = dispatch_any) -> Iterator[None]:
     """Read each document of the trace file at ``path`` into ``builder``, yielding after each one: each line
-    of JSON Lines, or the one (pretty-printed) document."""
+    of JSON Lines, or the one (pretty-printed) document. ``take`` reads a parsed document (another reader of
+    OTLP-JSON, such as the metrics' model steps, gives its own; the typed fast path is then off)."""
     source = str(path)
     fh = open_trace_file(path, fmt)
     with fh:
@@ -298,7 +304,8 @@ def file_documents(path: Path, fmt: str | None, builder: TraceBuilder) -> Iterat
                 raise TraceReadError(f"the file is empty; expected {expected(fmt)}", source=source)
             text = _decode(first, lineno, fmt, builder, first=lineno == 1)
             builder.line = lineno
-            if _typed_line is not None and fmt != "jaeger" and _typed_line(first, builder):
+            typed = _typed_line if take is dispatch_any and fmt != "jaeger" else None
+            if typed is not None and typed(first, builder):
                 yield  # JSON Lines (or one document on one line) of OTLP-JSON
                 yield from jsonl_documents(fh, fmt, builder, lineno)
                 return
@@ -312,25 +319,29 @@ def file_documents(path: Path, fmt: str | None, builder: TraceBuilder) -> Iterat
                 if nxt is not None and _is_object(nxt):
                     # JSON Lines whose first line is broken, not one document spread over many lines
                     raise _jsonl_error(exc, fmt, builder, lineno) from None
-                yield from text_documents(text + _decode(rest, lineno + 1, fmt, builder), fmt, builder, lineno)
+                yield from text_documents(text + _decode(rest, lineno + 1, fmt, builder), fmt, builder, lineno, take)
                 return
             if not isinstance(doc, dict):
                 # pretty-printed (or a top-level list): one document spanning many lines, read whole
-                yield from text_documents(text + _decode(fh.read(), lineno + 1, fmt, builder), fmt, builder, lineno)
+                more = _decode(fh.read(), lineno + 1, fmt, builder)
+                yield from text_documents(text + more, fmt, builder, lineno, take)
                 return
             builder.line = lineno
-            dispatch(doc, fmt, builder)
+            take(doc, fmt, builder)
             del doc  # see jsonl_documents
             yield
-            yield from jsonl_documents(fh, fmt, builder, lineno)
+            yield from jsonl_documents(fh, fmt, builder, lineno, take)
         except OSError as exc:
             raise TraceReadError(f"cannot read the file ({exc.strerror or exc})", source=source) from None
 
 
-def jsonl_documents(lines: Iterable[bytes], fmt: str | None, builder: TraceBuilder, lineno: int) -> Iterator[None]:
-    """Read JSON Lines (``lines`` follow line ``lineno``) into ``builder``, yielding after each line."""
+def jsonl_documents(
+    lines: Iterable[bytes], fmt: str | None, builder: TraceBuilder, lineno: int, take: Take = dispatch_any
+) -> Iterator[None]:
+    """Read JSON Lines (``lines`` follow line ``lineno``) into ``builder`` (or hand each to ``take``), yielding
+    after each line."""
     loads = orjson.loads
-    typed = _typed_line if fmt != "jaeger" else None
+    typed = _typed_line if take is dispatch_any and fmt != "jaeger" else None
     for raw in lines:
         lineno += 1
         if not raw or raw.isspace():  # (strip() would copy every line)
@@ -348,7 +359,7 @@ def jsonl_documents(lines: Iterable[bytes], fmt: str | None, builder: TraceBuild
                 doc = json.loads(_decode(raw, lineno, fmt, builder).rstrip("\r\n"))
             except ValueError as exc:
                 raise _jsonl_error(exc, fmt, builder, lineno) from None
-        dispatch_any(doc, fmt, builder)
+        take(doc, fmt, builder)
         # freed now, while the cyclic collector is paused: alive across the yield, its tens of thousands of
         # objects would be scanned by every collection the caller's work sets off until the next line
         del doc
