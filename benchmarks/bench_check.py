@@ -64,7 +64,7 @@ with path.open("rb") as fh:
 parse = time.process_time() - t
 gc.enable()
 t = time.process_time()
-from chaoskit.traces._stream import EpisodeStream
+from chaoskit.traces._readers import EpisodeStream
 from chaoskit.grading._score import score
 from chaoskit.traces._trace import Trace
 from chaoskit.grading.checks import run_checks

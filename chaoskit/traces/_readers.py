@@ -8,8 +8,10 @@ than Python's recursion limit (about 1,000 levels; a trace needs fewer than 10) 
 :class:`TraceReadError`, as is anything that is not the expected structure: every error names the file, the line
 (the span's own line in a pretty-printed file when its id is known), the span or field, and what is allowed. Only
 spans named ``execute_tool …`` / ``invoke_agent …`` have their attributes decoded: foreign spans cost one string
-compare. Which spans are chaoskit's, and what makes one ungradable, is decided in ``_build``. The readers return
-episodes; the :class:`~chaoskit.traces._trace.Trace` classmethods wrap them."""
+compare. Which spans are chaoskit's, and what makes one ungradable, is decided in ``_build``; how each document
+is decoded, in ``_decode``. A file is read whole, one episode at a time (:class:`EpisodeStream`, in memory
+bounded by the largest episode), or in parts cut at line starts (``chaoskit check --workers``). The readers
+return episodes; the :class:`~chaoskit.traces._trace.Trace` classmethods wrap them."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 
 __all__ = [
     "FORMATS",
+    "EpisodeStream",
     "Source",
     "checked_path",
     "file_documents",
@@ -40,8 +43,10 @@ __all__ = [
     "nothing_to_grade",
     "open_trace_file",
     "read",
+    "read_part",
     "read_sdk_spans",
     "read_with_builder",
+    "split_jsonl",
     "text_documents",
 ]
 
@@ -449,3 +454,127 @@ def _documents(text: str, first_line: int, builder: TraceBuilder) -> Iterator[tu
             raise builder.error(f"expected JSON numbers of a usual size ({show(str(exc), 100)})") from None
         yield line, doc, pos, end
         pos = end
+
+
+# --- one episode at a time ------------------------------------------------------------------------------
+# Spans of several episodes may interleave. An episode is handed out after the document (a line of JSON Lines)
+# in which its root span and every attempt that root counted are in; the others at the end of the file. The
+# rules of the whole-file reader hold: a span that cannot be graded, an episode missing attempts, a span id used
+# twice with different content all raise a TraceReadError. An exact copy of a span of an episode already handed
+# out is ignored; any other span of such an episode raises LateSpanError (read the file whole to grade it).
+
+
+class EpisodeStream:
+    """The episodes of one trace file, read as they complete; iterate once. After the iteration ``count`` is how
+    many were handed out and ``builder`` says what was met (for a "nothing to grade" message)."""
+
+    def __init__(self, path: str | os.PathLike[str], fmt: str | None = None) -> None:
+        self.path = checked_path(path, fmt)
+        self.fmt = fmt
+        self.builder = TraceBuilder(str(path), stream=True)
+        self.count = 0
+
+    def __iter__(self) -> Iterator[EpisodeRecord]:
+        builder, fmt = self.builder, self.fmt
+        docs = file_documents(self.path, fmt, builder)
+        while True:
+            with guarded(builder, fmt):
+                more = next(docs, False) is None
+                done = builder.take_complete() if more else builder.build()
+            self.count += len(done)
+            yield from done
+            if not more:
+                return
+
+    def nothing_to_grade(self) -> TraceReadError:
+        """The error for a file that holds no chaoskit span, saying what it held instead."""
+        return nothing_to_grade(str(self.path), self.builder)
+
+
+# --- a large JSON Lines file in parts ------------------------------------------------------------------
+# Each part is read by its own TraceBuilder (in its own process, for ``chaoskit check --workers``); an episode
+# whose spans straddle two parts stays open in both, and the reader of the whole file joins those with
+# ``TraceBuilder.adopt``. Line numbers in messages are the file's own: a part counts the lines before it.
+
+_BLOCK = 1 << 23
+#: the longest first line looked at when deciding whether a file is JSON Lines
+_FIRST_LINE_LIMIT = 1 << 26
+
+
+def split_jsonl(path: Path, parts: int) -> list[int] | None:
+    """Byte offsets ``[0, b1, …, size]`` cutting the file at ``path`` into up to ``parts`` parts at line starts,
+    or None when it cannot be cut: not JSON Lines (its first line is not a whole JSON object on its own), a
+    byte-order mark, an unreadable file, or too small for two parts."""
+    try:
+        with path.open("rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(0)
+            first = fh.readline(_FIRST_LINE_LIMIT)
+            if not first.strip() or first.startswith(b"\xef\xbb\xbf") or not first.endswith(b"\n"):
+                return None
+            try:
+                if not isinstance(json.loads(first), dict):
+                    return None
+            except (ValueError, RecursionError):
+                return None
+            bounds = [0]
+            for i in range(1, parts):
+                fh.seek(max(size * i // parts - 1, 0))
+                fh.readline()
+                pos = fh.tell()
+                if bounds[-1] < pos < size:
+                    bounds.append(pos)
+    except (OSError, ValueError):
+        return None
+    bounds.append(size)
+    return bounds if len(bounds) > 2 else None
+
+
+def read_part(
+    path: Path, fmt: str | None, start: int, end: int | None, builder: TraceBuilder
+) -> Iterator[EpisodeRecord]:
+    """The episodes that complete within bytes ``start`` to ``end`` of the JSON Lines file at ``path`` (``start``
+    at a line start), or within the whole file (of any format) when ``end`` is None: one file of several, such as
+    a rotated one; afterwards ``builder.open_spans()`` holds the spans of the others."""
+    if end is None:
+        yield from _complete(file_documents(path, fmt, builder), builder, fmt)
+        return
+    source = str(path)
+    with open_trace_file(path, fmt) as fh:
+        try:
+            lineno = _lines_before(fh, start)
+            fh.seek(start)
+            yield from _complete(jsonl_documents(_lines(fh, end - start), fmt, builder, lineno), builder, fmt)
+        except OSError as exc:
+            raise TraceReadError(f"cannot read the file ({exc.strerror or exc})", source=source) from None
+
+
+def _complete(docs: Iterator[None], builder: TraceBuilder, fmt: str | None) -> Iterator[EpisodeRecord]:
+    """After each document read into ``builder``, the episodes it completed; the others are left open."""
+    while True:
+        with guarded(builder, fmt):
+            more = next(docs, False) is None
+            done = builder.take_complete() if more else []
+        yield from done
+        if not more:
+            return
+
+
+def _lines_before(fh: BinaryIO, start: int) -> int:
+    n, left = 0, start
+    while left > 0:
+        block = fh.read(min(_BLOCK, left))
+        if not block:
+            break
+        n += block.count(b"\n")
+        left -= len(block)
+    return n
+
+
+def _lines(fh: BinaryIO, size: int) -> Iterator[bytes]:
+    left = size
+    for raw in fh:
+        yield raw
+        left -= len(raw)
+        if left <= 0:
+            return
