@@ -141,7 +141,7 @@ def check_http_url(url: str, flag: str, what: str, example: str) -> str:
 
 def _error_body(resp: requests.Response) -> bytes:
     try:
-        return resp.raw.read(ERROR_BODY)
+        return bytes(resp.raw.read(ERROR_BODY))
     except (urllib3.exceptions.HTTPError, OSError):
         return b""
 
