@@ -1,11 +1,11 @@
-"""The one HTTP client of the trace backends (Jaeger's api_v3, Phoenix's REST API): one request, each failure a
-TraceReadError naming the URL and what went wrong.
+"""The one HTTP client of the trace backends (Jaeger's api_v3, Phoenix's REST API), on requests.
 
-It is built on ``requests``: already in every install (opentelemetry-exporter-otlp-proto-http needs it), well
-kept, and its streamed body (``raw.read1``) lets a large answer be received in chunks against a size limit and
-a deadline. httpx would be a new dependency of the core (it comes only with langchain-core). There are no
-retries (there were none with urllib): a backend that fails is reported, never asked again behind the user's
-back. The body is asked for uncompressed, as urllib asked for it.
+Each failure is a TraceReadError naming the URL and what went wrong. It is built on ``requests``: already in
+every install (opentelemetry-exporter-otlp-proto-http needs it), well kept, and its streamed body
+(``raw.read1``) lets a large answer be received in chunks against a size limit and a deadline. httpx would be a
+new dependency of the core (it comes only with langchain-core). There are no retries (there were none with
+urllib): a backend that fails is reported, never asked again behind the user's back. The body is asked for
+uncompressed, as urllib asked for it.
 """
 
 from __future__ import annotations
@@ -94,35 +94,51 @@ def request(
         size = int(declared) if declared is not None and declared.strip().isdigit() else None
         if max_bytes is not None and size is not None and size > max_bytes:
             raise _too_large(too_large, backend, source, f"{size:,} bytes")
-        raw = resp.raw
-        read = getattr(raw, "read1", raw.read)  # (urllib3 < 2.1 has no read1: its read waits for a whole chunk)
-        body = bytearray()
-        while True:
-            try:
-                chunk = read(_CHUNK)
-            except urllib3.exceptions.ReadTimeoutError:
-                raise late(f"stopped sending its answer after {len(body):,} bytes for") from None
-            except (urllib3.exceptions.ProtocolError, OSError) as exc:
-                if size is not None and len(body) < size and "IncompleteRead" in repr(exc):
-                    break  # said below, with the sizes
-                raise fail(
-                    f"the connection to {backend} broke after {len(body):,} bytes of its answer "
-                    f"({one_line(_reason(exc))})"
-                ) from None
-            except (urllib3.exceptions.HTTPError, ValueError) as exc:
-                raise fail(
-                    f"{backend}'s answer was cut short or malformed ({type(exc).__name__}: {one_line(exc)})"
-                ) from None
-            if not chunk:
-                break
-            body += chunk
-            if max_bytes is not None and len(body) > max_bytes:
-                raise _too_large(too_large, backend, source, f"more than {max_bytes:,} bytes")
-            if stop is not None and time.monotonic() > stop:
-                raise late(f"had sent only {len(body):,} bytes of its answer after")
+        body = _body(
+            resp, backend, size, max_bytes, stop, fail, late, lambda n: _too_large(too_large, backend, source, n)
+        )
     if size is not None and len(body) < size:
         raise fail(f"{backend}'s answer was cut short: {len(body):,} of the {size:,} bytes it announced arrived")
     return Answer(resp.status_code, resp.headers, bytes(body))
+
+
+def _body(
+    resp: requests.Response,
+    backend: str,
+    size: int | None,
+    max_bytes: int | None,
+    stop: float | None,
+    fail: Callable[[str], TraceReadError],
+    late: Callable[[str], TraceReadError],
+    too_large: Callable[[str], TraceReadError],
+) -> bytearray:
+    """The body, received in chunks, within ``max_bytes`` and by ``stop``; short when the answer was cut short
+    of its announced ``size`` (the caller says so)."""
+    raw = resp.raw
+    read = getattr(raw, "read1", raw.read)  # (urllib3 < 2.1 has no read1: its read waits for a whole chunk)
+    body = bytearray()
+    while True:
+        try:
+            chunk = read(_CHUNK)
+        except urllib3.exceptions.ReadTimeoutError:
+            raise late(f"stopped sending its answer after {len(body):,} bytes for") from None
+        except (urllib3.exceptions.ProtocolError, OSError) as exc:
+            if size is not None and len(body) < size and "IncompleteRead" in repr(exc):
+                return body
+            raise fail(
+                f"the connection to {backend} broke after {len(body):,} bytes of its answer ({one_line(_reason(exc))})"
+            ) from None
+        except (urllib3.exceptions.HTTPError, ValueError) as exc:
+            raise fail(
+                f"{backend}'s answer was cut short or malformed ({type(exc).__name__}: {one_line(exc)})"
+            ) from None
+        if not chunk:
+            return body
+        body += chunk
+        if max_bytes is not None and len(body) > max_bytes:
+            raise too_large(f"more than {max_bytes:,} bytes")
+        if stop is not None and time.monotonic() > stop:
+            raise late(f"had sent only {len(body):,} bytes of its answer after")
 
 
 def check_http_url(url: str, flag: str, what: str, example: str) -> str:
