@@ -74,7 +74,13 @@ def request(
 
     try:
         resp = requests.request(
-            "POST" if data is not None else "GET", url, data=data, headers=sent, timeout=timeout, stream=True
+            "POST" if data is not None else "GET",
+            url,
+            data=data,
+            headers=sent,
+            timeout=timeout,
+            stream=True,
+            auth=_headers_only,
         )
     except requests.TooManyRedirects as exc:
         if exc.response is None:
@@ -153,6 +159,12 @@ def check_http_url(url: str, flag: str, what: str, example: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
         raise ChaoskitError(problem)
     return url
+
+
+def _headers_only(prepared: requests.PreparedRequest) -> requests.PreparedRequest:
+    """An auth that adds nothing: without one, requests would take credentials from ~/.netrc and replace the
+    headers given here (Phoenix's bearer token), which urllib never did."""
+    return prepared
 
 
 def _error_body(resp: requests.Response) -> bytes:
