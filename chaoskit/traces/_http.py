@@ -72,6 +72,8 @@ def request(
     def late(what: str) -> TraceReadError:
         return fail(f"{backend} {what} {timeout:g} s{timeout_hint}")
 
+    big = too_large or (lambda size: fail(f"{backend}'s answer is {size}, above chaoskit's limit"))
+
     try:
         resp = requests.request(
             "POST" if data is not None else "GET",
@@ -99,10 +101,8 @@ def request(
         declared = resp.headers.get("Content-Length")
         size = int(declared) if declared is not None and declared.strip().isdigit() else None
         if max_bytes is not None and size is not None and size > max_bytes:
-            raise _too_large(too_large, backend, source, f"{size:,} bytes")
-        body = _body(
-            resp, backend, size, max_bytes, stop, fail, late, lambda n: _too_large(too_large, backend, source, n)
-        )
+            raise big(f"{size:,} bytes")
+        body = _body(resp, backend, size, max_bytes, stop, fail, late, big)
     if size is not None and len(body) < size:
         raise fail(f"{backend}'s answer was cut short: {len(body):,} of the {size:,} bytes it announced arrived")
     return Answer(resp.status_code, resp.headers, bytes(body))
@@ -172,12 +172,6 @@ def _error_body(resp: requests.Response) -> bytes:
         return bytes(resp.raw.read(ERROR_BODY))
     except (urllib3.exceptions.HTTPError, OSError):
         return b""
-
-
-def _too_large(make: Callable[[str], TraceReadError] | None, backend: str, source: str, size: str) -> TraceReadError:
-    if make is not None:
-        return make(size)
-    return TraceReadError(f"{backend}'s answer is {size}, above chaoskit's limit", source=source)
 
 
 def _reason(exc: BaseException) -> str:

@@ -57,16 +57,8 @@ def fetch_jaeger(
     traces, the whole answer within about ``timeout`` seconds): the episodes and how they were read (for a
     "nothing to grade" message), or None when Jaeger found no traces. Every failure is a TraceReadError."""
     now = datetime.now(UTC)
-    query = urllib.parse.urlencode(
-        {
-            "query.service_name": service,
-            "query.start_time_min": _rfc3339(now - since),
-            "query.start_time_max": _rfc3339(now + timedelta(minutes=1)),
-            "query.num_traces": limit,
-        }
-    )
     base = f"{check_jaeger_url(url).rstrip('/')}/api/v3/traces"
-    text = _receive(f"{base}?{query}", base, url, timeout)
+    text = _receive(_search(base, service, now - since, now + timedelta(minutes=1), limit), base, url, timeout)
     return None if text is None else read_answer(text, base)
 
 
@@ -137,14 +129,8 @@ class JaegerPages:
         lo, width = self.start, self.end - self.start
         while lo < self.end:
             hi = min(lo + width, self.end)
-            query = {
-                "query.service_name": self.service,
-                "query.start_time_min": _rfc3339(lo),
-                "query.start_time_max": _rfc3339(hi),
-                # one more than the limit: an answer holding more than ``limit`` traces says the window is full
-                "query.num_traces": self.limit + 1,
-            }
-            text = _receive(f"{self.base}?{urllib.parse.urlencode(query)}", self.base, self.url, self.timeout)
+            # one more than the limit: an answer holding more than ``limit`` traces says the window is full
+            text = _receive(_search(self.base, self.service, lo, hi, self.limit + 1), self.base, self.url, self.timeout)
             n = len(set(_TRACE_ID.findall(text))) if text is not None else 0
             if n > self.limit:
                 if hi - lo > MIN_WINDOW:
@@ -277,6 +263,12 @@ def _too_large(base: str, size: str) -> TraceReadError:
         "traces with --limit or a shorter --since",
         source=base,
     )
+
+
+def _search(base: str, service: str, lo: datetime, hi: datetime, limit: int) -> str:
+    """The api_v3 search for the traces of ``service`` that started between ``lo`` and ``hi``, at most ``limit``."""
+    window = {"query.start_time_min": _rfc3339(lo), "query.start_time_max": _rfc3339(hi)}
+    return f"{base}?{urllib.parse.urlencode({'query.service_name': service, **window, 'query.num_traces': limit})}"
 
 
 def _rfc3339(t: datetime) -> str:
