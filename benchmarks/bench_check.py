@@ -64,14 +64,14 @@ with path.open("rb") as fh:
 parse = time.process_time() - t
 gc.enable()
 t = time.process_time()
-from chaoskit.traces._stream import EpisodeStream
+from chaoskit.traces._readers import EpisodeStream
 from chaoskit.grading._score import score
 from chaoskit.traces._trace import Trace
 from chaoskit.grading.checks import run_checks
 imports = time.process_time() - t
 typed = None
 try:  # the typed decoding of the reader alone (msgspec, only the fields grading uses)
-    from chaoskit.traces._otlp_typed import _decode
+    from chaoskit.traces._decode import _decode
 except ImportError:
     pass
 else:

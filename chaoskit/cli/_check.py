@@ -48,10 +48,17 @@ from chaoskit.grading._score import Score, score
 from chaoskit.grading.checks import DEFAULT_CHECKS, REGISTRY, run_checks
 from chaoskit.semconv import EPISODE_ID
 from chaoskit.traces._build import LateSpanError, TraceBuilder
-from chaoskit.traces._chunks import read_part, split_jsonl
-from chaoskit.traces._readers import FORMATS, file_documents, guarded, nothing_to_grade, read_with_builder
+from chaoskit.traces._readers import (
+    FORMATS,
+    EpisodeStream,
+    file_documents,
+    guarded,
+    nothing_to_grade,
+    read_part,
+    read_with_builder,
+    split_jsonl,
+)
 from chaoskit.traces._records import EpisodeRecord, TraceReadError
-from chaoskit.traces._stream import EpisodeStream
 from chaoskit.traces._trace import Trace
 
 __all__ = [
@@ -431,7 +438,8 @@ def check_sources(args: argparse.Namespace) -> None:
             )
     if backends:
         # imported when used: the HTTP client is off the path of grading files
-        from chaoskit.traces._jaeger import check_http_url, check_jaeger_url
+        from chaoskit.traces._http import check_http_url
+        from chaoskit.traces._jaeger import check_jaeger_url
     if args.from_jaeger is not None:
         check_jaeger_url(args.from_jaeger)
         if not args.service:

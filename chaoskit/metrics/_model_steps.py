@@ -1,4 +1,4 @@
-"""Model steps as read from exported ``chat`` spans (SDK spans or OTLP-JSON), grouped under their episodes."""
+"""Model steps as read from exported ``chat`` spans (SDK spans, or OTLP-JSON through the traces' one decoder)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from chaoskit.semconv import (
     GEN_AI_USAGE_OUTPUT_TOKENS,
     OP_CHAT,
 )
-from chaoskit.traces._records import TraceReadError
-from chaoskit.traces._span_values import BadValue, nanos, otlp_id, otlp_value
+from chaoskit.traces._build import TraceBuilder
+from chaoskit.traces._decode import nanos, otlp_attributes, otlp_id, otlp_spans
+from chaoskit.traces._readers import file_documents, guarded
 
 __all__ = ["StepRecord", "ToolCall", "read_steps", "step_from_attributes", "steps_from_spans"]
 
@@ -167,64 +168,55 @@ def steps_from_spans(spans: Iterable[Any]) -> list[StepRecord]:
 
 
 def read_steps(source: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Any]) -> list[StepRecord]:
-    """The model steps of OTLP-JSON: a file (one document or JSON Lines), or parsed documents. Spans that are not
-    ``chat`` steps are skipped; a step span without valid ids or times raises :class:`TraceReadError`."""
-    name = str(source) if isinstance(source, str | os.PathLike) else "<otlp>"
-    if isinstance(source, str | os.PathLike):
-        text = Path(source).read_text(encoding="utf-8")
-        try:
-            docs: list[Any] = [json.loads(text)]
-        except ValueError:
-            docs = []
-            for i, line in enumerate(text.splitlines(), 1):
-                if line.strip():
-                    try:
-                        docs.append(json.loads(line))
-                    except ValueError as exc:
-                        raise TraceReadError(f"not JSON: {exc}", source=name, line=i) from None
-    else:
-        docs = [source] if isinstance(source, Mapping) else list(source)
+    """The model steps of OTLP-JSON: a file (one document or JSON Lines, read by the trace file reader), or parsed
+    documents. Spans that are not ``chat`` steps are skipped; a step span without valid ids or times, or a
+    document that is not OTLP-JSON, raises :class:`TraceReadError` naming the file, the line and the span."""
     steps: list[StepRecord] = []
-    for doc in docs:
-        if isinstance(doc, Mapping) and not {"resourceSpans", "result", "data", "traceID"} & doc.keys():
-            # a document of another shape is refused, not read as "no steps" (a trajectory JSON gave [] before)
-            hint = " (a trajectory JSON: read it with chaoskit.metrics.read_trajectories)" if "steps" in doc else ""
-            raise TraceReadError(
-                f'not OTLP-JSON: no "resourceSpans" in a document with keys {sorted(doc)[:6]}{hint}', source=name
-            )
-        steps.extend(_otlp_steps(doc, name))
+
+    def take(doc: Any, fmt: str | None, builder: TraceBuilder) -> None:
+        for one in doc if isinstance(doc, list) else (doc,):
+            if not isinstance(one, Mapping):
+                continue  # (as before: a document that is not an object holds no steps)
+            if not {"resourceSpans", "result", "data", "traceID"} & one.keys():
+                # a document of another shape is refused, not read as "no steps" (a trajectory JSON gave [] before)
+                hint = " (a trajectory JSON: read it with chaoskit.metrics.read_trajectories)" if "steps" in one else ""
+                keys = sorted(one)[:6]
+                raise builder.error(f'not OTLP-JSON: no "resourceSpans" in a document with keys {keys}{hint}')
+            if "resourceSpans" not in one and "result" not in one:
+                continue  # Jaeger UI JSON: it carries no model steps chaoskit reads
+            steps.extend(_otlp_steps(one, builder))
+
+    if isinstance(source, str | os.PathLike):
+        builder = TraceBuilder(str(source))
+        with guarded(builder, "otlp"):
+            for _ in file_documents(Path(source), "otlp", builder, take):
+                pass
+    else:
+        builder = TraceBuilder("<otlp>")
+        for doc in [source] if isinstance(source, Mapping) else list(source):
+            take(doc, "otlp", builder)
     steps.sort(key=lambda s: (s.start_time, s.end_time))
     return steps
 
 
-def _otlp_steps(doc: Any, source: str) -> Iterator[StepRecord]:
-    if isinstance(doc, Mapping) and isinstance(doc.get("result"), Mapping):
-        doc = doc["result"]  # Jaeger v2 api_v3 wraps the OTLP document
-    for rs in doc.get("resourceSpans") or () if isinstance(doc, Mapping) else ():
-        for ss in rs.get("scopeSpans") or () if isinstance(rs, Mapping) else ():
-            for sp in ss.get("spans") or () if isinstance(ss, Mapping) else ():
-                if isinstance(sp, Mapping):
-                    step = _otlp_step(sp, source)
-                    if step is not None:
-                        yield step
+def _otlp_steps(doc: Mapping[str, Any], builder: TraceBuilder) -> Iterator[StepRecord]:
+    for scope, k, sp in otlp_spans(doc, builder):
+        name = sp.get("name")
+        # only a span named like a step has its attributes decoded: the others cost one string compare
+        if isinstance(name, str) and (name == OP_CHAT or name.startswith(OP_CHAT + " ")):
+            step = _otlp_step(sp, name, f"{scope}.spans[{k}] ({name})", builder)
+            if step is not None:
+                yield step
 
 
-def _otlp_step(sp: Mapping[str, Any], source: str) -> StepRecord | None:
-    name = sp.get("name")
-    try:
-        attrs = {
-            kv["key"]: otlp_value(kv.get("value"))
-            for kv in sp.get("attributes") or ()
-            if isinstance(kv, Mapping) and isinstance(kv.get("key"), str)
-        }
-    except BadValue as exc:
-        raise TraceReadError(f"span {name!r}: {exc}", source=source) from None
-    if not isinstance(name, str) or not _is_step(name, attrs):
+def _otlp_step(sp: Mapping[str, Any], name: str, where: str, builder: TraceBuilder) -> StepRecord | None:
+    attrs = otlp_attributes(sp.get("attributes"), where, None, builder)
+    if not _is_step(name, attrs):
         return None
     trace_id, span_id = otlp_id(sp.get("traceId"), 32), otlp_id(sp.get("spanId"), 16)
     start, end = nanos(sp.get("startTimeUnixNano")), nanos(sp.get("endTimeUnixNano"))
     if trace_id is None or span_id is None or start is None or end is None or end < start:
-        raise TraceReadError(f"model step span {name!r} has no valid traceId, spanId or start/end times", source=source)
+        raise builder.error(f"model step span {name!r} has no valid traceId, spanId or start/end times")
     return step_from_attributes(
         attrs,
         trace_id=trace_id,

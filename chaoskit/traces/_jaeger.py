@@ -11,19 +11,16 @@ no paging: ``--limit`` is sent as ``query.num_traces``, the one name every Jaege
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.traces._build import LateSpanError, TraceBuilder
-from chaoskit.traces._formats import dispatch
+from chaoskit.traces._decode import read_api_v3
+from chaoskit.traces._http import ERROR_BODY, Answer, check_http_url, one_line, request
 from chaoskit.traces._readers import _no_gc, guarded, read_with_builder, text_documents
 from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 
@@ -31,7 +28,6 @@ __all__ = [
     "MAX_ANSWER_BYTES",
     "MIN_WINDOW",
     "JaegerPages",
-    "check_http_url",
     "check_jaeger_url",
     "fetch_jaeger",
     "fetch_jaeger_trace",
@@ -45,29 +41,13 @@ MIN_WINDOW = timedelta(milliseconds=1)
 #: a trace id in api_v3's answer (a key, never a string value's text: a quote inside a string is escaped)
 _TRACE_ID = re.compile(r'(?<!\\)"trace(?:Id|_id)"\s*:\s*"([^"\\]*)"')
 
-_CHUNK = 1 << 20
-_ERROR_BODY = 64 * 1024
 _NO_TRACES = "no traces found"
-_WS = re.compile(r"[ \t\n\r]*")
+_TIMEOUT_HINT = " (--timeout); is it overloaded, or the query too wide (--since, --limit)?"
 
 
 def check_jaeger_url(url: str) -> str:
     """``url`` when it is an http(s) URL with a host (and a valid port); a usage error naming the option if not."""
     return check_http_url(url, "--from-jaeger", "Jaeger's query service", "http://localhost:16686")
-
-
-def check_http_url(url: str, flag: str, what: str, example: str) -> str:
-    """``url`` when it is an http(s) URL with a host, a valid port and no query; else a usage error naming
-    ``flag``, what it expects (``what``, such as ``example``) and what it got."""
-    problem = f"{flag} expects the http:// or https:// URL of {what}, such as {example}, got {show(url)}"
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
-    except ValueError as exc:
-        raise ChaoskitError(f"{problem} ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise ChaoskitError(problem)
-    return url
 
 
 def fetch_jaeger(
@@ -77,16 +57,8 @@ def fetch_jaeger(
     traces, the whole answer within about ``timeout`` seconds): the episodes and how they were read (for a
     "nothing to grade" message), or None when Jaeger found no traces. Every failure is a TraceReadError."""
     now = datetime.now(UTC)
-    query = urllib.parse.urlencode(
-        {
-            "query.service_name": service,
-            "query.start_time_min": _rfc3339(now - since),
-            "query.start_time_max": _rfc3339(now + timedelta(minutes=1)),
-            "query.num_traces": limit,
-        }
-    )
     base = f"{check_jaeger_url(url).rstrip('/')}/api/v3/traces"
-    text = _receive(f"{base}?{query}", base, url, timeout)
+    text = _receive(_search(base, service, now - since, now + timedelta(minutes=1), limit), base, url, timeout)
     return None if text is None else read_answer(text, base)
 
 
@@ -111,7 +83,7 @@ def read_answer(text: str, source: str) -> tuple[list[EpisodeRecord], TraceBuild
     builder.line = 1
     try:
         with _no_gc():
-            if _stream(text, builder):
+            if read_api_v3(text, builder):
                 return builder.build(), builder
     except (TraceReadError, RecursionError, AttributeError, KeyError, TypeError, ValueError, IndexError):
         pass  # read again whole below: the same reader, with the exact JSON path in its message
@@ -157,14 +129,8 @@ class JaegerPages:
         lo, width = self.start, self.end - self.start
         while lo < self.end:
             hi = min(lo + width, self.end)
-            query = {
-                "query.service_name": self.service,
-                "query.start_time_min": _rfc3339(lo),
-                "query.start_time_max": _rfc3339(hi),
-                # one more than the limit: an answer holding more than ``limit`` traces says the window is full
-                "query.num_traces": self.limit + 1,
-            }
-            text = _receive(f"{self.base}?{urllib.parse.urlencode(query)}", self.base, self.url, self.timeout)
+            # one more than the limit: an answer holding more than ``limit`` traces says the window is full
+            text = _receive(_search(self.base, self.service, lo, hi, self.limit + 1), self.base, self.url, self.timeout)
             n = len(set(_TRACE_ID.findall(text))) if text is not None else 0
             if n > self.limit:
                 if hi - lo > MIN_WINDOW:
@@ -203,7 +169,7 @@ class JaegerPages:
         builder.source, builder.line = source, 1
         try:
             with _no_gc():
-                if _stream(text, builder):
+                if read_api_v3(text, builder):
                     return builder.take_complete()
         except LateSpanError:
             raise
@@ -221,41 +187,24 @@ class JaegerPages:
 
 def _receive(target: str, base: str, url: str, timeout: float) -> str | None:
     """The answer's text, or None for Jaeger's "No traces found"; a TraceReadError for anything else."""
-    request = urllib.request.Request(target, headers={"Accept": "application/json"})
-    deadline = time.monotonic() + timeout
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:
-            encoding = resp.headers.get("Content-Encoding", "identity").strip().lower()
-            if encoding not in ("", "identity"):
-                raise TraceReadError(
-                    f"Jaeger answered with Content-Encoding {show(encoding)}, which chaoskit did not ask for",
-                    source=base,
-                )
-            body = _read_body(resp, base, timeout, deadline)
-    except TraceReadError:
-        raise
-    except urllib.error.HTTPError as exc:
-        error = _http_error(exc, base, url)
+    answer = request(
+        target,
+        backend="Jaeger",
+        source=base,
+        timeout=timeout,
+        reach_hint=f"is its query service running at {url}?",
+        timeout_hint=_TIMEOUT_HINT,
+        max_bytes=MAX_ANSWER_BYTES,
+        too_large=lambda size: _too_large(base, size),
+        deadline=True,
+    )
+    if not answer.ok:
+        error = _http_error(answer, base, url)
         if error is None:
             return None
-        raise error from None
-    except TimeoutError:
-        raise _timeout(base, timeout, "did not answer within") from None
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
-            raise _timeout(base, timeout, "did not answer within") from None
-        raise TraceReadError(
-            f"cannot reach Jaeger ({_one_line(str(exc.reason))}); is its query service running at {url}?",
-            source=base,
-        ) from None
-    except (http.client.HTTPException, ValueError) as exc:
-        raise TraceReadError(
-            f"Jaeger's answer was cut short or malformed ({type(exc).__name__}: {_one_line(str(exc))})", source=base
-        ) from None
-    except OSError as exc:
-        raise TraceReadError(
-            f"cannot reach Jaeger ({_one_line(str(exc))}); is its query service running at {url}?", source=base
-        ) from None
+        raise error
+    body = answer.body
+    del answer
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -269,67 +218,32 @@ def _receive(target: str, base: str, url: str, timeout: float) -> str | None:
             "Jaeger's query service (port 16686 by default)?",
             source=base,
         )
-    if len(text) <= _ERROR_BODY and (_error_message(text) or "").lower().startswith(_NO_TRACES):
+    if len(text) <= ERROR_BODY and (_error_message(text) or "").lower().startswith(_NO_TRACES):
         return None  # the same "No traces found" error object, with status 200 (older gateways)
     return text
 
 
-def _read_body(resp: http.client.HTTPResponse, base: str, timeout: float, deadline: float) -> bytearray:
-    """The body, received in chunks, within ``MAX_ANSWER_BYTES`` and by ``deadline``."""
-    declared = resp.headers.get("Content-Length")
-    size = int(declared) if declared is not None and declared.strip().isdigit() else None
-    if size is not None and size > MAX_ANSWER_BYTES:
-        raise _too_large(base, f"{size:,} bytes")
-    body = bytearray()
-    while True:
-        try:
-            chunk = resp.read1(_CHUNK)
-        except TimeoutError:
-            raise _timeout(base, timeout, f"stopped sending its answer after {len(body):,} bytes for") from None
-        except OSError as exc:
-            raise TraceReadError(
-                f"the connection to Jaeger broke after {len(body):,} bytes of its answer ({_one_line(exc)})",
-                source=base,
-            ) from None
-        if not chunk:
-            break
-        body += chunk
-        if len(body) > MAX_ANSWER_BYTES:
-            raise _too_large(base, f"more than {MAX_ANSWER_BYTES:,} bytes")
-        if time.monotonic() > deadline:
-            raise _timeout(base, timeout, f"had sent only {len(body):,} bytes of its answer after")
-    if size is not None and len(body) < size:
-        raise TraceReadError(
-            f"Jaeger's answer was cut short: {len(body):,} of the {size:,} bytes it announced arrived", source=base
-        )
-    return body
-
-
-def _http_error(exc: urllib.error.HTTPError, base: str, url: str) -> TraceReadError | None:
+def _http_error(answer: Answer, base: str, url: str) -> TraceReadError | None:
     """None for api_v3's "No traces found" (a 404 holding Jaeger's error object), else the error to raise."""
-    try:
-        raw = exc.read(_ERROR_BODY)
-    except (OSError, http.client.HTTPException):
-        raw = b""
-    text = raw.decode("utf-8", "replace")
+    text = answer.body.decode("utf-8", "replace")
     message = _error_message(text)
-    if exc.code == 404 and message is not None:
+    if answer.status == 404 and message is not None:
         # Jaeger's own 404: {"error": {"httpCode": 404, "message": "No traces found"}} (or, from some storage
         # backends, "trace not found"): the query ran and matched nothing
         return None
-    if exc.code == 404:
+    if answer.status == 404:
         return TraceReadError(
-            f"Jaeger answered HTTP 404 ({_one_line(text) or 'no body'}): {url} does not serve api_v3 at "
+            f"Jaeger answered HTTP 404 ({one_line(text) or 'no body'}): {url} does not serve api_v3 at "
             "/api/v3/traces; give the URL of Jaeger's query service (its UI, port 16686 by default), with its "
             "base path if it has one (such as http://host:16686/jaeger)",
             source=base,
         )
-    if exc.code in (301, 302, 303, 307, 308):
-        where = exc.headers.get("Location", "elsewhere") if exc.headers else "elsewhere"
-        return TraceReadError(f"Jaeger answered HTTP {exc.code}, redirecting to {show(where)}", source=base)
-    detail = message if message is not None else _one_line(text)
-    hint = " (Jaeger rejected the query)" if exc.code == 400 else ""
-    return TraceReadError(f"Jaeger answered HTTP {exc.code}{hint}: {detail}", source=base)
+    if 300 <= answer.status < 400:
+        where = answer.headers.get("Location", "elsewhere")
+        return TraceReadError(f"Jaeger answered HTTP {answer.status}, redirecting to {show(where)}", source=base)
+    detail = message if message is not None else one_line(text)
+    hint = " (Jaeger rejected the query)" if answer.status == 400 else ""
+    return TraceReadError(f"Jaeger answered HTTP {answer.status}{hint}: {detail}", source=base)
 
 
 def _error_message(text: str) -> str | None:
@@ -340,14 +254,7 @@ def _error_message(text: str) -> str | None:
         return None
     err = doc.get("error") if isinstance(doc, dict) else None
     message = err.get("message") if isinstance(err, dict) else None
-    return _one_line(message) if isinstance(message, str) else None
-
-
-def _timeout(base: str, timeout: float, what: str) -> TraceReadError:
-    return TraceReadError(
-        f"Jaeger {what} {timeout:g} s (--timeout); is it overloaded, or the query too wide (--since, --limit)?",
-        source=base,
-    )
+    return one_line(message) if isinstance(message, str) else None
 
 
 def _too_large(base: str, size: str) -> TraceReadError:
@@ -358,108 +265,11 @@ def _too_large(base: str, size: str) -> TraceReadError:
     )
 
 
-# --- reading result.resourceSpans one entry at a time ------------------------------------------------------
-
-_DECODER = json.JSONDecoder()
-
-
-def _stream(text: str, builder: TraceBuilder) -> bool:
-    """Dispatch each entry of ``result.resourceSpans`` on its own; False when ``text`` is not exactly one
-    ``{"result": {"resourceSpans": [...]}}`` object with each key once (the caller then reads it whole)."""
-    pos = _skip(text, 0)
-    if not text.startswith("{", pos):
-        return False
-    seen_result = False
-    pos, key = _key(text, pos + 1)
-    while key is not None:
-        if key == "result":
-            if seen_result:
-                return False
-            seen_result = True
-            if not text.startswith("{", pos):
-                return False
-            pos = _result(text, pos + 1, builder)
-            if pos < 0:
-                return False
-        elif key in ("error", "resourceSpans"):
-            return False
-        else:
-            pos = _skip_value(text, pos)
-        pos, key = _next_key(text, pos)
-    return seen_result and _skip(text, pos) == len(text)
-
-
-def _result(text: str, pos: int, builder: TraceBuilder) -> int:
-    """Read the members of the ``result`` object opened before ``pos``; the position after it, or -1."""
-    seen = False
-    pos, key = _key(text, pos)
-    while key is not None:
-        if key == "resourceSpans":
-            if seen:
-                return -1
-            seen = True
-            if not text.startswith("[", pos):
-                return -1  # null, or not a list: the whole-answer reader says so
-            pos = _skip(text, pos + 1)
-            if text.startswith("]", pos):
-                pos += 1
-            else:
-                while True:
-                    entry, pos = _DECODER.raw_decode(text, pos)
-                    dispatch({"resourceSpans": [entry]}, "otlp", builder)
-                    del entry
-                    pos = _skip(text, pos)
-                    if text.startswith("]", pos):
-                        pos += 1
-                        break
-                    if not text.startswith(",", pos):
-                        return -1
-                    pos = _skip(text, pos + 1)
-        else:
-            pos = _skip_value(text, pos)
-        pos, key = _next_key(text, pos)
-    return pos if seen else -1
-
-
-def _key(text: str, pos: int) -> tuple[int, str | None]:
-    """After ``{``: the position of the first member's value and its key, or (after ``}``, None)."""
-    pos = _skip(text, pos)
-    if text.startswith("}", pos):
-        return pos + 1, None
-    return _member(text, pos)
-
-
-def _next_key(text: str, pos: int) -> tuple[int, str | None]:
-    """After a member's value: the next member's value position and key, or (after ``}``, None)."""
-    pos = _skip(text, pos)
-    if text.startswith("}", pos):
-        return pos + 1, None
-    if not text.startswith(",", pos):
-        raise ValueError("expected , or }")
-    return _member(text, _skip(text, pos + 1))
-
-
-def _member(text: str, pos: int) -> tuple[int, str]:
-    key, pos = _DECODER.raw_decode(text, pos)
-    pos = _skip(text, pos)
-    if not isinstance(key, str) or not text.startswith(":", pos):
-        raise ValueError("expected a key")
-    return _skip(text, pos + 1), key
-
-
-def _skip_value(text: str, pos: int) -> int:
-    return _DECODER.raw_decode(text, pos)[1]
-
-
-def _skip(text: str, pos: int) -> int:
-    m = _WS.match(text, pos)
-    return m.end() if m else pos
+def _search(base: str, service: str, lo: datetime, hi: datetime, limit: int) -> str:
+    """The api_v3 search for the traces of ``service`` that started between ``lo`` and ``hi``, at most ``limit``."""
+    window = {"query.start_time_min": _rfc3339(lo), "query.start_time_max": _rfc3339(hi)}
+    return f"{base}?{urllib.parse.urlencode({'query.service_name': service, **window, 'query.num_traces': limit})}"
 
 
 def _rfc3339(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _one_line(text: object, limit: int = 200) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[:limit] + "…"

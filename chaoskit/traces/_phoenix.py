@@ -11,19 +11,17 @@ by a few hundred nanoseconds: they are rounded back to the microsecond. Every fa
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from chaoskit._errors import ChaoskitError
 from chaoskit.traces._build import TraceBuilder, _episode_order
-from chaoskit.traces._formats import dispatch
+from chaoskit.traces._decode import dispatch
+from chaoskit.traces._http import Answer, check_http_url, one_line, request
 from chaoskit.traces._readers import guarded, nothing_to_grade
 from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 from chaoskit.traces._trace import Trace
@@ -39,18 +37,7 @@ _OTLPV1 = "/v1/projects/{project}/spans/otlpv1"
 
 def check_phoenix_url(url: str) -> str:
     """``url`` when it is an http(s) URL with a host (and a valid port); a usage error naming the option if not."""
-    problem = (
-        f"--from-phoenix expects the http:// or https:// URL of Phoenix (its UI and REST port), such as "
-        f"http://127.0.0.1:6006, got {show(url)}"
-    )
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
-    except (ValueError, AttributeError) as exc:
-        raise ChaoskitError(f"{problem} ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise ChaoskitError(problem)
-    return url
+    return check_http_url(url, "--from-phoenix", "Phoenix (its UI and REST port)", "http://127.0.0.1:6006")
 
 
 def fetch_phoenix(
@@ -256,63 +243,23 @@ def _page(answer: Any, endpoint: str) -> tuple[list[Any], str | None]:
     return answer["data"], cursor or None
 
 
-def _request(url: str, data: bytes | None = None) -> urllib.request.Request:
-    headers = {"Accept": "application/json"}
-    if data is not None:
-        headers["Content-Type"] = "application/json"
-    key = os.environ.get("PHOENIX_API_KEY")
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    return urllib.request.Request(url, data=data, headers=headers)
-
-
 def _get_json(url: str, base: str, project: str | None, timeout: float, data: bytes | None = None) -> Any:
     """GET ``url`` (POST ``data``, a JSON body, when given) and parse the JSON answer; each way it can fail is a
     TraceReadError that says what to do."""
     source = url.split("?", 1)[0]
-    try:
-        with urllib.request.urlopen(_request(url, data), timeout=timeout) as resp:
-            body = resp.read()
-    except urllib.error.HTTPError as exc:
-        detail = _detail(exc.read())
-        if exc.code == 404 and project is not None and "project" in detail.lower():
-            raise TraceReadError(
-                f"Phoenix has no project {project!r}; its projects: {_projects(base, timeout)}", source=source
-            ) from None
-        if exc.code == 404 and data is not None:  # span_annotations: a span Phoenix does not hold
-            raise TraceReadError(f"Phoenix answered HTTP 404: {detail}", source=source) from None
-        if exc.code == 404:
-            raise TraceReadError(
-                f"Phoenix answered HTTP 404 ({detail}): is {base} Phoenix, version 11 or later (the REST "
-                "endpoint /spans/otlpv1)?",
-                source=source,
-            ) from None
-        if exc.code in (401, 403):
-            raise TraceReadError(
-                f"Phoenix refused the request (HTTP {exc.code}: {detail}); with authentication on, set "
-                "PHOENIX_API_KEY to an API key",
-                source=source,
-            ) from None
-        raise TraceReadError(f"Phoenix answered HTTP {exc.code}: {detail}", source=source) from None
-    except TimeoutError as exc:
-        raise TraceReadError(
-            f"Phoenix did not answer within {timeout:g} s ({str(exc) or 'timed out'})", source=source
-        ) from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        if isinstance(reason, TimeoutError):
-            raise TraceReadError(f"Phoenix did not answer within {timeout:g} s", source=source) from None
-        raise TraceReadError(
-            f"cannot reach Phoenix ({_one_line(str(reason))}); is it running at {base} (phoenix serve; "
-            "PHOENIX_PORT, 6006 by default)?",
-            source=source,
-        ) from None
-    except (http.client.HTTPException, ValueError) as exc:
-        raise TraceReadError(
-            f"Phoenix's answer was cut short or malformed ({type(exc).__name__}: {_one_line(str(exc))})",
-            source=source,
-        ) from None
-    text = body.decode("utf-8", "replace")
+    key = os.environ.get("PHOENIX_API_KEY")
+    answer = request(
+        url,
+        backend="Phoenix",
+        source=source,
+        timeout=timeout,
+        reach_hint=f"is it running at {base} (phoenix serve; PHOENIX_PORT, 6006 by default)?",
+        headers={"Authorization": f"Bearer {key}"} if key else None,
+        data=data,
+    )
+    if not answer.ok:
+        raise _http_error(answer, base, project, source, timeout, data is not None)
+    text = answer.body.decode("utf-8", "replace")
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
@@ -321,6 +268,31 @@ def _get_json(url: str, base: str, project: str | None, timeout: float, data: by
             "HTTP port (PHOENIX_PORT, 6006 by default; not its gRPC port)?",
             source=source,
         ) from None
+
+
+def _http_error(
+    answer: Answer, base: str, project: str | None, source: str, timeout: float, posted: bool
+) -> TraceReadError:
+    detail = _detail(answer.body)
+    if answer.status == 404 and project is not None and "project" in detail.lower():
+        return TraceReadError(
+            f"Phoenix has no project {project!r}; its projects: {_projects(base, timeout)}", source=source
+        )
+    if answer.status == 404 and posted:  # span_annotations: a span Phoenix does not hold
+        return TraceReadError(f"Phoenix answered HTTP 404: {detail}", source=source)
+    if answer.status == 404:
+        return TraceReadError(
+            f"Phoenix answered HTTP 404 ({detail}): is {base} Phoenix, version 11 or later (the REST "
+            "endpoint /spans/otlpv1)?",
+            source=source,
+        )
+    if answer.status in (401, 403):
+        return TraceReadError(
+            f"Phoenix refused the request (HTTP {answer.status}: {detail}); with authentication on, set "
+            "PHOENIX_API_KEY to an API key",
+            source=source,
+        )
+    return TraceReadError(f"Phoenix answered HTTP {answer.status}: {detail}", source=source)
 
 
 def _projects(base: str, timeout: float) -> str:
@@ -346,12 +318,7 @@ def _detail(raw: bytes) -> str:
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError):
-        return _one_line(text) or "no message"
+        return one_line(text) or "no message"
     if isinstance(doc, Mapping) and isinstance(doc.get("detail"), str):
-        return _one_line(doc["detail"])
-    return _one_line(text)
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
+        return one_line(doc["detail"])
+    return one_line(text)

@@ -1,15 +1,17 @@
 """Readers for exported spans: OTLP-JSON (single object, JSON Lines, Jaeger api_v3) and Jaeger UI JSON.
 
 Files are streamed line by line when they are JSON Lines, so a million-span file never sits in memory as one parsed
-document (lines are parsed by orjson when it is installed; a line it refuses is parsed again by the standard
+document (lines are parsed by orjson; a line it refuses is parsed again by the standard
 ``json`` module, so what is accepted and every message stay the same); a pretty-printed file (or a top-level list)
 is one document, parsed whole, and needs memory a few times its size. There is no size limit. JSON nested deeper
 than Python's recursion limit (about 1,000 levels; a trace needs fewer than 10) is rejected with a
 :class:`TraceReadError`, as is anything that is not the expected structure: every error names the file, the line
 (the span's own line in a pretty-printed file when its id is known), the span or field, and what is allowed. Only
 spans named ``execute_tool …`` / ``invoke_agent …`` have their attributes decoded: foreign spans cost one string
-compare. Which spans are chaoskit's, and what makes one ungradable, is decided in ``_build``. The readers return
-episodes; the :class:`~chaoskit.traces._trace.Trace` classmethods wrap them."""
+compare. Which spans are chaoskit's, and what makes one ungradable, is decided in ``_build``; how each document
+is decoded, in ``_decode``. A file is read whole, one episode at a time (:class:`EpisodeStream`, in memory
+bounded by the largest episode), or in parts cut at line starts (``chaoskit check --workers``). The readers
+return episodes; the :class:`~chaoskit.traces._trace.Trace` classmethods wrap them."""
 
 from __future__ import annotations
 
@@ -21,14 +23,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import orjson
+
 from chaoskit.semconv import ERROR_TYPE, EXCEPTION_EVENT, EXCEPTION_MESSAGE
 from chaoskit.traces._attributes import PREFIXES
 from chaoskit.traces._build import TraceBuilder
-from chaoskit.traces._formats import dispatch, dispatch_any, expected
+from chaoskit.traces._decode import dispatch, dispatch_any, expected, read_line
 from chaoskit.traces._records import EpisodeRecord, TraceReadError, show
 
 __all__ = [
     "FORMATS",
+    "EpisodeStream",
     "Source",
     "checked_path",
     "file_documents",
@@ -38,17 +43,15 @@ __all__ = [
     "nothing_to_grade",
     "open_trace_file",
     "read",
+    "read_part",
     "read_sdk_spans",
     "read_with_builder",
+    "split_jsonl",
     "text_documents",
 ]
 
-_fast_loads: Callable[[bytes], Any] = json.loads
-with contextlib.suppress(ImportError):  # a faster parser when installed; what it refuses goes to the standard one
-    from orjson import loads as _fast_loads
-_typed_line: Callable[[bytes, TraceBuilder], bool] | None = None
-with contextlib.suppress(ImportError):  # typed decoding of OTLP lines when msgspec is installed; see _otlp_typed
-    from chaoskit.traces._otlp_typed import read_line as _typed_line
+#: the typed fast path for lines of OTLP-JSON Lines (a module name, so that a test can read with it off)
+_typed_line: Callable[[bytes, TraceBuilder], bool] | None = read_line
 
 #: the file formats ``load`` and ``chaoskit check --format`` accept
 FORMATS = ("otlp", "jaeger")
@@ -57,6 +60,9 @@ _NESTED = (
     "the JSON is nested too deeply (deeper than Python's recursion limit, about 1,000 levels); OTLP-JSON "
     "and Jaeger JSON traces nest fewer than 10 levels"
 )
+
+#: what reads one parsed document into a builder: ``dispatch_any``, unless another reader gives its own
+Take = Callable[[Any, str | None, TraceBuilder], None]
 
 #: what the readers take: a path, JSON text (``str`` or UTF-8 ``bytes``), or parsed JSON (an object or a list)
 Source = str | os.PathLike[str] | bytes | Mapping[str, Any] | Sequence[Any]
@@ -243,12 +249,14 @@ def _read_text(text: str, fmt: str | None, builder: TraceBuilder, first_line: in
         pass
 
 
-def text_documents(text: str, fmt: str | None, builder: TraceBuilder, first_line: int) -> Iterator[None]:
-    """Read each JSON document in ``text`` into ``builder``, yielding after each one."""
+def text_documents(
+    text: str, fmt: str | None, builder: TraceBuilder, first_line: int, take: Take = dispatch_any
+) -> Iterator[None]:
+    """Read each JSON document in ``text`` into ``builder`` (or hand it to ``take``), yielding after each one."""
     for line, doc, start, end in _documents(text, first_line, builder):
         builder.line = line
         builder.doc_text = (text, start, end)
-        dispatch_any(doc, fmt, builder)
+        take(doc, fmt, builder)
         yield
     builder.doc_text = None
 
@@ -283,9 +291,10 @@ def open_trace_file(path: Path, fmt: str | None) -> BinaryIO:
     return fh
 
 
-def file_documents(path: Path, fmt: str | None, builder: TraceBuilder) -> Iterator[None]:
+def file_documents(path: Path, fmt: str | None, builder: TraceBuilder, take: Take = dispatch_any) -> Iterator[None]:
     """Read each document of the trace file at ``path`` into ``builder``, yielding after each one: each line
-    of JSON Lines, or the one (pretty-printed) document."""
+    of JSON Lines, or the one (pretty-printed) document. ``take`` reads a parsed document (another reader of
+    OTLP-JSON, such as the metrics' model steps, gives its own; the typed fast path is then off)."""
     source = str(path)
     fh = open_trace_file(path, fmt)
     with fh:
@@ -300,7 +309,8 @@ def file_documents(path: Path, fmt: str | None, builder: TraceBuilder) -> Iterat
                 raise TraceReadError(f"the file is empty; expected {expected(fmt)}", source=source)
             text = _decode(first, lineno, fmt, builder, first=lineno == 1)
             builder.line = lineno
-            if _typed_line is not None and fmt != "jaeger" and _typed_line(first, builder):
+            typed = _typed_line if take is dispatch_any and fmt != "jaeger" else None
+            if typed is not None and typed(first, builder):
                 yield  # JSON Lines (or one document on one line) of OTLP-JSON
                 yield from jsonl_documents(fh, fmt, builder, lineno)
                 return
@@ -314,25 +324,29 @@ def file_documents(path: Path, fmt: str | None, builder: TraceBuilder) -> Iterat
                 if nxt is not None and _is_object(nxt):
                     # JSON Lines whose first line is broken, not one document spread over many lines
                     raise _jsonl_error(exc, fmt, builder, lineno) from None
-                yield from text_documents(text + _decode(rest, lineno + 1, fmt, builder), fmt, builder, lineno)
+                yield from text_documents(text + _decode(rest, lineno + 1, fmt, builder), fmt, builder, lineno, take)
                 return
             if not isinstance(doc, dict):
                 # pretty-printed (or a top-level list): one document spanning many lines, read whole
-                yield from text_documents(text + _decode(fh.read(), lineno + 1, fmt, builder), fmt, builder, lineno)
+                more = _decode(fh.read(), lineno + 1, fmt, builder)
+                yield from text_documents(text + more, fmt, builder, lineno, take)
                 return
             builder.line = lineno
-            dispatch(doc, fmt, builder)
+            take(doc, fmt, builder)
             del doc  # see jsonl_documents
             yield
-            yield from jsonl_documents(fh, fmt, builder, lineno)
+            yield from jsonl_documents(fh, fmt, builder, lineno, take)
         except OSError as exc:
             raise TraceReadError(f"cannot read the file ({exc.strerror or exc})", source=source) from None
 
 
-def jsonl_documents(lines: Iterable[bytes], fmt: str | None, builder: TraceBuilder, lineno: int) -> Iterator[None]:
-    """Read JSON Lines (``lines`` follow line ``lineno``) into ``builder``, yielding after each line."""
-    loads = _fast_loads
-    typed = _typed_line if fmt != "jaeger" else None
+def jsonl_documents(
+    lines: Iterable[bytes], fmt: str | None, builder: TraceBuilder, lineno: int, take: Take = dispatch_any
+) -> Iterator[None]:
+    """Read JSON Lines (``lines`` follow line ``lineno``) into ``builder`` (or hand each to ``take``), yielding
+    after each line."""
+    loads = orjson.loads
+    typed = _typed_line if take is dispatch_any and fmt != "jaeger" else None
     for raw in lines:
         lineno += 1
         if not raw or raw.isspace():  # (strip() would copy every line)
@@ -350,7 +364,7 @@ def jsonl_documents(lines: Iterable[bytes], fmt: str | None, builder: TraceBuild
                 doc = json.loads(_decode(raw, lineno, fmt, builder).rstrip("\r\n"))
             except ValueError as exc:
                 raise _jsonl_error(exc, fmt, builder, lineno) from None
-        dispatch_any(doc, fmt, builder)
+        take(doc, fmt, builder)
         # freed now, while the cyclic collector is paused: alive across the yield, its tens of thousands of
         # objects would be scanned by every collection the caller's work sets off until the next line
         del doc
@@ -440,3 +454,127 @@ def _documents(text: str, first_line: int, builder: TraceBuilder) -> Iterator[tu
             raise builder.error(f"expected JSON numbers of a usual size ({show(str(exc), 100)})") from None
         yield line, doc, pos, end
         pos = end
+
+
+# --- one episode at a time ------------------------------------------------------------------------------
+# Spans of several episodes may interleave. An episode is handed out after the document (a line of JSON Lines)
+# in which its root span and every attempt that root counted are in; the others at the end of the file. The
+# rules of the whole-file reader hold: a span that cannot be graded, an episode missing attempts, a span id used
+# twice with different content all raise a TraceReadError. An exact copy of a span of an episode already handed
+# out is ignored; any other span of such an episode raises LateSpanError (read the file whole to grade it).
+
+
+class EpisodeStream:
+    """The episodes of one trace file, read as they complete; iterate once. After the iteration ``count`` is how
+    many were handed out and ``builder`` says what was met (for a "nothing to grade" message)."""
+
+    def __init__(self, path: str | os.PathLike[str], fmt: str | None = None) -> None:
+        self.path = checked_path(path, fmt)
+        self.fmt = fmt
+        self.builder = TraceBuilder(str(path), stream=True)
+        self.count = 0
+
+    def __iter__(self) -> Iterator[EpisodeRecord]:
+        builder, fmt = self.builder, self.fmt
+        docs = file_documents(self.path, fmt, builder)
+        while True:
+            with guarded(builder, fmt):
+                more = next(docs, False) is None
+                done = builder.take_complete() if more else builder.build()
+            self.count += len(done)
+            yield from done
+            if not more:
+                return
+
+    def nothing_to_grade(self) -> TraceReadError:
+        """The error for a file that holds no chaoskit span, saying what it held instead."""
+        return nothing_to_grade(str(self.path), self.builder)
+
+
+# --- a large JSON Lines file in parts ------------------------------------------------------------------
+# Each part is read by its own TraceBuilder (in its own process, for ``chaoskit check --workers``); an episode
+# whose spans straddle two parts stays open in both, and the reader of the whole file joins those with
+# ``TraceBuilder.adopt``. Line numbers in messages are the file's own: a part counts the lines before it.
+
+_BLOCK = 1 << 23
+#: the longest first line looked at when deciding whether a file is JSON Lines
+_FIRST_LINE_LIMIT = 1 << 26
+
+
+def split_jsonl(path: Path, parts: int) -> list[int] | None:
+    """Byte offsets ``[0, b1, …, size]`` cutting the file at ``path`` into up to ``parts`` parts at line starts,
+    or None when it cannot be cut: not JSON Lines (its first line is not a whole JSON object on its own), a
+    byte-order mark, an unreadable file, or too small for two parts."""
+    try:
+        with path.open("rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(0)
+            first = fh.readline(_FIRST_LINE_LIMIT)
+            if not first.strip() or first.startswith(b"\xef\xbb\xbf") or not first.endswith(b"\n"):
+                return None
+            try:
+                if not isinstance(json.loads(first), dict):
+                    return None
+            except (ValueError, RecursionError):
+                return None
+            bounds = [0]
+            for i in range(1, parts):
+                fh.seek(max(size * i // parts - 1, 0))
+                fh.readline()
+                pos = fh.tell()
+                if bounds[-1] < pos < size:
+                    bounds.append(pos)
+    except (OSError, ValueError):
+        return None
+    bounds.append(size)
+    return bounds if len(bounds) > 2 else None
+
+
+def read_part(
+    path: Path, fmt: str | None, start: int, end: int | None, builder: TraceBuilder
+) -> Iterator[EpisodeRecord]:
+    """The episodes that complete within bytes ``start`` to ``end`` of the JSON Lines file at ``path`` (``start``
+    at a line start), or within the whole file (of any format) when ``end`` is None: one file of several, such as
+    a rotated one; afterwards ``builder.open_spans()`` holds the spans of the others."""
+    if end is None:
+        yield from _complete(file_documents(path, fmt, builder), builder, fmt)
+        return
+    source = str(path)
+    with open_trace_file(path, fmt) as fh:
+        try:
+            lineno = _lines_before(fh, start)
+            fh.seek(start)
+            yield from _complete(jsonl_documents(_lines(fh, end - start), fmt, builder, lineno), builder, fmt)
+        except OSError as exc:
+            raise TraceReadError(f"cannot read the file ({exc.strerror or exc})", source=source) from None
+
+
+def _complete(docs: Iterator[None], builder: TraceBuilder, fmt: str | None) -> Iterator[EpisodeRecord]:
+    """After each document read into ``builder``, the episodes it completed; the others are left open."""
+    while True:
+        with guarded(builder, fmt):
+            more = next(docs, False) is None
+            done = builder.take_complete() if more else []
+        yield from done
+        if not more:
+            return
+
+
+def _lines_before(fh: BinaryIO, start: int) -> int:
+    n, left = 0, start
+    while left > 0:
+        block = fh.read(min(_BLOCK, left))
+        if not block:
+            break
+        n += block.count(b"\n")
+        left -= len(block)
+    return n
+
+
+def _lines(fh: BinaryIO, size: int) -> Iterator[bytes]:
+    left = size
+    for raw in fh:
+        yield raw
+        left -= len(raw)
+        if left <= 0:
+            return

@@ -13,9 +13,8 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from chaoskit.traces._readers import load, read, read_sdk_spans
+from chaoskit.traces._readers import EpisodeStream, load, read, read_sdk_spans
 from chaoskit.traces._records import AttemptRecord, EpisodeRecord, attempt_order
-from chaoskit.traces._stream import EpisodeStream
 
 __all__ = ["Trace"]
 

@@ -366,6 +366,8 @@ def test_an_entry_that_is_not_an_object_is_named_by_its_path(jaeger: JaegerStub)
             "Jaeger answered HTTP 500: elasticsearch: no such index",
         ),
         (502, {}, b"<html>\n<h1>Bad gateway</h1>\n</html>", "Jaeger answered HTTP 502: <html> <h1>Bad gateway</h1>"),
+        # a redirect to itself: followed until the client gives up, then reported as the redirect it is
+        (302, {"Location": "/api/v3/traces"}, b"", "Jaeger answered HTTP 302, redirecting to '/api/v3/traces'"),
     ],
 )
 def test_answers_that_cannot_be_graded(

@@ -140,6 +140,25 @@ def test_authentication(exported: tuple[Path, list[dict[str, Any]]], monkeypatch
     assert stub.requests[0][2]["Authorization"] == "Bearer k-123"
 
 
+def test_the_api_key_is_sent_as_given_whatever_netrc_says(
+    exported: tuple[Path, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # an HTTP client that reads ~/.netrc (requests does) would replace the bearer token with Basic credentials
+    _, spans = exported
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password secret\n", encoding="utf-8")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.setenv("PHOENIX_API_KEY", "k-123")
+    with PhoenixStub({"chaos": spans}) as stub:
+        fetch_phoenix(stub.url, "chaos")
+    assert stub.requests and all(headers["Authorization"] == "Bearer k-123" for _, _, headers in stub.requests)
+    monkeypatch.delenv("PHOENIX_API_KEY")
+    with PhoenixStub({"chaos": spans}) as stub:
+        fetch_phoenix(stub.url, "chaos")
+    assert stub.requests and all("Authorization" not in headers for _, _, headers in stub.requests)
+
+
 def test_paging_that_does_not_advance_is_an_error(exported: tuple[Path, list[dict[str, Any]]]) -> None:
     _, spans = exported
     with PhoenixStub({"chaos": spans}, page_cap=5, mode="stuck_cursor") as stub:
