@@ -5,13 +5,13 @@ Everything chaoskit writes goes through it: ``to_otlp_json``, the local trace fi
 
 It builds the dict directly rather than through the official encoder (``encode_spans`` of
 ``opentelemetry-exporter-otlp-proto-common``, then protobuf's ``MessageToDict`` and a pass turning the base64
-ids to hex). Measured side by side on the 120 spans of 20 chaoskit episodes (``benchmarks/bench_trace.py
---encoders``, CPU time, best of 7): protobuf 122 µs a span, the OTel Python OTLP-JSON encoder
-(``opentelemetry-exporter-otlp-json-common`` 0.66b1, a beta, pinned to one SDK minor version, not a dependency
-today) 35 µs with the same data in another key order, this one 23 µs. A span file written as each span ends
-and a ``--traces`` line per episode both pay it, so the official encoder serves as the reference instead:
-``tests/telemetry/test_otlp_encoder.py`` holds this encoder's bytes equal to protobuf's on every kind of span
-(links, events, remote parents, trace state, arrays, NaN, several resources and scopes).
+ids to hex, what ``to_otlp_json`` did before). Measured side by side on the 120 spans of 20 chaoskit episodes
+(``python benchmarks/bench_otlp_encode.py``, CPU time, best of 7): protobuf 108 µs a span, the OTel Python
+OTLP-JSON encoder (``opentelemetry-exporter-otlp-json-common`` 0.66b1: a beta, pinned to one SDK minor
+version, not a dependency; the same data in another key order) 31 µs, this one 20 µs. The span file written
+as each span ends and the runner's ``--traces`` line per episode both pay it, so the official encoder is the
+reference instead: ``tests/telemetry/test_otlp_encoder.py`` holds this encoder's bytes equal to its output on
+every kind of span (links, events, remote parents, trace state, arrays, NaN, several resources and scopes).
 
 The OTLP/JSON mapping: lowercase hex ids, 64-bit integers as strings, enums as numbers, fields at their
 default value left out, keys in field-number order (what ``MessageToDict`` writes). One difference, on
