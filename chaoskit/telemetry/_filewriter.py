@@ -186,21 +186,16 @@ class SpanFileWriter(SpanProcessor):
         self._file.close()
 
 
-class JsonLinesSpanExporter(SpanExporter):
+class JsonLinesSpanExporter(SpanLines, SpanExporter):
     """Append OTLP-JSON lines to a file; failures are logged and reported as FAILURE, never raised."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._file = SpanLines(path)
-        self.path = self._file.path
-
-    def open(self) -> None:
-        """Open the file now (making its directory); raises OSError when it cannot be written."""
-        self._file.open()
+        super().__init__(path)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Append ``spans`` to the file as one OTLP-JSON line; a write error is warned about once, never raised."""
         try:
-            self._file.write_spans(spans)
+            self.write_spans(spans)
             return SpanExportResult.SUCCESS
         except Exception as exc:
             warn_once(
@@ -217,7 +212,7 @@ class JsonLinesSpanExporter(SpanExporter):
 
     def shutdown(self) -> None:
         """Close the file (an export after this opens it again)."""
-        self._file.close(final=False)
+        self.close(final=False)
 
 
 def write_otlp_json(spans: Iterable[ReadableSpan], path: str | os.PathLike[str]) -> Path:

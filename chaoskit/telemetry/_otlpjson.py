@@ -74,10 +74,6 @@ def _pair(key: str, value: Any) -> dict[str, Any]:
 
 
 def _attributes(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
-    try:
-        return [_pair(k, v) for k, v in attrs.items()]
-    except _Unencodable:
-        pass
     out = []
     for k, v in attrs.items():
         try:
@@ -162,34 +158,23 @@ def _span(span: ReadableSpan) -> dict[str, Any]:
 
 def to_otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     """Spans as an OTLP-JSON ``{"resourceSpans": [...]}`` object with lowercase hex ids (the OTLP/JSON spec),
-    grouped by resource and instrumentation scope in first-seen order."""
-    resources: list[tuple[Any, list[tuple[Any, list[dict[str, Any]]]]]] = []
-    by_resource: dict[int, list[tuple[Any, list[dict[str, Any]]]]] = {}
-    by_scope: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    grouped by resource and instrumentation scope (equal ones together) in first-seen order."""
+    groups: dict[Any, dict[Any, list[dict[str, Any]]]] = {}
+    #: the group of a (resource, scope) pair of objects: a resource's hash serializes its attributes, once here
+    by_id: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for span in spans:
-        resource = span.resource
-        scopes = by_resource.get(id(resource))
-        if scopes is None:
-            scopes = next((s for r, s in resources if r == resource), None)
-            if scopes is None:
-                scopes = []
-                resources.append((resource, scopes))
-            by_resource[id(resource)] = scopes
-        scope = span.instrumentation_scope or None
-        encoded = by_scope.get((id(scopes), id(scope)))
+        resource, scope = span.resource, span.instrumentation_scope or None
+        encoded = by_id.get((id(resource), id(scope)))
         if encoded is None:
-            encoded = next((e for s, e in scopes if s == scope), None)
-            if encoded is None:
-                encoded = []
-                scopes.append((scope, encoded))
-            by_scope[(id(scopes), id(scope))] = encoded
+            encoded = groups.setdefault(resource, {}).setdefault(scope, [])
+            by_id[(id(resource), id(scope))] = encoded
         encoded.append(_span(span))
-    return {"resourceSpans": [_resource_spans(r, scopes) for r, scopes in resources]}
+    return {"resourceSpans": [_resource_spans(r, scopes) for r, scopes in groups.items()]}
 
 
-def _resource_spans(resource: Any, scopes: list[tuple[Any, list[dict[str, Any]]]]) -> dict[str, Any]:
+def _resource_spans(resource: Any, scopes: dict[Any, list[dict[str, Any]]]) -> dict[str, Any]:
     blocks = []
-    for scope, encoded in scopes:
+    for scope, encoded in scopes.items():
         head: dict[str, Any] = {}
         if scope is not None:
             if scope.name:
