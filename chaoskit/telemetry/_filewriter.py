@@ -15,7 +15,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -101,6 +101,9 @@ class SpanFileWriter(SpanProcessor):
 
     ``at_once=True``: no thread; the span is in the file (written and flushed) when ``span.end()`` returns, so
     a process killed right after loses nothing (the MCP proxy ends a call's span before it answers).
+
+    It does nothing when a span starts (the SDK's own ``on_start``, inherited), so a tool call keeps its bulk
+    path (``_bulk.ready``) while the file is written.
     """
 
     def __init__(
@@ -121,9 +124,6 @@ class SpanFileWriter(SpanProcessor):
         self._thread = threading.Thread(target=self._work, name="chaoskit-span-file", daemon=True)
         if not at_once:
             self._thread.start()
-
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        """Nothing to do at the start."""
 
     def on_end(self, span: ReadableSpan) -> None:
         """Queue the span for the writer; wait for it first if ``max_pending`` spans are already waiting (or write

@@ -31,6 +31,10 @@ def _spans(n: int = 3) -> list[ReadableSpan]:
     return list(memory.get_finished_spans())
 
 
+def _spans_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+
+
 def _lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
@@ -113,6 +117,21 @@ def test_a_capture_of_any_kind_keeps_the_engine_on_its_bulk_path() -> None:
         assert telemetry.bulk_tracer() is None  # it reads the episode's root span at its start
     finally:
         telemetry.remove_processor(collector, shutdown=False)
+
+
+def test_the_local_trace_file_keeps_the_engine_on_its_bulk_path(tmp_path: Path) -> None:
+    # the file writer does nothing when a span starts either: CHAOSKIT_TRACES_FILE costs a tool call no bulk path
+    telemetry.get_tracer()
+    writer = telemetry.write_jsonl(tmp_path / "spans.jsonl")
+    try:
+        assert telemetry.bulk_tracer() is not None
+        with chaoskit.episode("e"):
+            _lookup("7")
+        telemetry.flush()
+    finally:
+        telemetry.remove_processor(writer)
+    names = [s["name"] for line in _lines(tmp_path / "spans.jsonl") for s in _spans_of(json.loads(line))]
+    assert sorted(names) == ["execute_tool _lookup", "invoke_agent e"]
 
 
 def test_the_runner_s_collector_buckets_the_one_capture_s_spans_by_episode() -> None:
