@@ -10,8 +10,10 @@ succeeding, a read-only tool called three times; 6 spans an episode), fed to:
 - ``--traces``: the runner's ``TraceSink``, a line per episode;
 - ``capture``: ``SpanCapture.processor.on_end`` (the in-memory capture of tests and the runner).
 
-Reported: µs of CPU time per span, best of ``--repeat``. To compare two checkouts, run this file of each with
-``PYTHONPATH`` set to that checkout, from a folder outside both, alternating.
+Reported: µs of CPU time per span, best of ``--repeat``. Then ``write_jsonl call``: a ``@chaos`` call under a
+plan that does not fire, with ``telemetry.write_jsonl`` attached, µs of CPU time per call (the call, its span
+and the writer thread's share; best of ``--repeat`` runs of 5,000 calls, each ended by a flush). To compare two
+checkouts, run this file of each with ``PYTHONPATH`` set to that checkout, from a folder outside both, alternating.
 """
 
 from __future__ import annotations
@@ -99,6 +101,26 @@ def main() -> None:
     print(f"{len(spans)} spans of {opts.episodes} episodes; CPU µs per span, best of {opts.repeat}")
     for name, seconds in best.items():
         print(f"{name:<12} {seconds / len(spans) * 1e6:>8.2f}")
+    print(f"write_jsonl call {_file_calls(folder, opts.repeat):>5.2f}")
+
+
+def _file_calls(folder: str, repeat: int, calls: int = 5000) -> float:
+    @chaoskit.chaos
+    def tool(order_id: str) -> str:
+        return order_id
+
+    writer = telemetry.write_jsonl(os.path.join(folder, "calls.jsonl"))
+    plan = chaoskit.Plan(seed=1, faults=[{"type": "error", "tool": "tool", "on_call": 10**9}])
+    best = float("inf")
+    with chaoskit.episode("bench", plan=plan):
+        for _ in range(repeat):
+            t0 = time.process_time()
+            for _ in range(calls):
+                tool("R-1")
+            telemetry.flush()
+            best = min(best, time.process_time() - t0)
+    telemetry.remove_processor(writer)
+    return best / calls * 1e6
 
 
 if __name__ == "__main__":
