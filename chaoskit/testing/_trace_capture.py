@@ -4,7 +4,7 @@
 to the code that opened it: a span belongs to it when it ended in a context where the capture was open (the
 thread or asyncio task that opened it, and tasks and ``asyncio.to_thread`` calls started from there, which
 copy the context), or when it belongs to a trace whose root span did, or to a trace it was told to follow
-(:meth:`OwnCapture.follow`, e.g. an episode's trace id). Both are the one capture,
+(:meth:`OwnCapture.follow`, e.g. an episode's trace id). Both are built on the one capture,
 :class:`chaoskit.telemetry.SpanCapture`; the filter is applied when the spans are read.
 """
 
