@@ -50,11 +50,9 @@ def snapshot(span: Any, end_time: int | None = None) -> ReadableSpan | None:
 class SpanCapture(SpanProcessor):
     """Spans finished while a :func:`chaoskit.telemetry.capture` block is open, in end order.
 
-    The one in-memory capture: a span processor that keeps what ends (``.processor`` is the capture itself)
-    and does nothing when a span starts, so chaoskit's hot path stays on its bulk path (``_bulk.ready``).
-    The per-test capture (``chaoskit.testing.OwnCapture``) and the runner's per-episode buckets
-    (``chaoskit.runner._spans.SpanCollector``) are made of it, choosing in :meth:`on_end` which spans to keep.
-    Like the SDK's in-memory exporter, it keeps sampled spans only, and nothing after :meth:`shutdown`."""
+    The one in-memory capture (``testing.OwnCapture`` and the runner's ``SpanCollector`` choose in
+    :meth:`on_end` which spans to keep): a processor, idle when a span starts, so the hot path keeps its bulk
+    path (``_bulk.ready``). As the SDK's in-memory exporter, it keeps sampled spans, none after :meth:`shutdown`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

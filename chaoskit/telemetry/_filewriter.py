@@ -1,11 +1,6 @@
-"""The one OTLP-JSON Lines span writer: the local trace file, ``--traces``, the JSON Lines exporter, all on one file.
-
-:class:`SpanLines` is the file: one ``{"resourceSpans": [...]}`` line per batch of spans (the OTel Collector's
-file format, encoded by :mod:`chaoskit.telemetry._otlpjson`), written whole and flushed under a lock. Its faces:
-:class:`SpanFileWriter` (a span processor: every ended span, by a thread of its own), the runner's ``--traces``
-(``chaoskit.runner._spans.TraceSink``: a line per episode), :class:`JsonLinesSpanExporter` (the SDK's exporter
-interface) and :func:`write_otlp_json` (spans already held).
-"""
+"""The one OTLP-JSON Lines span writer, :class:`SpanLines`, and its faces: the span processor writing every ended
+span (:class:`SpanFileWriter`), the runner's ``--traces`` (``runner._spans.TraceSink``), the SDK exporter
+(:class:`JsonLinesSpanExporter`) and :func:`write_otlp_json`."""
 
 from __future__ import annotations
 

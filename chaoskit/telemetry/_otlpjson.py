@@ -1,23 +1,11 @@
 """The one OTLP-JSON span encoder: finished spans as the ``{"resourceSpans": [...]}`` document, and as one line.
 
-Everything chaoskit writes goes through it: ``to_otlp_json``, the local trace file (``CHAOSKIT_TRACES_FILE``,
-``write_jsonl``), the proxies' and the runner's ``--traces``, :class:`~chaoskit.telemetry.JsonLinesSpanExporter`.
-
-It builds the dict directly rather than through the official encoder (``encode_spans`` of
-``opentelemetry-exporter-otlp-proto-common``, then protobuf's ``MessageToDict`` and a pass turning the base64
-ids to hex, what ``to_otlp_json`` did before). Measured side by side on the 120 spans of 20 chaoskit episodes
-(``python benchmarks/bench_otlp_encode.py``, CPU time, best of 7): protobuf 108 µs a span, the OTel Python
-OTLP-JSON encoder (``opentelemetry-exporter-otlp-json-common`` 0.66b1: a beta, pinned to one SDK minor
-version, not a dependency; the same data in another key order) 31 µs, this one 20 µs. The span file written
-as each span ends and the runner's ``--traces`` line per episode both pay it, so the official encoder is the
-reference instead: ``tests/telemetry/test_otlp_encoder.py`` holds this encoder's bytes equal to its output on
-every kind of span (links, events, remote parents, trace state, arrays, NaN, several resources and scopes).
-
-The OTLP/JSON mapping: lowercase hex ids, 64-bit integers as strings, enums as numbers, fields at their
-default value left out, keys in field-number order (what ``MessageToDict`` writes). One difference, on
-purpose: a string with a lone surrogate or an integer beyond 64 bits, which protobuf cannot hold and the
-official encoder drops with a logged traceback, is kept (JSON escapes the one, the other is a decimal string):
-the local trace file loses no evidence. A value of a type OTLP has no place for is left out, with one warning.
+Hand-written rather than the official encoder (protobuf's ``encode_spans`` + ``MessageToDict``: 5x slower a
+span, ``benchmarks/bench_otlp_encode.py``), which is its reference instead: ``tests/telemetry/test_otlp_encoder.py``
+holds the bytes equal on every kind of span. The OTLP/JSON mapping: hex ids, 64-bit integers as strings, enums
+as numbers, default values left out, keys in field-number order. On purpose, a string with a lone surrogate or
+an integer beyond 64 bits (which the official encoder drops, logging a traceback) is kept: the local trace file
+loses no evidence. A value OTLP has no form for is left out, with one warning.
 """
 
 from __future__ import annotations
