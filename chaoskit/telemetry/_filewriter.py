@@ -1,6 +1,7 @@
-"""The one OTLP-JSON Lines span writer, :class:`SpanLines`, and its faces: the span processor writing every ended
-span (:class:`SpanFileWriter`), the runner's ``--traces`` (``runner._spans.TraceSink``), the SDK exporter
-(:class:`JsonLinesSpanExporter`) and :func:`write_otlp_json`."""
+"""The one OTLP-JSON Lines span writer (:class:`SpanLines`), under every span file chaoskit writes.
+
+Its faces: the span processor writing every ended span (:class:`SpanFileWriter`), the runner's ``--traces``
+(``runner._spans.TraceSink``), the SDK exporter (:class:`JsonLinesSpanExporter`) and :func:`write_otlp_json`."""
 
 from __future__ import annotations
 
