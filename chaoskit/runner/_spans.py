@@ -2,36 +2,39 @@
 
 from __future__ import annotations
 
-import json
 import os
-import threading
 from collections.abc import Iterable, Sequence
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from opentelemetry import trace as otel_trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-import chaoskit.telemetry as telemetry
 from chaoskit._errors import ChaoskitError
 from chaoskit.semconv import EPISODE_ID, GEN_AI_OPERATION_NAME, OP_INVOKE_AGENT, RUN_KEY
+from chaoskit.telemetry import SpanCapture
+from chaoskit.telemetry._filewriter import SpanLines
 
 __all__ = ["SpanCollector", "TraceSink", "current_traceparent"]
 
 
-class SpanCollector(SpanProcessor):
-    """Buckets finished spans by episode (``chaoskit.episode.id`` or the runner's ``chaoskit.run.key``)."""
+class SpanCollector(SpanCapture):
+    """The one span capture, bucketed by episode (``chaoskit.episode.id`` or the runner's ``chaoskit.run.key``);
+    the spans of no episode are its captured :attr:`spans` (:attr:`other`), kept only with ``keep_other``."""
 
     def __init__(self, keep_other: bool) -> None:
-        self._lock = threading.Lock()
+        super().__init__()
         self.by_key: dict[str, list[ReadableSpan]] = {}
-        self.other: list[ReadableSpan] = []
         self.keep_other = keep_other
         #: episode root spans by span id, from their start: a model step (chat span) carries no chaoskit
         #: attribute, so it is filed under the episode of its parent
         self._roots: dict[int, str] = {}
+
+    @property
+    def other(self) -> tuple[ReadableSpan, ...]:
+        """The spans of no episode (with ``keep_other``), in end order."""
+        return self.spans
 
     def on_start(self, span: Any, parent_context: Context | None = None) -> None:
         """Remember an episode's root span, so that its model steps can be filed under it."""
@@ -52,8 +55,9 @@ class SpanCollector(SpanProcessor):
                 self._roots.pop(span.context.span_id, None)
             if isinstance(key, str):
                 self.by_key.setdefault(key, []).append(span)
-            elif self.keep_other:
-                self.other.append(span)
+                return
+        if self.keep_other:
+            self.keep(span)
 
     def pop(self, *keys: str | None) -> list[ReadableSpan]:
         """Take the spans filed under ``keys`` (None keys are skipped)."""
@@ -68,47 +72,29 @@ class SpanCollector(SpanProcessor):
         """Nothing to release."""
         return None
 
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Nothing is buffered."""
-        return True
 
-
-class TraceSink:
-    """``--traces out.jsonl``: one OTLP-JSON line per episode."""
+class TraceSink(SpanLines):
+    """``--traces out.jsonl``: the one span writer, one OTLP-JSON line per episode, the file started anew; with no
+    path, nothing is written."""
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
-        self.path = Path(path) if path else None
-        self._lock = threading.Lock()
-        self._fh: IO[str] | None = None
-        if self.path is not None:
+        # with no path, no file is ever opened (writes check for one): os.devnull only fills the slot
+        super().__init__(path or os.devnull, mode="w")
+        if path:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fh = self.path.open("w", encoding="utf-8")
+                self.open()
             except OSError as exc:
                 raise ChaoskitError(f"--traces {self.path}: cannot write: {exc.strerror or exc}") from None
 
     def write_spans(self, spans: Sequence[ReadableSpan]) -> None:
         """Write ``spans`` as one OTLP-JSON line."""
-        if self._fh is None or not spans:
-            return
-        line = json.dumps(telemetry.to_otlp_json(spans), separators=(",", ":"))
-        with self._lock:
-            self._fh.write(line + "\n")
+        if self._fh is not None and spans:
+            super().write_spans(spans)
 
     def write_lines(self, lines: Iterable[str]) -> None:
         """Copy OTLP-JSON lines written by a command-line agent, skipping blank ones."""
-        if self._fh is None:
-            return
-        with self._lock:
-            for line in lines:
-                if line.strip():
-                    self._fh.write(line.rstrip("\n") + "\n")
-
-    def close(self) -> None:
-        """Close the file (once)."""
         if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+            super().write_lines(line.rstrip("\n") for line in lines if line.strip())
 
 
 def current_traceparent() -> str | None:

@@ -44,8 +44,8 @@ from chaoskit.telemetry._export import (
     set_export_timeout,
     shutdown_all,
 )
-from chaoskit.telemetry._filewriter import SpanFileWriter
-from chaoskit.telemetry._otlpjson import JsonLinesSpanExporter, to_otlp_json, write_otlp_json
+from chaoskit.telemetry._filewriter import JsonLinesSpanExporter, SpanFileWriter, write_otlp_json
+from chaoskit.telemetry._otlpjson import to_otlp_json
 from chaoskit.telemetry._sinks import Tee, forget_warnings, warn_once, why
 
 __all__ = [

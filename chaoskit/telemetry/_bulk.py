@@ -92,19 +92,11 @@ def ready(tracer: Any, sinks: tuple[Any, ...]) -> bool:
 
 def put(span: Any, attrs: Mapping[str, Any]) -> None:
     """Set ``attrs`` on a span started while :func:`ready` held: stored as they are when the span and every
-    value are as expected, else through ``span.set_attributes`` (cleaned by the SDK)."""
-    if type(span) is SdkSpan:
-        store = span._attributes
-        # exactly the SDK's store, still empty, not frozen (the span ended: the SDK would refuse too)
-        if (
-            type(store) is BoundedAttributes
-            and type(target := getattr(store, "_dict", None)) is dict
-            and not target
-            and store._immutable is False
-            and _PLAIN.issuperset(map(type, attrs.values()))
-        ):
-            target.update(attrs)
-            return
+    value are as expected (:func:`store_of`), else through ``span.set_attributes`` (cleaned by the SDK)."""
+    target = store_of(span)
+    if target is not None and _PLAIN.issuperset(map(type, attrs.values())):
+        target.update(attrs)
+        return
     span.set_attributes(attrs)
 
 

@@ -1,14 +1,13 @@
-"""In-memory span capture (tests, the runner) and the hook through which captured spans become a ``Trace``."""
+"""The one in-memory span capture (tests, the runner), a still-open span read as ended, and the hook to a ``Trace``."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 import chaoskit.semconv as sc
 from chaoskit.telemetry._otlpjson import to_otlp_json
@@ -48,17 +47,47 @@ def snapshot(span: Any, end_time: int | None = None) -> ReadableSpan | None:
     )
 
 
-class SpanCapture:
-    """Spans finished while a :func:`chaoskit.telemetry.capture` block is open, in end order."""
+class SpanCapture(SpanProcessor):
+    """Spans finished while a :func:`chaoskit.telemetry.capture` block is open, in end order.
+
+    The one in-memory capture (``testing.OwnCapture`` and the runner's ``SpanCollector`` choose in
+    :meth:`on_end` which spans to keep): a processor, idle when a span starts, so the hot path keeps its bulk
+    path (``_bulk.ready``). As the SDK's in-memory exporter, it keeps sampled spans, none after :meth:`shutdown`."""
 
     def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.processor = SimpleSpanProcessor(self.exporter)
+        self._lock = threading.Lock()
+        self._kept: list[ReadableSpan] = []
+        self._stopped = False
+
+    @property
+    def processor(self) -> SpanProcessor:
+        """The span processor that fills this capture (``telemetry.add_processor(cap.processor)``): itself."""
+        return self
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Keep a finished, sampled span."""
+        ctx = span.context
+        if ctx is not None and ctx.trace_flags.sampled and not self._stopped:
+            self.keep(span)
+
+    def keep(self, span: ReadableSpan) -> None:
+        """Add ``span`` to the captured spans."""
+        with self._lock:
+            self._kept.append(span)
+
+    def shutdown(self) -> None:
+        """Keep no more spans."""
+        self._stopped = True
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing is buffered."""
+        return True
 
     @property
     def spans(self) -> tuple[ReadableSpan, ...]:
         """The spans that ended since the capture started (or was cleared)."""
-        return self.exporter.get_finished_spans()
+        with self._lock:
+            return tuple(self._kept)
 
     def attempt_spans(self, tool: str | None = None) -> list[ReadableSpan]:
         """chaoskit's tool attempt spans, optionally of one tool, in start order."""
@@ -73,7 +102,8 @@ class SpanCapture:
 
     def clear(self) -> None:
         """Forget the spans captured so far."""
-        self.exporter.clear()
+        with self._lock:
+            self._kept.clear()
 
     def to_otlp_json(self) -> dict[str, Any]:
         """The captured spans as one OTLP-JSON document (``resourceSpans``), as a Collector would export them."""

@@ -1,32 +1,95 @@
-"""The one OTLP-JSON Lines span file writer: every ended span reaches the file, written by a thread of its own."""
+"""The one OTLP-JSON Lines span writer (:class:`SpanLines`), under every span file chaoskit writes.
+
+Its faces: the span processor writing every ended span (:class:`SpanFileWriter`), the runner's ``--traces``
+(``runner._spans.TraceSink``), the SDK exporter (:class:`JsonLinesSpanExporter`) and :func:`write_otlp_json`."""
 
 from __future__ import annotations
 
-import json
+import contextlib
+import os
 import threading
 from collections import deque
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from chaoskit.telemetry._otlpfast import encode
-from chaoskit.telemetry._otlpjson import to_otlp_json
+from chaoskit.telemetry._otlpjson import otlp_line
 from chaoskit.telemetry._sinks import warn_once, why
 
-__all__ = ["DEFAULT_MAX_PENDING", "SpanFileWriter"]
+__all__ = ["DEFAULT_MAX_PENDING", "JsonLinesSpanExporter", "SpanFileWriter", "SpanLines", "write_otlp_json"]
 
 #: spans that may wait for the writer before a tool call that ends one more waits for the writer (back-pressure)
 DEFAULT_MAX_PENDING = 4096
 
 
+class SpanLines:
+    """An OTLP-JSON Lines file of spans, opened at the first write (or :meth:`open`), its directory made.
+
+    ``mode="a"`` appends to what the file holds; ``"w"`` starts it anew when it is opened. After a final
+    :meth:`close`, writes are dropped. Errors (``OSError``) are the caller's to report."""
+
+    def __init__(self, path: str | os.PathLike[str], *, mode: str = "a") -> None:
+        self.path = Path(path)
+        self._mode = mode
+        self._fh: IO[str] | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the file has been opened (and not closed)."""
+        return self._fh is not None
+
+    def open(self) -> IO[str]:
+        """Open the file now (making its directory); raises OSError when it cannot be written."""
+        with self._lock:
+            return self._open()
+
+    def _open(self) -> IO[str]:
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.path.open(self._mode, encoding="utf-8")
+        return self._fh
+
+    def write_spans(self, spans: Sequence[ReadableSpan]) -> None:
+        """Append ``spans`` as one OTLP-JSON line."""
+        self.write_lines((otlp_line(spans),))
+
+    def write_lines(self, lines: Iterable[str]) -> None:
+        """Append OTLP-JSON lines (each without its newline), then flush."""
+        with self._lock:
+            if self._closed:
+                return
+            fh = self._open()
+            for line in lines:
+                fh.write(line + "\n")
+            fh.flush()
+
+    def tell(self) -> int:
+        """Where the next line starts (0 when the file is not open)."""
+        with self._lock:
+            return self._fh.tell() if self._fh is not None else 0
+
+    def close(self, *, final: bool = True) -> None:
+        """Close the file; later writes are dropped, or (not ``final``) reopen it."""
+        with self._lock:
+            self._closed = final
+            if self._fh is not None:
+                with contextlib.suppress(OSError):
+                    self._fh.close()
+                self._fh = None
+
+
 class SpanFileWriter(SpanProcessor):
     """Append each ended span to an OTLP-JSON Lines file (the OTel Collector file format), never dropping one.
 
-    A writer thread encodes and appends what has queued up as one ``{"resourceSpans": [...]}`` line, without
-    protobuf (``_otlpfast``), so a busy agent or proxy does not wait for its spans. When ``max_pending`` spans
-    are waiting, the caller ending one more waits until the writer has caught up to half of that: the file is
-    complete at any rate of spans, and memory stays bounded. (The SDK's batch processor would drop them.)
+    A writer thread encodes and appends what has queued up as one ``{"resourceSpans": [...]}`` line, so a busy
+    agent or proxy does not wait for its spans. When ``max_pending`` spans are waiting, the caller ending one
+    more waits until the writer has caught up to half of that: the file is complete at any rate of spans, and
+    memory stays bounded. (The SDK's batch processor would drop them.)
 
     ``lazy=False`` opens the file now, so a path that cannot be written raises ``OSError`` naming it (the
     proxies' ``--traces``); ``lazy=True`` opens it at the first span and warns once instead (``write_jsonl``).
@@ -34,16 +97,19 @@ class SpanFileWriter(SpanProcessor):
 
     ``at_once=True``: no thread; the span is in the file (written and flushed) when ``span.end()`` returns, so
     a process killed right after loses nothing (the MCP proxy ends a call's span before it answers).
+
+    It does nothing when a span starts (the SDK's own ``on_start``, inherited), so a tool call keeps its bulk
+    path (``_bulk.ready``) while the file is written.
     """
 
     def __init__(
         self, path: str, *, lazy: bool = False, max_pending: int = DEFAULT_MAX_PENDING, at_once: bool = False
     ) -> None:
-        self.path = Path(path)
-        self._fh: IO[str] | None = None
+        self._file = SpanLines(path)
+        self.path = self._file.path
         self._failed = False
         if not lazy:
-            self._open()
+            self._file.open()
         self._queue: deque[ReadableSpan] = deque()
         self._max = max(1, max_pending)
         self._cond = threading.Condition()
@@ -54,15 +120,6 @@ class SpanFileWriter(SpanProcessor):
         self._thread = threading.Thread(target=self._work, name="chaoskit-span-file", daemon=True)
         if not at_once:
             self._thread.start()
-
-    def _open(self) -> IO[str]:
-        if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = self.path.open("a", encoding="utf-8")
-        return self._fh
-
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        """Nothing to do at the start."""
 
     def on_end(self, span: ReadableSpan) -> None:
         """Queue the span for the writer; wait for it first if ``max_pending`` spans are already waiting (or write
@@ -97,15 +154,10 @@ class SpanFileWriter(SpanProcessor):
         if self._failed:
             return
         try:
-            try:
-                document = encode(spans)
-            except TypeError:
-                document = to_otlp_json(spans)
-            fh = self._open()
-            fh.write(json.dumps(document, separators=(",", ":")) + "\n")
-            fh.flush()
+            self._file.write_spans(spans)
         except Exception as exc:  # a span file must never stop the agent or the proxy
-            self._failed = isinstance(exc, OSError) and self._fh is None
+            # a file that could not even be opened is not tried again for every batch
+            self._failed = isinstance(exc, OSError) and not self._file.is_open
             warn_once(
                 (id(self), "write"),
                 "chaoskit: writing spans to %s failed (%s); the agent goes on",
@@ -127,9 +179,43 @@ class SpanFileWriter(SpanProcessor):
             self._cond.notify_all()
         if not self._at_once:
             self._thread.join(timeout=2)
-        if self._fh is not None:
-            try:
-                self._fh.close()
-            except OSError:
-                pass
-            self._fh = None
+        self._file.close()
+
+
+class JsonLinesSpanExporter(SpanLines, SpanExporter):
+    """Append OTLP-JSON lines to a file; failures are logged and reported as FAILURE, never raised."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(path)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Append ``spans`` to the file as one OTLP-JSON line; a write error is warned about once, never raised."""
+        try:
+            self.write_spans(spans)
+            return SpanExportResult.SUCCESS
+        except Exception as exc:
+            warn_once(
+                (id(self), "export"),
+                "chaoskit: writing spans to %s failed (%s); the agent goes on",
+                self.path,
+                why(exc),
+            )
+            return SpanExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing to do: every export writes and flushes its line."""
+        return True
+
+    def shutdown(self) -> None:
+        """Close the file (an export after this opens it again)."""
+        self.close(final=False)
+
+
+def write_otlp_json(spans: Iterable[ReadableSpan], path: str | os.PathLike[str]) -> Path:
+    """Write ``spans`` to ``path`` as one OTLP-JSON Lines record (handy in tests and reports)."""
+    out = SpanLines(path)
+    try:
+        out.write_spans(list(spans))
+    finally:
+        out.close()
+    return out.path

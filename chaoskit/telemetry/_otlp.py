@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 import os
 
 from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
 from opentelemetry.sdk.trace.export import SpanExporter
+
+from chaoskit.telemetry._sinks import log
 
 __all__ = ["DEFAULT_SERVICE_NAME", "PROTOCOLS", "exporter_from_env", "protocol_from_env", "resource_from_env"]
 
@@ -15,8 +16,6 @@ DEFAULT_SERVICE_NAME = "chaoskit"
 
 #: the values of ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`` that chaoskit's own exporter honours
 PROTOCOLS = ("http/protobuf", "grpc")
-
-log = logging.getLogger("chaoskit")
 
 
 def protocol_from_env() -> str:

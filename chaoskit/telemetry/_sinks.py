@@ -50,12 +50,7 @@ class Tee(SpanProcessor):
             try:
                 sink.on_start(span, parent_context=parent_context)
             except Exception as exc:
-                warn_once(
-                    (id(sink), "start"),
-                    "chaoskit: a span processor failed in on_start (%s: %s); ignored",
-                    type(sink).__name__,
-                    why(exc),
-                )
+                _failed(sink, "start", exc)
 
     def on_end(self, span: ReadableSpan) -> None:
         """Hand a finished span to every sink."""
@@ -63,12 +58,7 @@ class Tee(SpanProcessor):
             try:
                 sink.on_end(span)
             except Exception as exc:
-                warn_once(
-                    (id(sink), "end"),
-                    "chaoskit: a span processor failed in on_end (%s: %s); ignored",
-                    type(sink).__name__,
-                    why(exc),
-                )
+                _failed(sink, "end", exc)
 
     def shutdown(self) -> None:
         """Shut every sink down."""
@@ -83,11 +73,18 @@ class Tee(SpanProcessor):
             try:
                 ok = bool(sink.force_flush(timeout_millis)) and ok
             except Exception as exc:
-                warn_once(
-                    (id(sink), "flush"),
-                    "chaoskit: flushing a span processor failed (%s: %s); ignored",
-                    type(sink).__name__,
-                    why(exc),
-                )
+                _failed(sink, "flush", exc)
                 ok = False
         return ok
+
+
+_FAILED = {
+    "start": "chaoskit: a span processor failed in on_start (%s: %s); ignored",
+    "end": "chaoskit: a span processor failed in on_end (%s: %s); ignored",
+    "flush": "chaoskit: flushing a span processor failed (%s: %s); ignored",
+}
+
+
+def _failed(sink: SpanProcessor, what: str, exc: Exception) -> None:
+    """One warning per sink and step: the sink's failure never reaches the agent."""
+    warn_once((id(sink), what), _FAILED[what], type(sink).__name__, why(exc))

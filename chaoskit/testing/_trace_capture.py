@@ -4,20 +4,17 @@
 to the code that opened it: a span belongs to it when it ended in a context where the capture was open (the
 thread or asyncio task that opened it, and tasks and ``asyncio.to_thread`` calls started from there, which
 copy the context), or when it belongs to a trace whose root span did, or to a trace it was told to follow
-(:meth:`OwnCapture.follow`, e.g. an episode's trace id). No change to the telemetry layer is needed: the
-filter is applied when the spans are read.
+(:meth:`OwnCapture.follow`, e.g. an episode's trace id). Both are built on the one capture,
+:class:`chaoskit.telemetry.SpanCapture`; the filter is applied when the spans are read.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import chaoskit.telemetry as telemetry
 from chaoskit.telemetry import SpanCapture
@@ -30,38 +27,11 @@ _OPEN: ContextVar[tuple[object, ...]] = ContextVar("chaoskit_open_captures", def
 
 
 class TraceCapture(SpanCapture):
-    """A :class:`~chaoskit.telemetry.SpanCapture` that also reads its spans as a :class:`chaoskit.Trace`."""
+    """A :class:`~chaoskit.telemetry.SpanCapture` whose :meth:`trace` is typed (it reads the spans directly)."""
 
     def trace(self) -> Trace:
         """The captured spans as a :class:`chaoskit.Trace` (episodes, attempts) for the checks."""
         return Trace.from_spans(self.spans)
-
-
-class _Collector(SimpleSpanProcessor):
-    """Keeps every ended span with whether it ended in a context where its capture was open.
-
-    It does nothing when a span starts (the SDK's ``SimpleSpanProcessor.on_start``), so it never slows the
-    engine's span start (see ``telemetry._bulk``); its exporter is unused."""
-
-    def __init__(self, token: object) -> None:
-        super().__init__(InMemorySpanExporter())
-        self.token = token
-        self.records: list[tuple[ReadableSpan, bool]] = []
-        self.lock = threading.Lock()
-
-    def on_end(self, span: ReadableSpan) -> None:
-        """Record the span and whether it ended where the capture is open."""
-        mine = self.token in _OPEN.get()
-        with self.lock:
-            self.records.append((span, mine))
-
-    def shutdown(self) -> None:
-        """Nothing to release."""
-        return None
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Nothing is buffered."""
-        return True
 
 
 class OwnCapture(TraceCapture):
@@ -73,9 +43,19 @@ class OwnCapture(TraceCapture):
     def __init__(self) -> None:
         super().__init__()
         self._token = object()
-        self._collector = _Collector(self._token)
-        self.processor = self._collector
+        #: every ended span, with whether it ended in a context where this capture was open
+        self._records: list[tuple[ReadableSpan, bool]] = []
         self._followed: set[int] = set()
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Record the span and whether it ended where the capture is open (the filter is applied on reading)."""
+        mine = self._token in _OPEN.get()
+        with self._lock:
+            self._records.append((span, mine))
+
+    def shutdown(self) -> None:
+        """Nothing to release."""
+        return None
 
     def follow(self, trace_id: str | int | None) -> None:
         """Also keep every span of the trace ``trace_id`` (32 hex digits or the int), wherever it ended."""
@@ -86,8 +66,8 @@ class OwnCapture(TraceCapture):
     @property
     def spans(self) -> tuple[ReadableSpan, ...]:
         """This capture's spans, in end order."""
-        with self._collector.lock:
-            records = list(self._collector.records)
+        with self._lock:
+            records = list(self._records)
         traces = set(self._followed)
         traces.update(s.context.trace_id for s, mine in records if mine and s.parent is None and s.context)
         return tuple(s for s, mine in records if mine or (s.context is not None and s.context.trace_id in traces))
@@ -95,14 +75,14 @@ class OwnCapture(TraceCapture):
     def spans_of_trace(self, trace_id: str | int) -> tuple[ReadableSpan, ...]:
         """The captured spans of one trace (of this test or not), in end order."""
         wanted = int(trace_id, 16) if isinstance(trace_id, str) else trace_id
-        with self._collector.lock:
-            records = list(self._collector.records)
+        with self._lock:
+            records = list(self._records)
         return tuple(s for s, _ in records if s.context is not None and s.context.trace_id == wanted)
 
     def clear(self) -> None:
         """Forget the spans captured so far."""
-        with self._collector.lock:
-            self._collector.records.clear()
+        with self._lock:
+            self._records.clear()
 
     @contextmanager
     def opened(self) -> Iterator[OwnCapture]:

@@ -23,8 +23,8 @@ from typing import Any
 
 import uvicorn
 
-# the MCP proxy's span file writer (OTLP-JSON Lines, encoded without protobuf, by a writer thread): a tenth of
-# the core's JsonLinesSpanExporter cost per span; chaoskit_mcp imports no part of the mcp SDK for it
+# the MCP proxy's span file writer (OTLP-JSON Lines, chaoskit's one encoder, by a writer thread);
+# chaoskit_mcp imports no part of the mcp SDK for it
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from chaoskit import ChaoskitError, ChaosWarning, Plan, telemetry
