@@ -25,7 +25,7 @@ from chaoskit.engine._context import ACTIVE, Active, Scope, live_active
 from chaoskit.engine._digests import digested, salt_for, text_digests
 from chaoskit.engine._effects import crash_reason, injected_fault
 from chaoskit.engine._info import AttemptInfo, RawAttempt, from_raw, tool_name
-from chaoskit.engine._plain import record_error
+from chaoskit.engine._span import record_error
 from chaoskit.engine._tracing import traceparent_context
 from chaoskit.plan._locate import _suggest
 from chaoskit.plan._model import Plan

@@ -61,7 +61,6 @@ MAX_FUNCTION_LINES = 80
 #: functions longer than that today, each to be split by the one-home-per-concept restructure (issue 26); the
 #: list can only shrink: a function that grows past its figure, or a new long one, fails, and so does a stale entry
 LONG_FUNCTIONS = {
-    "chaoskit/engine/_plain.py:plain_sync": 98,  # a replayed call answered in the fast path (docs/replay.md)
 }
 MAX_TYPE_IGNORES = 5  # fewer than this many in chaoskit/ + integrations/
 
