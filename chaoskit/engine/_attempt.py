@@ -294,13 +294,13 @@ class Attempt:
 
     def run_sync(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Carry out this attempt around the real call ``fn(*args, **kwargs)``."""
+        pre = self.before
         try:
-            pre = self.before
             if pre.sleep:
                 time.sleep(pre.sleep)
             if self._proceed():
                 # a replayed call: the recording answers instead of the tool; the fault still applies on top
-                result = self.transform(invoke(self._answers(), self.spec, self.args, self.hash, fn, args, kwargs))
+                result = self.transform(invoke(self.episode, self.spec, self.args, self.hash, fn, args, kwargs))
             else:
                 result = pre.value
         except BaseException as exc:
@@ -311,14 +311,12 @@ class Attempt:
 
     async def run_async(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Carry out this attempt around the real call ``await fn(*args, **kwargs)``."""
+        pre = self.before
         try:
-            pre = self.before
             if pre.sleep:
                 await asyncio.sleep(pre.sleep)
             if self._proceed():
-                result = self.transform(
-                    await ainvoke(self._answers(), self.spec, self.args, self.hash, fn, args, kwargs)
-                )
+                result = self.transform(await ainvoke(self.episode, self.spec, self.args, self.hash, fn, args, kwargs))
             else:
                 result = pre.value
         except BaseException as exc:
@@ -326,9 +324,6 @@ class Attempt:
             raise
         self.succeed(result)
         return result
-
-    def _answers(self) -> Any:
-        return self.episode.answers if self.episode is not None else None
 
     def _end(self, outcome: str, error_type: str | None, message: str | None, injected: bool) -> None:
         end = _now()
@@ -357,7 +352,7 @@ class Attempt:
 
 
 def invoke(
-    answers: Any,
+    episode: Any,
     spec: ToolSpec,
     bound: Any,
     args_hash: str | None,
@@ -365,8 +360,10 @@ def invoke(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Any:
-    """The run step: ``fn(*args, **kwargs)``, or for a replayed call (``answers``: the episode's recording) its
-    answer, looked up by the arguments hash ``args_hash`` that the call's span holds (None with tracing off)."""
+    """The run step: ``fn(*args, **kwargs)``, or for a replayed call (the episode's recording, ``Episode.answers``)
+    its answer, looked up by the arguments hash ``args_hash`` that the call's span holds (None with tracing off):
+    the real tool runs only when the recording says so."""
+    answers = episode.answers if episode is not None else None
     if answers is None:
         # without keywords, no copy of the empty keyword dict for the call
         return fn(*args, **kwargs) if kwargs else fn(*args)
@@ -374,7 +371,7 @@ def invoke(
 
 
 async def ainvoke(
-    answers: Any,
+    episode: Any,
     spec: ToolSpec,
     bound: Any,
     args_hash: str | None,
@@ -383,6 +380,7 @@ async def ainvoke(
     kwargs: dict[str, Any],
 ) -> Any:
     """:func:`invoke` for a coroutine function."""
+    answers = episode.answers if episode is not None else None
     if answers is None:
         return await fn(*args, **kwargs)
     return await answers.acall(spec, bound if not callable(bound) else None, args_hash, fn, args, kwargs)
@@ -441,7 +439,7 @@ def call_sync(
         else:
             # a replayed call: answered from the recording, looked up by the arguments hash the span holds
             args_hash = None if opened is None else opened[2]
-            result = invoke(episode.answers, spec, decision.args, args_hash, fn, args, kwargs)
+            result = invoke(episode, spec, decision.args, args_hash, fn, args, kwargs)
     except BaseException as exc:
         raised(spec, decision, call_id, start, opened, exc)
         raise
@@ -465,11 +463,9 @@ async def call_async(
         return await Attempt(spec, bound, call_id, attach=True, _decision=decision).run_async(fn, args, kwargs)
     start = _now()
     opened = open_plain(spec, decision, call_id) if tracing else None
-    episode = decision.episode
-    answers = episode.answers if episode is not None else None
-    args_hash = None if opened is None else opened[2]
+    args_hash = None if opened is None else opened[2]  # a replayed call is looked up by it
     try:
-        result = await ainvoke(answers, spec, decision.args, args_hash, fn, args, kwargs)
+        result = await ainvoke(decision.episode, spec, decision.args, args_hash, fn, args, kwargs)
     except BaseException as exc:
         raised(spec, decision, call_id, start, opened, exc)
         raise
