@@ -10,6 +10,7 @@ from typing import Any, TypeVar, cast, overload
 
 import wrapt
 
+import chaoskit.engine._config as _config
 from chaoskit._errors import ConfigError
 from chaoskit.adapters._binding import ArgBinder
 from chaoskit.adapters._registry import find_adapter
@@ -52,6 +53,9 @@ class _ToolFunction(wrapt.FunctionWrapper[Any, Any]):
         # look-up, an exception made and cleared) and then calls the wrapper: this asked once, at decoration,
         # and calls the engine's driver itself
         spec, wrapped, bind, instance, driver = self._self_chaoskit_fast
+        if _config.CONFIG.trace:
+            # traced, the arguments are always described: bound now, with no partial to make and then call
+            return driver(spec, wrapped, args, kwargs, bound=bind(instance, args, kwargs))
         return driver(spec, wrapped, args, kwargs, bound=_partial(bind, instance, args, kwargs))
 
     @property

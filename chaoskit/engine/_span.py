@@ -133,12 +133,11 @@ def open_plain(spec: ToolSpec, decision: Decision, call_id: str | None) -> Opene
     idem = idempotency_key(spec, bound) if spec.idempotency_arg else None
     tracer = bulk_tracer()
     constant = spec._plain_attributes
-    if tracer is None or constant is None or (call_id is not None and type(call_id) is not str):
-        span, args_hash = start_span(
-            spec, start_attributes(spec, decision.attempt, True, episode, call_id, idem), bound
-        )
-        return span, _attach(_in_context(span)), args_hash, idem
     args_hash: str | None = None
+    if tracer is None or constant is None or (call_id is not None and type(call_id) is not str):
+        attrs = start_attributes(spec, decision.attempt, True, episode, call_id, idem)
+        span, args_hash = start_span(spec, attrs, bound)
+        return span, _attach(_in_context(span)), args_hash, idem
     try:
         span = tracer.start_span(spec.span_name, parent() if TRACEPARENT_SET else None, _INTERNAL)
         # every value put here is a str, bool or int (the episode's agent and conversation: checked when set)
