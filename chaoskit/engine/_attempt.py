@@ -1,8 +1,10 @@
 """The attempt engine: decide fault -> record attempt -> run or fake -> record outcome.
 
-Every entry point (``@chaos``, the LangChain tool wrapper, the middleware, the LangGraph interceptor and the
-callback handler) goes through :func:`begin` and the returned :class:`Attempt`; :func:`call_sync` and
-:func:`call_async` are the two thin drivers for entry points that own the call.
+Every entry point goes through the same steps: count and decide (:func:`~chaoskit.engine._steps.decide`, pure),
+the span steps of :mod:`chaoskit.engine._span`, then :func:`~chaoskit.engine._steps.record`. :func:`call_sync`
+and :func:`call_async` are the two thin drivers for entry points that own the call (``@chaos``, the LangChain
+tool wrapper); the others (the middleware, the LangGraph interceptor, the callback handler, the proxies)
+:func:`begin` an :class:`Attempt` and report its halves.
 
 Outcomes: ``ok``; ``error`` when the tool raised, or returned a value its ToolSpec's ``error_result`` calls an
 error (then ``chaoskit.tool.refused`` and ``error.type=ReturnedError``, and the value still goes back to the
@@ -10,7 +12,8 @@ caller); ``cancelled`` for a ``BaseException`` that is not an ``Exception`` (``a
 ``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``): the run was stopped, the tool did not fail.
 
 The hot path is one tool call with no fault firing: :func:`call_sync` / :func:`call_async` run it without an
-Attempt (:mod:`chaoskit.engine._plain`), and with tracing off bind no argument that no trigger reads. A span
+Attempt, ending it with :mod:`chaoskit.engine._plain`, and with tracing off bind no argument that no trigger
+reads. A span
 starts with every attribute it will end with, in one dict; :meth:`Attempt.succeed` and :meth:`Attempt.fail`
 set attributes again only when the call went another way.
 """
