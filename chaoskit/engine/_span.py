@@ -62,24 +62,29 @@ def start_attributes(
     call_id: str | None,
     idem: str | None,
     caller: Mapping[str, Any] | None = None,
+    into: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The attributes an attempt span starts with, fault aside: the tool's constant ones (built once, when it
     was wrapped), the episode's (its agent and conversation), the caller's (``caller``: the agent and
-    conversation an integration found on the call, which win) and the call's own, in one dict."""
-    attrs = spec.span_attributes.copy()
-    attrs[sc.ATTEMPT] = n
-    attrs[sc.OUTCOME] = _OK
-    attrs[sc.TOOL_EXECUTED] = executed
+    conversation an integration found on the call, which win) and the call's own, in one dict: ``into`` when
+    given (a span's own attribute store, filled in place on the hot path: the constant ones must then all be
+    strings or booleans, ``spec._plain_attributes``), else a new one."""
+    if into is None:
+        attrs = spec.span_attributes.copy()
+    else:
+        attrs = into
+        attrs.update(spec._plain_attributes or ())
+    attrs[_ATTEMPT], attrs[_OUTCOME], attrs[_EXECUTED] = n, _OK, executed
     if episode is not None:
-        attrs[sc.EPISODE_ID] = episode.id
+        attrs[_EPISODE_ID] = episode.id
         if episode.tool_attributes:
             attrs.update(episode.tool_attributes)
     if caller:
         attrs.update(caller)
     if call_id:
-        attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id
+        attrs[_CALL_ID] = call_id
     if idem is not None:
-        attrs[sc.IDEMPOTENCY_KEY] = idem
+        attrs[_IDEM] = idem
     return attrs
 
 
@@ -143,16 +148,7 @@ def open_plain(spec: ToolSpec, decision: Decision, call_id: str | None) -> Opene
         # every value put here is a str, bool or int (the episode's agent and conversation: checked when set)
         target = store_of(span) if episode is None or type(episode.id) is str else None
         if target is not None:
-            target.update(constant)
-            target[_ATTEMPT], target[_OUTCOME], target[_EXECUTED] = decision.attempt, _OK, True
-            if episode is not None:
-                target[_EPISODE_ID] = episode.id
-                if episode.tool_attributes:
-                    target.update(episode.tool_attributes)
-            if call_id:
-                target[_CALL_ID] = call_id
-            if idem is not None:
-                target[_IDEM] = idem
+            start_attributes(spec, decision.attempt, True, episode, call_id, idem, None, target)
             if bound is not None:
                 args_hash = _describe(spec, target, bound)
         elif span.is_recording():
