@@ -13,9 +13,8 @@ caller); ``cancelled`` for a ``BaseException`` that is not an ``Exception`` (``a
 
 The hot path is one tool call with no fault firing: :func:`call_sync` / :func:`call_async` run it without an
 Attempt, ending it with :mod:`chaoskit.engine._plain`, and with tracing off bind no argument that no trigger
-reads. A span
-starts with every attribute it will end with, in one dict; :meth:`Attempt.succeed` and :meth:`Attempt.fail`
-set attributes again only when the call went another way.
+reads. A span starts with every attribute it will end with, in one dict; :meth:`Attempt.succeed` and
+:meth:`Attempt.fail` set attributes again only when the call went another way.
 """
 
 from __future__ import annotations
