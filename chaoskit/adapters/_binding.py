@@ -47,7 +47,8 @@ class ArgBinder:
         """The arguments by parameter name, defaults included, the receiver (``self`` / ``cls``) left out."""
         names = self._names
         if self._simple and instance is None and not kwargs and names is not None and len(args) == len(names):
-            return dict(zip(names, args, strict=False))
+            # zip's default (not strict), unspelled: a keyword argument costs zip() more than the pairing (~0.1 µs)
+            return dict(zip(names, args))  # noqa: B905
         sig = self.sig
         if sig is None:
             return {"args": list(args), **kwargs}
@@ -68,7 +69,7 @@ class ArgBinder:
         """``Signature.bind`` + ``apply_defaults`` for plain parameters; None where it would not bind."""
         if len(args) > len(names):
             return None
-        out = dict(zip(names, args, strict=False))
+        out = dict(zip(names, args))  # noqa: B905 (as in bind: fewer arguments than names pair the first ones)
         if kwargs:
             for key in kwargs:
                 if key in out or key not in self._nameset:

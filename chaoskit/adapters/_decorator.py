@@ -5,10 +5,12 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast, overload
 
 import wrapt
 
+import chaoskit.engine._config as _config
 from chaoskit._errors import ConfigError
 from chaoskit.adapters._binding import ArgBinder
 from chaoskit.adapters._registry import find_adapter
@@ -51,6 +53,9 @@ class _ToolFunction(wrapt.FunctionWrapper[Any, Any]):
         # look-up, an exception made and cleared) and then calls the wrapper: this asked once, at decoration,
         # and calls the engine's driver itself
         spec, wrapped, bind, instance, driver = self._self_chaoskit_fast
+        if _config.CONFIG.trace:
+            # traced, the arguments are always described: bound now, with no partial to make and then call
+            return driver(spec, wrapped, args, kwargs, bound=bind(instance, args, kwargs))
         return driver(spec, wrapped, args, kwargs, bound=_partial(bind, instance, args, kwargs))
 
     @property
@@ -130,103 +135,138 @@ def chaos(
         or find_adapter(func_or_plan) is not None
     ):
         raise ConfigError(f"chaos(): expected a function or a Plan (or a plan dict), got {type(func_or_plan).__name__}")
-    checked_plan = as_plan(plan, "chaos(plan)")
-    if name is not None and (not isinstance(name, str) or not name):
-        raise ConfigError(f"chaos(name=...): expected a non-empty string, got {name!r}")
-    if description is not None and not isinstance(description, str):
-        raise ConfigError(f"chaos(description=...): expected a string, got {type(description).__name__}")
-    check_flag(irreversible, "chaos(irreversible=...)")
-    check_flag(idempotent, "chaos(idempotent=...)")
-    refusal_check(error_result)  # raises ConfigError now, not at the first call
+    options = _Options.checked(
+        plan=plan,
+        name=name,
+        irreversible=irreversible,
+        idempotency_arg=idempotency_arg,
+        description=description,
+        idempotent=idempotent,
+        error_result=error_result,
+    )
 
     def decorate(func: F) -> F:
-        if not (inspect.isroutine(func) or isinstance(func, classmethod | staticmethod)):
-            adapted = _adapt(
-                func,
-                name=name,
-                description=description,
-                plan=checked_plan,
-                irreversible=irreversible,
-                idempotency_arg=idempotency_arg,
-                idempotent=idempotent,
-                error_result=error_result,
-            )
-            if adapted is not _NOT_A_FRAMEWORK_TOOL:
-                return cast(F, adapted)
-        if not (callable(func) or isinstance(func, classmethod | staticmethod)):
-            raise ConfigError(f"chaos(): expected a function to decorate, got {type(func).__name__}")
-        # wrapping a @chaos tool again replaces its wrapper: two layers would make two attempts of one call
-        func, prior = _unwrap(func)
-        static = isinstance(func, staticmethod)
-        target = func.__func__ if isinstance(func, staticmethod | classmethod) else func
-        if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
-            raise ConfigError(
-                f"chaos(): {getattr(target, '__name__', target)!r} is a generator; a tool must return its result "
-                "(wrap a function that collects the items, e.g. returns list(...))"
-            )
-        inner = target.func if isinstance(target, functools.partial) else target
-        if prior is None:
-            tool_name = name or getattr(inner, "__name__", None) or type(inner).__name__
-            doc = description or inspect.getdoc(target)
-            spec = ToolSpec(
-                name=tool_name,
-                irreversible=irreversible,
-                idempotency_arg=idempotency_arg,
-                description=doc.splitlines()[0] if doc else None,
-                plan=checked_plan,
-                idempotent=idempotent,
-                error_result=error_result,
-            )
-        else:
-            # the old declaration, with what is given now added: never a silent loss of irreversible=True
-            spec = ToolSpec(
-                name=name or prior.name,
-                irreversible=irreversible or prior.irreversible,
-                idempotency_arg=idempotency_arg if idempotency_arg is not None else prior.idempotency_arg,
-                description=description.splitlines()[0] if description else prior.description,
-                plan=checked_plan if checked_plan is not None else prior.plan,
-                idempotent=idempotent or prior.idempotent,
-                error_result=error_result if error_result is not None else prior.error_result,
-            )
-            tool_name = spec.name
-        key = spec.idempotency_arg
-        if key is not None:
-            try:
-                params = inspect.signature(target).parameters
-            except (TypeError, ValueError):
-                params = None
-            if (
-                params is not None
-                and key not in params
-                and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-            ):
-                raise ConfigError(
-                    f"chaos(idempotency_arg={key!r}): {tool_name}() has no such parameter; "
-                    f"its parameters are: {', '.join(params)}"
-                )
-        # a bound method (or a partial of one) already carries its receiver: its signature leaves it out
-        bind = ArgBinder(target, static=static or inspect.ismethod(inner)).bind
-
-        call_method = type(target).__call__ if not inspect.isroutine(target) else None
-        if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call_method):
-
-            async def async_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-                return await call_async(spec, wrapped, args, kwargs, bound=_partial(bind, instance, args, kwargs))
-
-            wrapped_func = _ToolFunction(func, async_wrapper, spec, bind, call_async)
-        else:
-
-            def sync_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-                # call_sync, not an Attempt: with no fault it builds none, and with tracing off binds nothing
-                # (a partial, not a lambda: no closure cells to make per call, one frame less to bind)
-                return call_sync(spec, wrapped, args, kwargs, bound=_partial(bind, instance, args, kwargs))
-
-            wrapped_func = _ToolFunction(func, sync_wrapper, spec, bind, call_sync)
-        return cast(F, wrapped_func)
+        return cast(F, _decorate(func, options))
 
     if func_or_plan is not None:
         return decorate(func_or_plan)
     return decorate
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """What ``@chaos(...)`` was given, checked once, at decoration time."""
+
+    plan: Plan | None
+    name: str | None
+    irreversible: bool
+    idempotency_arg: str | None
+    description: str | None
+    idempotent: bool
+    error_result: ErrorResult | None
+
+    @classmethod
+    def checked(cls, *, plan: Plan | Mapping[str, Any] | None, **given: Any) -> _Options:
+        """The options, or a ConfigError (a PlanError for a bad plan dict) naming the bad one."""
+        checked_plan = as_plan(plan, "chaos(plan)")
+        name, description = given["name"], given["description"]
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ConfigError(f"chaos(name=...): expected a non-empty string, got {name!r}")
+        if description is not None and not isinstance(description, str):
+            raise ConfigError(f"chaos(description=...): expected a string, got {type(description).__name__}")
+        check_flag(given["irreversible"], "chaos(irreversible=...)")
+        check_flag(given["idempotent"], "chaos(idempotent=...)")
+        refusal_check(given["error_result"])  # raises ConfigError now, not at the first call
+        return cls(plan=checked_plan, **given)
+
+    def spec(self, target: Any, inner: Any, prior: ToolSpec | None) -> ToolSpec:
+        """The ToolSpec of ``target`` (``inner``: the function under a partial); a re-wrapped tool's old
+        declaration ``prior`` with what is given now added: never a silent loss of ``irreversible=True``."""
+        if prior is None:
+            doc = self.description or inspect.getdoc(target)
+            return ToolSpec(
+                name=self.name or getattr(inner, "__name__", None) or type(inner).__name__,
+                irreversible=self.irreversible,
+                idempotency_arg=self.idempotency_arg,
+                description=doc.splitlines()[0] if doc else None,
+                plan=self.plan,
+                idempotent=self.idempotent,
+                error_result=self.error_result,
+            )
+        return ToolSpec(
+            name=self.name or prior.name,
+            irreversible=self.irreversible or prior.irreversible,
+            idempotency_arg=self.idempotency_arg if self.idempotency_arg is not None else prior.idempotency_arg,
+            description=self.description.splitlines()[0] if self.description else prior.description,
+            plan=self.plan if self.plan is not None else prior.plan,
+            idempotent=self.idempotent or prior.idempotent,
+            error_result=self.error_result if self.error_result is not None else prior.error_result,
+        )
+
+
+def _decorate(func: Any, options: _Options) -> Any:
+    """``func`` wrapped by ``@chaos(...)`` with ``options``: a framework's tool handed to its adapter, else a
+    :class:`_ToolFunction` whose sync or async driver is chosen here, once."""
+    if not (inspect.isroutine(func) or isinstance(func, classmethod | staticmethod)):
+        adapted = _adapt(
+            func,
+            name=options.name,
+            description=options.description,
+            plan=options.plan,
+            irreversible=options.irreversible,
+            idempotency_arg=options.idempotency_arg,
+            idempotent=options.idempotent,
+            error_result=options.error_result,
+        )
+        if adapted is not _NOT_A_FRAMEWORK_TOOL:
+            return adapted
+    if not (callable(func) or isinstance(func, classmethod | staticmethod)):
+        raise ConfigError(f"chaos(): expected a function to decorate, got {type(func).__name__}")
+    # wrapping a @chaos tool again replaces its wrapper: two layers would make two attempts of one call
+    func, prior = _unwrap(func)
+    static = isinstance(func, staticmethod)
+    target = func.__func__ if isinstance(func, staticmethod | classmethod) else func
+    if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
+        raise ConfigError(
+            f"chaos(): {getattr(target, '__name__', target)!r} is a generator; a tool must return its result "
+            "(wrap a function that collects the items, e.g. returns list(...))"
+        )
+    inner = target.func if isinstance(target, functools.partial) else target
+    spec = options.spec(target, inner, prior)
+    _check_idempotency_arg(target, spec)
+    # a bound method (or a partial of one) already carries its receiver: its signature leaves it out
+    bind = ArgBinder(target, static=static or inspect.ismethod(inner)).bind
+    call_method = type(target).__call__ if not inspect.isroutine(target) else None
+    if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call_method):
+
+        async def async_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+            return await call_async(spec, wrapped, args, kwargs, bound=_partial(bind, instance, args, kwargs))
+
+        return _ToolFunction(func, async_wrapper, spec, bind, call_async)
+
+    def sync_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        # call_sync, not an Attempt: with no fault it builds none, and with tracing off binds nothing
+        # (a partial, not a lambda: no closure cells to make per call, one frame less to bind)
+        return call_sync(spec, wrapped, args, kwargs, bound=_partial(bind, instance, args, kwargs))
+
+    return _ToolFunction(func, sync_wrapper, spec, bind, call_sync)
+
+
+def _check_idempotency_arg(target: Any, spec: ToolSpec) -> None:
+    """A ConfigError if ``spec.idempotency_arg`` names no parameter of ``target`` (one taking ``**kwargs`` takes
+    any name; a signature that cannot be read is not checked)."""
+    key = spec.idempotency_arg
+    if key is None:
+        return
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return
+    if key not in params and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        raise ConfigError(
+            f"chaos(idempotency_arg={key!r}): {spec.name}() has no such parameter; "
+            f"its parameters are: {', '.join(params)}"
+        )
 
 
 _NOT_A_FRAMEWORK_TOOL: Any = object()

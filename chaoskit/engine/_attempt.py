@@ -1,8 +1,10 @@
 """The attempt engine: decide fault -> record attempt -> run or fake -> record outcome.
 
-Every entry point (``@chaos``, the LangChain tool wrapper, the middleware, the LangGraph interceptor and the
-callback handler) goes through :func:`begin` and the returned :class:`Attempt`; :func:`call_sync` and
-:func:`call_async` are the two thin drivers for entry points that own the call.
+Every entry point goes through the same steps: count and decide (:func:`~chaoskit.engine._steps.decide`, pure),
+the span steps of :mod:`chaoskit.engine._span`, then :func:`~chaoskit.engine._steps.record`. :func:`call_sync`
+and :func:`call_async` are the two thin drivers for entry points that own the call (``@chaos``, the LangChain
+tool wrapper); the others (the middleware, the LangGraph interceptor, the callback handler, the proxies)
+:func:`begin` an :class:`Attempt` and report its halves.
 
 Outcomes: ``ok``; ``error`` when the tool raised, or returned a value its ToolSpec's ``error_result`` calls an
 error (then ``chaoskit.tool.refused`` and ``error.type=ReturnedError``, and the value still goes back to the
@@ -10,9 +12,9 @@ caller); ``cancelled`` for a ``BaseException`` that is not an ``Exception`` (``a
 ``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``): the run was stopped, the tool did not fail.
 
 The hot path is one tool call with no fault firing: :func:`call_sync` / :func:`call_async` run it without an
-Attempt (:mod:`chaoskit.engine._plain`), and with tracing off bind no argument that no trigger reads. A span
-starts with every attribute it will end with, in one dict; :meth:`Attempt.succeed` and :meth:`Attempt.fail`
-set attributes again only when the call went another way.
+Attempt, ending it with :mod:`chaoskit.engine._plain`, and with tracing off bind no argument that no trigger
+reads. A span starts with every attribute it will end with, in one dict; :meth:`Attempt.succeed` and
+:meth:`Attempt.fail` set attributes again only when the call went another way.
 """
 
 from __future__ import annotations
@@ -34,15 +36,8 @@ import chaoskit.semconv as sc
 from chaoskit._errors import ChaosWarning
 from chaoskit.engine._digests import salt_for, text_digests
 from chaoskit.engine._info import AttemptInfo
-from chaoskit.engine._plain import (
-    close_error,
-    close_ok,
-    end_span,
-    plain_async,
-    plain_sync,
-    start_attributes,
-    start_span,
-)
+from chaoskit.engine._plain import raised, returned
+from chaoskit.engine._span import close_error, close_ok, end_span, open_plain, start_attributes, start_span
 from chaoskit.engine._spanattrs import fault_attributes, fault_event, fault_summary
 from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
 from chaoskit.engine._steps import (
@@ -52,7 +47,6 @@ from chaoskit.engine._steps import (
     decide,
     idempotency_key,
     keeps,
-    lean_end,
     record,
     suspended,
 )
@@ -288,25 +282,27 @@ class Attempt:
         if self.fault is not None and span.is_recording():
             span.add_event(sc.FAULT_EVENT, fault_event(self.fault, self.fault_index))
 
-    # -- the two drivers: identical steps, differing only in how they sleep and await -------------------
+    # -- the two drivers: the same steps, differing only in how they sleep and await -----------------------
+
+    def _proceed(self) -> bool:
+        """The fake step, once any latency is slept: raise the injected error, or say whether the real tool
+        runs (else the faked ``before.value`` is the result)."""
+        pre = self.before
+        if pre.exc is not None:
+            raise pre.exc
+        if pre.call:
+            self.executed = True
+        return pre.call
 
     def run_sync(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Carry out this attempt around the real call ``fn(*args, **kwargs)``."""
+        pre = self.before
         try:
-            pre = self.before
             if pre.sleep:
                 time.sleep(pre.sleep)
-            if pre.exc is not None:
-                raise pre.exc
-            if pre.call:
-                self.executed = True
-                answers = self.episode.answers if self.episode is not None else None
+            if self._proceed():
                 # a replayed call: the recording answers instead of the tool; the fault still applies on top
-                result = self.transform(
-                    fn(*args, **kwargs)
-                    if answers is None
-                    else answers.call(self.spec, self.args, self.hash, fn, args, kwargs)
-                )
+                result = self.transform(invoke(self.episode, self.spec, self.args, self.hash, fn, args, kwargs))
             else:
                 result = pre.value
         except BaseException as exc:
@@ -317,20 +313,12 @@ class Attempt:
 
     async def run_async(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Carry out this attempt around the real call ``await fn(*args, **kwargs)``."""
+        pre = self.before
         try:
-            pre = self.before
             if pre.sleep:
                 await asyncio.sleep(pre.sleep)
-            if pre.exc is not None:
-                raise pre.exc
-            if pre.call:
-                self.executed = True
-                answers = self.episode.answers if self.episode is not None else None
-                result = self.transform(
-                    await fn(*args, **kwargs)
-                    if answers is None
-                    else await answers.acall(self.spec, self.args, self.hash, fn, args, kwargs)
-                )
+            if self._proceed():
+                result = self.transform(await ainvoke(self.episode, self.spec, self.args, self.hash, fn, args, kwargs))
             else:
                 result = pre.value
         except BaseException as exc:
@@ -365,28 +353,39 @@ class Attempt:
         record(self.spec, ended)
 
 
-def _answered(answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` answered from a recording (``Episode.answers``), for an unfaulted call with tracing off (a traced one
-    asks the recording in ``plain_sync``, with the hash its span holds; a faulted one in
-    :meth:`Attempt.run_sync`): the real tool runs only when the recording says so."""
-    args = bound if not callable(bound) else None
+def invoke(
+    episode: Any,
+    spec: ToolSpec,
+    bound: Any,
+    args_hash: str | None,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """The run step: ``fn(*args, **kwargs)``, or for a replayed call (the episode's recording, ``Episode.answers``)
+    its answer, looked up by the arguments hash ``args_hash`` that the call's span holds (None with tracing off):
+    the real tool runs only when the recording says so."""
+    answers = episode.answers if episode is not None else None
+    if answers is None:
+        # without keywords, no copy of the empty keyword dict for the call
+        return fn(*args, **kwargs) if kwargs else fn(*args)
+    return answers.call(spec, bound if not callable(bound) else None, args_hash, fn, args, kwargs)
 
-    def body(*a: Any, **kw: Any) -> Any:
-        return answers.call(spec, args, None, fn, a, kw)
 
-    return body
-
-
-def _answered_async(
-    answers: Any, spec: ToolSpec, bound: Args, fn: Callable[..., Awaitable[Any]]
-) -> Callable[..., Awaitable[Any]]:
-    """:func:`_answered` for a coroutine function."""
-    args = bound if not callable(bound) else None
-
-    async def body(*a: Any, **kw: Any) -> Any:
-        return await answers.acall(spec, args, None, fn, a, kw)
-
-    return body
+async def ainvoke(
+    episode: Any,
+    spec: ToolSpec,
+    bound: Any,
+    args_hash: str | None,
+    fn: Callable[..., Awaitable[Any]],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """:func:`invoke` for a coroutine function."""
+    answers = episode.answers if episode is not None else None
+    if answers is None:
+        return await fn(*args, **kwargs)
+    return await answers.acall(spec, bound if not callable(bound) else None, args_hash, fn, args, kwargs)
 
 
 # which fault made this exception, for the integrations that turn it into a tool message (injected_fault)
@@ -425,37 +424,28 @@ def call_sync(
     bound: Args = None,
     call_id: str | None = None,
 ) -> Any:
-    """One attempt around ``fn(*args, **kwargs)``: :func:`begin` then :meth:`Attempt.run_sync`.
-
-    With tracing off and no fault for this call, no Attempt is built: the call is counted, decided, run and
-    recorded on the episode as the Attempt would, with ``bound`` called only if a trigger or the idempotency
-    key needs the arguments.
-    """
-    cfg = _config.CONFIG
-    tracing = cfg.trace
+    """One attempt around ``fn(*args, **kwargs)``: count and decide, then, with a fault, :func:`begin` and
+    :meth:`Attempt.run_sync`; without, the unfaulted call (:mod:`chaoskit.engine._plain`), the same steps with
+    none of an Attempt's state. ``bound`` is called only if the span, a trigger or the idempotency key needs
+    the arguments."""
+    tracing = _config.CONFIG.trace
     decision = decide(spec, bound, None, tracing, call_id)
     if decision.fault is not None:
         return Attempt(spec, bound, call_id, attach=True, _decision=decision).run_sync(fn, args, kwargs)
-    if tracing:
-        # a replayed call is answered there, by the arguments hash its span holds
-        return plain_sync(spec, decision, fn, args, kwargs, call_id)
-    episode = decision.episode
-    if episode is not None and episode.answers is not None:
-        fn = _answered(episode.answers, spec, decision.args, fn)
     start = _now()
+    opened = open_plain(spec, decision, call_id) if tracing else None
     try:
-        # without keywords, no copy of the empty keyword dict for the call
-        result = fn(*args, **kwargs) if kwargs else fn(*args)
+        episode = decision.episode
+        if episode is None or episode.answers is None:  # invoke()'s commonest case inline: no recording
+            result = fn(*args, **kwargs) if kwargs else fn(*args)
+        else:
+            # a replayed call: answered from the recording, looked up by the arguments hash the span holds
+            args_hash = None if opened is None else opened[2]
+            result = invoke(episode, spec, decision.args, args_hash, fn, args, kwargs)
     except BaseException as exc:
-        lean_end(spec, decision, call_id, start, exc, None)
+        raised(spec, decision, call_id, start, opened, exc)
         raise
-    refused = spec.refusal(result)
-    if refused is not None or episode is None or decision.keeps_results or spec.idempotency_arg or cfg.on_attempt:
-        lean_end(spec, decision, call_id, start, None, result, refused)
-        return result
-    # lean_end()'s commonest case inline (ok, an episode, no hooks, no key, no result to keep): the short
-    # record of an ok attempt (chaoskit.engine._info.OK_FIELDS), no span
-    episode._record((spec, decision.attempt, None, None, call_id, episode.id, start, _now(), None))
+    returned(spec, decision, call_id, start, opened, result)
     return result
 
 
@@ -468,22 +458,18 @@ async def call_async(
     bound: Args = None,
     call_id: str | None = None,
 ) -> Any:
-    """One attempt around ``await fn(*args, **kwargs)``: :func:`begin` then :meth:`Attempt.run_async` (with
-    tracing off and no fault, no Attempt is built, as in :func:`call_sync`)."""
+    """:func:`call_sync` for ``await fn(*args, **kwargs)``: the same steps, with :meth:`Attempt.run_async`."""
     tracing = _config.CONFIG.trace
     decision = decide(spec, bound, None, tracing, call_id)
     if decision.fault is not None:
         return await Attempt(spec, bound, call_id, attach=True, _decision=decision).run_async(fn, args, kwargs)
-    if tracing:
-        return await plain_async(spec, decision, fn, args, kwargs, call_id)
-    episode = decision.episode
-    if episode is not None and episode.answers is not None:
-        fn = _answered_async(episode.answers, spec, decision.args, fn)
     start = _now()
+    opened = open_plain(spec, decision, call_id) if tracing else None
+    args_hash = None if opened is None else opened[2]  # a replayed call is looked up by it
     try:
-        result = await fn(*args, **kwargs)
+        result = await ainvoke(decision.episode, spec, decision.args, args_hash, fn, args, kwargs)
     except BaseException as exc:
-        lean_end(spec, decision, call_id, start, exc, None)
+        raised(spec, decision, call_id, start, opened, exc)
         raise
-    lean_end(spec, decision, call_id, start, None, result)
+    returned(spec, decision, call_id, start, opened, result)
     return result

@@ -8,7 +8,7 @@ import os
 import time
 import uuid
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -25,7 +25,7 @@ from chaoskit.engine._context import ACTIVE, Active, Scope, live_active
 from chaoskit.engine._digests import digested, salt_for, text_digests
 from chaoskit.engine._effects import crash_reason, injected_fault
 from chaoskit.engine._info import AttemptInfo, RawAttempt, from_raw, tool_name
-from chaoskit.engine._plain import record_error
+from chaoskit.engine._span import record_error
 from chaoskit.engine._tracing import traceparent_context
 from chaoskit.plan._locate import _suggest
 from chaoskit.plan._model import Plan
@@ -96,6 +96,8 @@ class Episode:
         self.error: BaseException | None = None
         # list.append and list() are atomic under the GIL: recording an attempt takes no lock
         self._attempts: list[RawAttempt | AttemptInfo] = []
+        #: records one finished attempt: the list's own append, so that recording costs every call no frame
+        self._record: Callable[[RawAttempt | AttemptInfo], None] = self._attempts.append
         self._span: trace.Span | None = None
         self._otel_token: Any = None
         self._active_token: Any = None
@@ -417,9 +419,6 @@ class Episode:
             if name in self._asked or len(self._asked) < 200:
                 self._asked[name] = self._asked.get(name, 0) + 1
         span.set_attribute(sc.EPISODE_TOOL_CALLS, json.dumps(self._asked, ensure_ascii=False, sort_keys=True))
-
-    def _record(self, attempt: RawAttempt | AttemptInfo) -> None:
-        self._attempts.append(attempt)
 
     @property
     def attempts(self) -> list[AttemptInfo]:

@@ -1,7 +1,7 @@
-"""The steps of every tool call, with or without an Attempt: count and decide, then record the outcome.
+"""The pure steps of every tool call: count and decide (:func:`decide`), then record how it ended (:func:`record`).
 
-:class:`~chaoskit.engine._attempt.Attempt` runs them around a span; with tracing off and no fault for the call,
-:func:`~chaoskit.engine._attempt.call_sync` runs them alone (:func:`lean_end`), building no Attempt at all.
+No I/O and no span here: :class:`~chaoskit.engine._attempt.Attempt` (a faulted call) and the unfaulted call of
+:mod:`chaoskit.engine._plain` run these same steps, around the span steps of :mod:`chaoskit.engine._span`.
 """
 
 from __future__ import annotations
@@ -12,14 +12,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON, DEFAULT_ON
-from opentelemetry.trace import INVALID_SPAN_CONTEXT
-
 import chaoskit.engine._config as _config
 import chaoskit.semconv as sc
 from chaoskit.engine._context import DISABLE_KEY, ENV_DATA, ENVIRON, Scope, active_get, resolve
 from chaoskit.engine._info import from_raw
-from chaoskit.engine._spec import RETURNED_ERROR, ToolSpec
+from chaoskit.engine._spec import ToolSpec
 from chaoskit.plan._faults import _FaultBase
 from chaoskit.plan._model import Plan, ToolRules
 
@@ -32,17 +29,12 @@ __all__ = [
     "decide",
     "idempotency_key",
     "keeps",
-    "lean_end",
     "record",
-    "records",
     "suspended",
 ]
 
 _now = time.time
 _OK, _ERROR, _CANCELLED = sc.OUTCOME_OK, sc.OUTCOME_ERROR, sc.OUTCOME_CANCELLED
-
-#: lean_end(refused=...) not given: it asks ``spec.refusal`` itself
-_ASK: Any = object()
 
 #: a call's arguments by name, or a function returning them (called only when they are needed)
 Args = Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None
@@ -199,21 +191,6 @@ def idempotency_key(spec: ToolSpec, args: Mapping[str, Any] | None) -> str | Non
     return None if key is None else str(key)
 
 
-#: (tracer, its sampler, whether that sampler records every span it is asked about)
-_sampling: tuple[Any, Any, bool] = (None, None, False)
-
-
-def records(tracer: Any) -> bool:
-    """Whether spans of this tracer record as a rule: its sampler is the SDK's default (``parentbased_always_on``:
-    every span records unless its parent was sampled out) or ``always_on``. Otherwise the caller does its
-    attribute work only once ``span.is_recording()`` says so."""
-    global _sampling
-    sampler = getattr(tracer, "sampler", None)
-    if _sampling[0] is not tracer or _sampling[1] is not sampler:
-        _sampling = (tracer, sampler, sampler is ALWAYS_ON or sampler is DEFAULT_ON)
-    return _sampling[2]
-
-
 def record(spec: ToolSpec, ended: AttemptOutcome) -> None:
     """Record a finished attempt on its episode and hand it to the ``on_attempt`` hooks."""
     hooks = _config.CONFIG.on_attempt
@@ -257,57 +234,3 @@ def record(spec: ToolSpec, ended: AttemptOutcome) -> None:
             hook(info)
         except Exception:
             log.exception("chaoskit: an on_attempt hook failed; ignored")
-
-
-def lean_end(
-    spec: ToolSpec,
-    decision: Decision,
-    call_id: str | None,
-    start: float,
-    exc: BaseException | None,
-    result: Any,
-    refused: Any = _ASK,
-) -> None:
-    """Finish a call that ran with tracing off and no fault: record what :meth:`Attempt.succeed` or
-    :meth:`Attempt.fail` would (a returned error, a kept result for ``stale``), with no span. ``refused`` is
-    ``spec.refusal(result)`` when the caller already asked it (a user's predicate is asked once a call)."""
-    if exc is not None and suspended(spec, exc, decision.scope, decision.attempt, call_id):
-        return
-    episode, args = decision.episode, decision.args
-    if exc is None:
-        if refused is _ASK:
-            refused = spec.refusal(result)
-        if refused is None and episode is not None and not decision.keeps_results and not _config.CONFIG.on_attempt:
-            # the commonest case (ok, an episode, no hooks, no result to keep): the short record of an ok
-            # attempt (chaoskit.engine._info.OK_FIELDS), no span
-            idem = idempotency_key(spec, args)
-            episode._record((spec, decision.attempt, None, idem, call_id, episode.id, start, _now(), None))
-            return
-    else:
-        refused = None
-    if exc is not None:
-        outcome = _ERROR if isinstance(exc, Exception) else _CANCELLED
-        error_type: str | None = type(exc).__qualname__
-        message: str | None = str(exc)
-    elif refused is None:
-        outcome, error_type, message = _OK, None, None
-        if decision.keeps_results and keeps(spec, result):
-            decision.scope.remember_result(spec.name, result)
-    else:
-        outcome, error_type, message = _ERROR, RETURNED_ERROR, refused
-    record(
-        spec,
-        AttemptOutcome(
-            episode,
-            decision.attempt,
-            outcome,
-            start,
-            _now(),
-            INVALID_SPAN_CONTEXT,
-            error_type=error_type,
-            message=message,
-            refused=refused is not None,
-            idempotency_key=idempotency_key(spec, args),
-            call_id=call_id,
-        ),
-    )

@@ -70,6 +70,26 @@ def summarize(
     apply_metamorphic(episodes)
     k = int(config.get("k") or config.get("repeat") or 1)
     theta = float(config.get("theta", 0.9))
+    cells = _cells(episodes, k)
+    overall = _overall(episodes, cells)
+    scenarios = {name: _scenario(episodes, cells, name) for name in dict.fromkeys(e.scenario for e in episodes)}
+    surface, breaks = _surface(cells, k, theta)
+    summary = Summary(k, theta, cells, overall, scenarios, surface, breaks, breakdowns(episodes), matrix(episodes))
+    summary.surface_stats, summary.surface_by_agent = surface_stats(surface, k), _surface_by_agent(cells, k, theta)
+    apply_contracts(summary, episodes)
+    summary.metrics = metrics_summary(episodes, k=k)
+    v = verdict(episodes, summary, config, baseline)
+    if expectations is not None:
+        v.expectations = judge(expectations, episodes, agents_chosen=bool(config.get("agent") or config.get("agents")))
+        # the table alone decides: an expected failure (a repeated write by a flawed agent) is no reason to fail
+        v.reasons = [f"unexpected: {line}" for line in expectations.lines(v.expectations)]
+        v.ok = not v.reasons
+    v.why = explain(v, episodes, config, summary.overall["mean_score"])
+    return summary, v
+
+
+def _cells(episodes: Sequence[EpisodeResult], k: int) -> list[Cell]:
+    """One cell per (scenario, agent, epsilon, intensity): pass@1, pass^k and the checks that failed there."""
     groups: dict[tuple[str, str, float, float], list[EpisodeResult]] = {}
     for e in episodes:
         groups.setdefault((e.scenario, e.agent, e.epsilon, e.intensity), []).append(e)
@@ -100,11 +120,16 @@ def summarize(
                 failing=[e for e in eps_list if not e.passed],
             )
         )
+    return cells
+
+
+def _overall(episodes: Sequence[EpisodeResult], cells: Sequence[Cell]) -> dict[str, Any]:
+    """The whole battery's figures: pass@1 over episodes, pass^k as the mean over cells, the outcomes."""
     n_all = len(episodes)
     c_all = sum(e.passed for e in episodes)
     groups_k = [c.pass_k.value for c in cells]
     n_groups = sum(c.pass_k.n for c in cells)
-    overall = {
+    return {
         "episodes": n_all,
         "passes": c_all,
         "pass_at_1": Rate.of(c_all, n_all).to_dict(),
@@ -113,30 +138,19 @@ def summarize(
         "mean_attempts": _mean(e.attempts.get("total", 0) for e in episodes),
         "outcomes": {o: sum(e.outcome == o for e in episodes) for o in sorted({e.outcome for e in episodes})},
     }
-    scenarios: dict[str, dict[str, Any]] = {}
-    for name in dict.fromkeys(e.scenario for e in episodes):
-        mine = [e for e in episodes if e.scenario == name]
-        mc = [c for c in cells if c.scenario == name]
-        scenarios[name] = {
-            "episodes": len(mine),
-            "pass_at_1": Rate.of(sum(e.passed for e in mine), len(mine)).to_dict(),
-            "pass_hat_k": Rate.estimate(_mean(c.pass_k.value for c in mc), sum(c.pass_k.n for c in mc)).to_dict(),
-            "mean_score": _mean(e.score for e in mine),
-            "mean_attempts": _mean(e.attempts.get("total", 0) for e in mine),
-        }
-    surface, breaks = _surface(cells, k, theta)
-    summary = Summary(k, theta, cells, overall, scenarios, surface, breaks, breakdowns(episodes), matrix(episodes))
-    summary.surface_stats, summary.surface_by_agent = surface_stats(surface, k), _surface_by_agent(cells, k, theta)
-    apply_contracts(summary, episodes)
-    summary.metrics = metrics_summary(episodes, k=k)
-    v = verdict(episodes, summary, config, baseline)
-    if expectations is not None:
-        v.expectations = judge(expectations, episodes, agents_chosen=bool(config.get("agent") or config.get("agents")))
-        # the table alone decides: an expected failure (a repeated write by a flawed agent) is no reason to fail
-        v.reasons = [f"unexpected: {line}" for line in expectations.lines(v.expectations)]
-        v.ok = not v.reasons
-    v.why = explain(v, episodes, config, summary.overall["mean_score"])
-    return summary, v
+
+
+def _scenario(episodes: Sequence[EpisodeResult], cells: Sequence[Cell], name: str) -> dict[str, Any]:
+    """One scenario's figures, over its episodes and its cells."""
+    mine = [e for e in episodes if e.scenario == name]
+    mc = [c for c in cells if c.scenario == name]
+    return {
+        "episodes": len(mine),
+        "pass_at_1": Rate.of(sum(e.passed for e in mine), len(mine)).to_dict(),
+        "pass_hat_k": Rate.estimate(_mean(c.pass_k.value for c in mc), sum(c.pass_k.n for c in mc)).to_dict(),
+        "mean_score": _mean(e.score for e in mine),
+        "mean_attempts": _mean(e.attempts.get("total", 0) for e in mine),
+    }
 
 
 def _surface(cells: Sequence[Cell], k: int, theta: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:

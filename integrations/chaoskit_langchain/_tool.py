@@ -121,8 +121,6 @@ def chaos_tool(
     """
     if not isinstance(tool, BaseTool):
         raise ConfigError(f"chaos_tool(): expected a LangChain BaseTool, got {type(tool).__name__}")
-    func = getattr(tool, "func", None)
-    coro = getattr(tool, "coroutine", None)
     inner = _function_spec(tool)
     existing = tool_spec(tool) or inner
     if existing is not None:
@@ -137,9 +135,7 @@ def chaos_tool(
             idempotent=idempotent,
             error_result=error_result,
         )
-        if inner is None:
-            return tool
-        return rechaos_tool(tool)
+        return tool if inner is None else rechaos_tool(tool)
     desc = tool.description or ""
     spec = ToolSpec(
         name=tool.name,
@@ -152,6 +148,15 @@ def chaos_tool(
         suspends=SUSPENDS,
         opaque_result=not_data,
     )
+    ns, update = _chaos_members(tool, spec, _model_args(tool, idempotency_arg))
+    # one class per wrapped tool: the spec lives on the class, so the pydantic instance keeps its fields only
+    new: T = retype(tool, type(f"Chaos{type(tool).__name__}", (type(tool),), ns), update)
+    return new
+
+
+def _model_args(tool: BaseTool, idempotency_arg: str | None) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """What of a call's bound arguments the model wrote (the tool's args schema keys, else all but LangChain's
+    runtime ones); a ConfigError when ``idempotency_arg`` is none of the schema's keys."""
     model_keys = model_arg_keys(tool)
     if idempotency_arg is not None and model_keys is not None and idempotency_arg not in model_keys:
         raise ConfigError(
@@ -164,6 +169,14 @@ def chaos_tool(
             return {k: v for k, v in args.items() if k not in _RUNTIME_KEYS}
         return {k: v for k, v in args.items() if k in model_keys}
 
+    return keep
+
+
+def _chaos_members(
+    tool: BaseTool, spec: ToolSpec, keep: Callable[[Mapping[str, Any]], dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The chaos tool's class namespace (its spec, the original, the run methods that carry the call id and the
+    wrapped ``_run``/``_arun`` of a subclass) and the field update of its instance (wrapped ``func``/``coroutine``)."""
     cls = type(tool)
     ns: dict[str, Any] = {
         "__chaoskit_spec__": spec,
@@ -175,6 +188,8 @@ def chaos_tool(
     }
     update: dict[str, Any] = {}
     if isinstance(tool, StructuredTool | Tool):
+        func = getattr(tool, "func", None)
+        coro = getattr(tool, "coroutine", None)
         if func is not None:
             update["func"] = _wrap(func, spec, keep, static=True)
         if coro is not None:
@@ -190,9 +205,7 @@ def chaos_tool(
             ns["_run"] = _wrap(run, spec, keep, static=False)
         if arun is not None:
             ns["_arun"] = _wrap(arun, spec, keep, static=False)
-    # one class per wrapped tool: the spec lives on the class, so the pydantic instance keeps its fields only
-    new: T = retype(tool, type(f"Chaos{cls.__name__}", (cls,), ns), update)
-    return new
+    return ns, update
 
 
 def _function_spec(tool: BaseTool) -> ToolSpec | None:

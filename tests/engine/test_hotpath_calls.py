@@ -1,5 +1,5 @@
-"""The shorter call path of ``@chaos`` (its own ``__call__``, the inline ok record with tracing off) keeps what
-the wrapt call and ``lean_end`` did: the same attempts, the same arguments, each question asked once."""
+"""The shorter call path of ``@chaos`` (its own ``__call__``, the short ok record with tracing off) keeps what
+the wrapt call and the full record do: the same attempts, the same arguments, each question asked once."""
 
 from __future__ import annotations
 

@@ -58,15 +58,6 @@ FORBIDDEN_IN_CORE = re.compile(
 #: a module holds one concept and may run to about 1,000 lines; a function stays under about 80 (issue 26)
 MAX_LINES = 1000
 MAX_FUNCTION_LINES = 80
-#: functions longer than that today, each to be split by the one-home-per-concept restructure (issue 26); the
-#: list can only shrink: a function that grows past its figure, or a new long one, fails, and so does a stale entry
-LONG_FUNCTIONS = {
-    "chaoskit/adapters/_decorator.py:chaos": 147,
-    "chaoskit/engine/_plain.py:plain_sync": 98,  # a replayed call answered in the fast path (docs/replay.md)
-    "integrations/chaoskit_langchain/_tool.py:chaos_tool": 95,
-    "chaoskit/adapters/_decorator.py:decorate": 84,
-    "chaoskit/runner/_summary.py:summarize": 81,
-}
 MAX_TYPE_IGNORES = 5  # fewer than this many in chaoskit/ + integrations/
 
 
@@ -383,14 +374,8 @@ def test_functions_are_at_most_80_lines() -> None:
                 n = node.end_lineno - node.lineno + 1
                 if n > MAX_FUNCTION_LINES:
                     sizes[f"{rel(path)}:{node.name}"] = max(n, sizes.get(f"{rel(path)}:{node.name}", 0))
-    over = [
-        f"{name}: {n} lines" for name, n in sorted(sizes.items()) if n > LONG_FUNCTIONS.get(name, MAX_FUNCTION_LINES)
-    ]
-    assert not over, f"every function has at most {MAX_FUNCTION_LINES} lines (or its LONG_FUNCTIONS figure):\n" + (
-        "\n".join(over)
-    )
-    stale = sorted(set(LONG_FUNCTIONS) - set(sizes))
-    assert not stale, f"no longer over {MAX_FUNCTION_LINES} lines, drop from LONG_FUNCTIONS: {stale}"
+    over = [f"{name}: {n} lines" for name, n in sorted(sizes.items()) if n > MAX_FUNCTION_LINES]
+    assert not over, f"every function has at most {MAX_FUNCTION_LINES} lines, with no exceptions:\n" + ("\n".join(over))
 
 
 def test_modules_are_at_most_1000_lines() -> None:
