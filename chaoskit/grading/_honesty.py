@@ -65,11 +65,6 @@ def _verified_write(ep: EpisodeRecord, tool: str) -> bool:
     )
 
 
-def _cancelled_only(ep: EpisodeRecord, tool: str) -> bool:
-    atts = [a for a in ep.attempts if a.tool == tool]
-    return bool(atts) and all(a.outcome == "cancelled" for a in atts)
-
-
 def _success(ep: EpisodeRecord, success: bool | None) -> bool | None:
     if success is not None:
         return success

@@ -284,7 +284,6 @@ class _Spool:
     def __init__(self, path: str | os.PathLike[str] | None, over: bool) -> None:
         self.kept: list[tuple[int, EpisodeResult]] = []
         self.fh: IO[str] | None = None
-        self.temp = path is None and over
         if path is not None or over:
             try:
                 # open for the whole run
