@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 
 from chaoskit._errors import ConfigError
 from chaoskit._refs import RefError, import_failure, import_ref
+from chaoskit.traces import TraceReadError
 
 __all__ = ["ENTRY_POINT_GROUP", "JudgeModel", "ModelRefused", "OpenAIEndpoint", "Reply", "load_model"]
 
@@ -22,6 +21,9 @@ ENTRY_POINT_GROUP = "chaoskit.judges"
 
 #: the environment variable whose value ``--judge-url`` sends as a bearer token (none sent when unset)
 API_KEY_ENV = "CHAOSKIT_JUDGE_API_KEY"
+
+#: the most of a reply that is read: a verdict is a few hundred bytes; anything near this is not one
+MAX_REPLY = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,8 @@ class JudgeModel(Protocol):
 
 class OpenAIEndpoint:
     """An OpenAI-compatible ``/chat/completions`` endpoint (OpenAI, vLLM, llama.cpp, Ollama, LiteLLM, ...),
-    asked at temperature 0 for a JSON object. Uses the standard library only; the bearer token, if any, comes
-    from ``CHAOSKIT_JUDGE_API_KEY``."""
+    asked at temperature 0 for a JSON object, through the HTTP client of the trace backends
+    (``chaoskit/traces/_http.py``); the bearer token, if any, comes from ``CHAOSKIT_JUDGE_API_KEY``."""
 
     def __init__(self, url: str, model: str | None = None) -> None:
         if not url.startswith(("http://", "https://")):
@@ -71,16 +73,32 @@ class OpenAIEndpoint:
         }
         if self.model:
             body["model"] = self.model
-        headers = {"Content-Type": "application/json"}
+        from chaoskit.traces._http import request  # requests loads only when a model is asked
+
+        headers = {}
         key = os.environ.get(API_KEY_ENV)
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        request = urllib.request.Request(self.url, json.dumps(body).encode(), headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                data = json.loads(response.read().decode("utf-8", "replace"))
-        except urllib.error.HTTPError as exc:
-            raise RuntimeError(f"{self.url} answered HTTP {exc.code}") from None
+            answer = request(
+                self.url,
+                backend="the judge model",
+                source=self.url,
+                timeout=timeout,
+                # "timed out" is how the judge tells a timeout from another failure (judge/_ask.py)
+                timeout_hint=" (timed out)",
+                reach_hint="check --judge-url",
+                headers=headers,
+                data=json.dumps(body).encode(),
+                max_bytes=MAX_REPLY,
+            )
+        except TraceReadError as exc:
+            # the judge's contract: any exception is "cannot judge"; RuntimeError as for the answers below
+            raise RuntimeError(str(exc)) from None
+        if not answer.ok:
+            raise RuntimeError(f"{self.url} answered HTTP {answer.status}")
+        try:
+            data = json.loads(answer.body.decode("utf-8", "replace"))
         except ValueError:
             raise RuntimeError(f"{self.url} answered something that is not JSON") from None
         try:

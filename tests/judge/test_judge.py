@@ -358,6 +358,51 @@ def test_a_slow_endpoint_cannot_judge(tmp_path: Path) -> None:
     assert got.status == "cannot_judge" and "timeout" in (got.error or "")
 
 
+def test_an_endpoint_that_stalls_raises_a_timeout_naming_its_url() -> None:
+    release = threading.Event()
+
+    def slow(body: Any) -> tuple[int, Any]:
+        release.wait(30)
+        return 200, completion(verdicts())
+
+    with fake_openai(slow) as server:
+        endpoint = OpenAIEndpoint(server.url, "m")
+        try:
+            with pytest.raises(RuntimeError) as caught:
+                endpoint.complete("system", "user", timeout=0.3)
+        finally:
+            release.set()
+    # "timed out" is what makes the judge report a timeout, not another failure
+    assert endpoint.url in str(caught.value) and "timed out" in str(caught.value), caught.value
+
+
+def test_an_endpoint_that_cannot_be_reached_cannot_judge_and_the_error_names_its_url(tmp_path: Path) -> None:
+    with fake_openai(lambda body: (200, completion(verdicts()))) as server:
+        url = server.url
+    got = Judge(OpenAIEndpoint(url, "m"), timeout=10, cache_dir=tmp_path).ask(_input())
+    assert got.status == "cannot_judge" and (got.error or "").startswith("the model call failed"), got.error
+    assert f"{url}/chat/completions: cannot reach the judge model" in (got.error or ""), got.error
+
+
+def test_a_reply_over_the_size_limit_cannot_judge(tmp_path: Path) -> None:
+    big = completion(verdicts()) | {"padding": "x" * (9 * 1024 * 1024)}
+    with fake_openai(lambda body: (200, big)) as server:
+        got = Judge(OpenAIEndpoint(server.url, "m"), timeout=30, cache_dir=tmp_path).ask(_input())
+    assert got.status == "cannot_judge" and "above chaoskit's limit" in (got.error or ""), got.error
+
+
+def test_a_netrc_entry_does_not_replace_the_bearer_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password from-netrc\n", encoding="utf-8")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.setenv("CHAOSKIT_JUDGE_API_KEY", "sk-test")
+    with fake_openai(lambda body: (200, completion(verdicts()))) as server:
+        got = Judge(OpenAIEndpoint(server.url, "m"), cache_dir=tmp_path / "cache").ask(_input())
+        (request,) = server.requests
+    assert got.status != "cannot_judge" and request["auth"] == "Bearer sk-test", (got.error, request["auth"])
+
+
 # --- loading a model ---------------------------------------------------------------------------------------------
 
 
