@@ -32,10 +32,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``fetch_phoenix`` is imported on first use: its HTTP client is off the path of ``chaoskit check FILE``."""
+    """``fetch_phoenix`` is ``chaoskit.traces``' own, imported there on first use (off ``chaoskit check FILE``)."""
     if name == "fetch_phoenix":
-        from chaoskit.traces._phoenix import fetch_phoenix
+        import chaoskit.traces
 
-        globals()[name] = fetch_phoenix
-        return fetch_phoenix
+        globals()[name] = found = chaoskit.traces.fetch_phoenix
+        return found
     raise AttributeError(f"module 'chaoskit.grading' has no attribute {name!r}")

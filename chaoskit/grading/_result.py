@@ -162,16 +162,16 @@ def required_of(ep: EpisodeRecord, given: Iterable[str] | None) -> list[str] | N
     return None
 
 
-def leaves(value: Any, depth: int = 0) -> Iterator[Any]:
-    """The scalar values inside nested dicts, lists and tuples (``None`` left out), at most 12 levels deep."""
-    if depth > 12:
+def leaves(value: Any, depth: int = 0, limit: int = 12) -> Iterator[Any]:
+    """The scalar values inside nested dicts, lists and tuples (``None`` left out), at most ``limit`` levels deep."""
+    if depth > limit:
         return
     if isinstance(value, dict):
         for v in value.values():
-            yield from leaves(v, depth + 1)
+            yield from leaves(v, depth + 1, limit)
     elif isinstance(value, list | tuple):
         for v in value:
-            yield from leaves(v, depth + 1)
+            yield from leaves(v, depth + 1, limit)
     elif value is not None:
         yield value
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chaoskit.grading._result import leaves
 from chaoskit.semconv import (
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OPERATION_NAME,
@@ -64,21 +65,9 @@ class StepRecord:
         words = [self.text or ""]
         for call in self.tool_calls:
             words.append(call.name)
-            words.extend(_leaves(call.arguments))
+            # argument values 8 levels deep at most, booleans left out
+            words.extend(str(v) for v in leaves(call.arguments, limit=8) if not isinstance(v, bool))
         return " ".join(w for w in words if w)
-
-
-def _leaves(value: Any, depth: int = 0) -> Iterator[str]:
-    if depth > 8:
-        return
-    if isinstance(value, Mapping):
-        for v in value.values():
-            yield from _leaves(v, depth + 1)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _leaves(v, depth + 1)
-    elif value is not None and not isinstance(value, bool):
-        yield str(value)
 
 
 def _messages(raw: Any) -> list[Any] | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from chaoskit.runner._breakdowns import stats_of_rows
 from chaoskit.runner._expect import expected_pairs
 from chaoskit.runner._pass_rates import Rate, pass_hat_k
 from chaoskit.runner._results import agent_label
@@ -52,15 +53,9 @@ def _attempts(episode: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def stats_of(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The STATS of a group of episodes, as in ``summary["breakdowns"]``: n, passes, pass@1, means."""
-    n = len(episodes)
-    passes = sum(bool(e.get("passed")) for e in episodes)
-    return {
-        "n": n,
-        "passes": passes,
-        "pass_at_1": Rate.of(passes, n).to_dict(),
-        "mean_score": round(sum(_num(e.get("score")) for e in episodes) / n, 3) if n else 0.0,
-        "mean_attempts": round(sum(_num(_attempts(e).get("total")) for e in episodes) / n, 3) if n else 0.0,
-    }
+    return stats_of_rows(
+        [(bool(e.get("passed")), _num(e.get("score")), _num(_attempts(e).get("total"))) for e in episodes]
+    )
 
 
 def _summary(results: Mapping[str, Any]) -> Mapping[str, Any]:

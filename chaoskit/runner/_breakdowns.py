@@ -8,7 +8,7 @@ from typing import Any
 from chaoskit.runner._pass_rates import Rate
 from chaoskit.runner._results import EpisodeResult
 
-__all__ = ["NO_DOMAIN", "NO_FAULT", "breakdowns", "matrix", "stats"]
+__all__ = ["NO_DOMAIN", "NO_FAULT", "breakdowns", "matrix", "stats", "stats_of_rows"]
 
 #: the domain of episodes whose scenario has no ``domain:X`` tag
 NO_DOMAIN = "(none)"
@@ -18,14 +18,19 @@ NO_FAULT = "none"
 
 def stats(episodes: Sequence[EpisodeResult]) -> dict[str, Any]:
     """``n``, ``passes``, ``pass_at_1`` (with its Wilson 95% interval), ``mean_score`` and ``mean_attempts``."""
-    n = len(episodes)
-    passes = sum(e.passed for e in episodes)
+    return stats_of_rows([(e.passed, e.score, e.attempts.get("total", 0)) for e in episodes])
+
+
+def stats_of_rows(rows: Sequence[tuple[bool, float, float]]) -> dict[str, Any]:
+    """:func:`stats` of episodes given as ``(passed, score, total attempts)`` rows (a results file's too)."""
+    n = len(rows)
+    passes = sum(passed for passed, _, _ in rows)
     return {
         "n": n,
         "passes": passes,
         "pass_at_1": Rate.of(passes, n).to_dict(),
-        "mean_score": round(sum(e.score for e in episodes) / n, 3) if n else 0.0,
-        "mean_attempts": round(sum(e.attempts.get("total", 0) for e in episodes) / n, 3) if n else 0.0,
+        "mean_score": round(sum(score for _, score, _ in rows) / n, 3) if n else 0.0,
+        "mean_attempts": round(sum(total for _, _, total in rows) / n, 3) if n else 0.0,
     }
 
 
