@@ -65,7 +65,7 @@ with contextlib.suppress(ImportError):  # what orjson refuses (NaN, lone surroga
     from orjson import loads as _fast_loads
 _LONG_DIGITS = re.compile(r"\d{19}")
 
-__all__ = ["EPISODE", "OUTCOMES", "PREFIXES", "TOOL", "BadAttribute", "attempt_record", "checked"]
+__all__ = ["EPISODE", "OUTCOMES", "PREFIXES", "TOOL", "BadAttribute", "attempt_record", "boolean", "checked"]
 
 #: the names of chaoskit's tool and episode spans start with these (``execute_tool search``)
 TOOL = OP_EXECUTE_TOOL
@@ -186,7 +186,7 @@ def checked(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
             if not isinstance(value, str) or not value:
                 problem = "expected chaoskit.episode.id to be a non-empty string"
         elif key in _BOOL_KEYS:
-            b = _boolean(value)
+            b = boolean(value)
             if b is None:
                 problem = f"expected {key} to be true or false"
             elif b is not value:
@@ -338,7 +338,8 @@ def _whole(v: Any) -> int | None:
     return None
 
 
-def _boolean(v: Any) -> bool | None:
+def boolean(v: Any) -> bool | None:
+    """A boolean, also written as the text true or false (any case); None otherwise."""
     if isinstance(v, bool):
         return v
     if isinstance(v, str) and v.lower() in ("true", "false"):

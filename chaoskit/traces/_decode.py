@@ -43,7 +43,7 @@ from chaoskit.semconv import (
     OTEL_STATUS_CODE,
     OTEL_STATUS_DESCRIPTION,
 )
-from chaoskit.traces._attributes import PREFIXES
+from chaoskit.traces._attributes import PREFIXES, boolean
 from chaoskit.traces._build import TraceBuilder
 from chaoskit.traces._records import TraceReadError, show
 
@@ -195,10 +195,9 @@ def jaeger_value(tag: Mapping[str, Any]) -> Any:
         except (TypeError, ValueError):
             raise BadValue(f"expected a number for type float64, got {show(v)}") from None
     if t == "bool":
-        if isinstance(v, bool):
-            return v
-        if isinstance(v, str) and v.lower() in ("true", "false"):
-            return v.lower() == "true"
+        b = boolean(v)
+        if b is not None:
+            return b
         raise BadValue(f"expected true or false for type bool, got {show(v)}")
     return v
 
