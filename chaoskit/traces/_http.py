@@ -10,6 +10,8 @@ uncompressed, as urllib asked for it.
 
 from __future__ import annotations
 
+import os
+import ssl
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -83,6 +85,7 @@ def request(
             timeout=timeout,
             stream=True,
             auth=_headers_only,
+            verify=_trusted(),
         )
     except requests.TooManyRedirects as exc:
         if exc.response is None:
@@ -159,6 +162,19 @@ def check_http_url(url: str, flag: str, what: str, example: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
         raise ChaoskitError(problem)
     return url
+
+
+def _trusted() -> bool | str:
+    """The certificates an HTTPS backend is checked against: the system's (``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR`` honoured), as urllib checked them, not requests' own bundle, so a company's private CA that
+    the machine trusts keeps working; ``REQUESTS_CA_BUNDLE`` or ``CURL_CA_BUNDLE``, when set, name the bundle."""
+    if os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE"):
+        return True  # requests reads them itself
+    paths = ssl.get_default_verify_paths()
+    for where in (paths.cafile, paths.capath):
+        if where and os.path.exists(where):
+            return where
+    return True
 
 
 def _headers_only(prepared: requests.PreparedRequest) -> requests.PreparedRequest:
