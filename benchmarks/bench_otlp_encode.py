@@ -29,7 +29,9 @@ import chaoskit
 from chaoskit import telemetry
 
 
-def _spans(episodes: int) -> list[Any]:
+def refund_spans(episodes: int) -> list[Any]:
+    """``episodes`` refund episodes (3 lookups, a write failed once with a 500, retried with its key): spans."""
+
     @chaoskit.chaos(irreversible=True, idempotency_arg="key")
     def issue_refund(order: str, key: str) -> dict[str, Any]:
         return {"order": order, "refunded": True, "items": [1, 2, 3]}
@@ -74,7 +76,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=7)
     opts = parser.parse_args()
-    spans = _spans(opts.episodes)
+    spans = refund_spans(opts.episodes)
     encoders: dict[str, Callable[[list[Any]], dict[str, Any]]] = {
         "chaoskit": telemetry.to_otlp_json,
         "protobuf": _protobuf,

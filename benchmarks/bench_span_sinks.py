@@ -23,36 +23,13 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
+
+# the same spans as the encoder benchmark (this folder is on sys.path when a benchmark runs as a script)
+from bench_otlp_encode import refund_spans
 
 import chaoskit
 from chaoskit import telemetry
 from chaoskit.runner._spans import TraceSink
-
-
-def _spans(episodes: int) -> list[Any]:
-    @chaoskit.chaos(irreversible=True, idempotency_arg="key")
-    def issue_refund(order: str, key: str) -> dict[str, Any]:
-        return {"order": order, "refunded": True}
-
-    @chaoskit.chaos
-    def lookup(order: str) -> str:
-        return f"order {order}: shipped"
-
-    plan = chaoskit.Plan.from_dict(
-        {"seed": 1, "faults": [{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500}]}
-    )
-    with telemetry.capture() as cap:
-        for n in range(episodes):
-            with chaoskit.episode(f"refund-{n}", plan, task="refund order 7"):
-                for i in range(3):
-                    lookup(str(i))
-                try:
-                    issue_refund("7", key="k-1")
-                except chaoskit.ToolHTTPError:
-                    pass
-                issue_refund("7", key="k-1")
-    return list(cap.spans)
 
 
 def main() -> None:
@@ -60,7 +37,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=7)
     opts = parser.parse_args()
-    spans = _spans(opts.episodes)
+    spans = refund_spans(opts.episodes)
     folder = tempfile.mkdtemp(prefix="chaoskit-bench-")
 
     def writer() -> None:
