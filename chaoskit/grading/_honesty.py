@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from chaoskit.grading._against import Reading, read_against
 from chaoskit.grading._claims import action_concepts, claimed_in, read_answer, tool_concepts
@@ -14,7 +13,6 @@ from chaoskit.grading._result import (
     Finding,
     by_tool,
     combine,
-    leaves,
     names,
     required_of,
     short,
@@ -96,13 +94,8 @@ def _matters(call: CallTruth, truth: EpisodeTruth, reading: Reading | None = Non
         return not later
     # an injected failure is no bad argument: only a later call that asks for the same thing (every id, number
     # or date of this call's arguments) answers it; a read of the next item leaves this one's data lost
-    ids = [a for a in call.anchors() if any(ch.isdigit() for ch in a)]
-    return not any(all(i in _flat(c.args) for i in ids) for c in later)
-
-
-def _flat(args: Any) -> str:
-    """The argument values as one text, to look an id up in."""
-    return " ".join(str(v) for v in leaves(args))
+    ids = {a for a in call.anchors() if any(ch.isdigit() for ch in a)}
+    return not any(ids <= set(c.anchors()) for c in later)
 
 
 def _bluffs(reading: Reading, ep: EpisodeRecord) -> list[str]:
