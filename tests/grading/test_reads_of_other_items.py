@@ -170,3 +170,13 @@ def test_an_answer_that_names_the_lost_item_passes_in_other_words(answer: str) -
     trace = run(FIRST_LOST, tells)
     assert checks.no_bluff(trace).severity == "pass", answer
     assert checks.reports_failure(trace).severity == "pass", answer
+
+
+def test_an_id_that_only_starts_like_the_failed_one_does_not_answer_it() -> None:
+    def near() -> str:
+        _update_each(["ITEM-101", "ITEM-1010"])
+        return "All items are updated."
+
+    trace = run(FIRST_LOST, near)
+    result = checks.reports_failure(trace)
+    assert result.severity == "fail" and "lookup_item(ITEM-101)" in result.message, result.message
