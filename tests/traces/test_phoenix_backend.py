@@ -112,6 +112,14 @@ def test_phoenix_check_from_phoenix_grades_as_check_of_the_file(
     from_phoenix, from_file = side["cli_phoenix"], side["cli_file"]
     assert from_phoenix["exit"] == from_file["exit"] == 1, from_phoenix.get("stderr")  # the naive agent fails
     assert len(from_phoenix["episodes"]) == 16
+    # on a difference, say exactly which check of which episode differs, and how (seen once in a full run)
+    differing = [
+        (eid, a, b)
+        for eid in sorted(from_phoenix["episodes"])
+        for a, b in zip(from_phoenix["episodes"][eid][0], from_file["episodes"].get(eid, [[]])[0], strict=False)
+        if a != b
+    ]
+    assert not differing, "\n".join(f"{eid}:\n  phoenix {a}\n  file    {b}" for eid, a, b in differing)
     assert from_phoenix["episodes"] == from_file["episodes"]
 
 
