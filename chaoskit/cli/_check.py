@@ -438,8 +438,8 @@ def check_sources(args: argparse.Namespace) -> None:
             )
     if backends:
         # imported when used: the HTTP client is off the path of grading files
-        from chaoskit.traces._http import check_http_url
         from chaoskit.traces._jaeger import check_jaeger_url
+        from chaoskit.traces._phoenix import check_phoenix_url
     if args.from_jaeger is not None:
         check_jaeger_url(args.from_jaeger)
         if not args.service:
@@ -450,7 +450,7 @@ def check_sources(args: argparse.Namespace) -> None:
             "receiver (such as http://localhost:4318, or OTEL_EXPORTER_OTLP_PROTOCOL=grpc and port 4317)"
         )
     if args.from_phoenix is not None:
-        check_http_url(args.from_phoenix, "--from-phoenix", "Phoenix", "http://localhost:6006")
+        check_phoenix_url(args.from_phoenix)
         if not args.project:
             raise ChaoskitError("--from-phoenix needs --project NAME (the Phoenix project the spans went to)")
     args.since_delta = since if since is not None else parse_duration(_DEFAULT_SINCE)

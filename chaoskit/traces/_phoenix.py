@@ -37,7 +37,7 @@ _OTLPV1 = "/v1/projects/{project}/spans/otlpv1"
 
 def check_phoenix_url(url: str) -> str:
     """``url`` when it is an http(s) URL with a host (and a valid port); a usage error naming the option if not."""
-    return check_http_url(url, "--from-phoenix", "Phoenix (its UI and REST port)", "http://127.0.0.1:6006")
+    return check_http_url(url, "--from-phoenix", "Phoenix (its UI and REST port)", "http://localhost:6006")
 
 
 def fetch_phoenix(

@@ -18,6 +18,7 @@ from _helpers import issue_refund, run_spans
 
 import chaoskit
 from chaoskit import Plan, Trace, TraceReadError, telemetry
+from chaoskit.traces._phoenix import check_phoenix_url
 from chaoskit.traces._records import EpisodeRecord
 
 PLAN = Plan(seed=1, faults=[{"type": "http", "tool": "issue_refund", "on_call": 1, "status": 500, "after_write": True}])
@@ -70,6 +71,7 @@ def _fake_phoenix(monkeypatch: pytest.MonkeyPatch, result: Trace | Exception) ->
     fake = _FakePhoenix(result)
     module = types.ModuleType("chaoskit.traces._phoenix")
     module.PhoenixPages = fake  # type: ignore[attr-defined]
+    module.check_phoenix_url = check_phoenix_url  # type: ignore[attr-defined]  # the real one: the URL check stays
     monkeypatch.setitem(sys.modules, "chaoskit.traces._phoenix", module)
     return fake
 
