@@ -24,6 +24,7 @@ from chaoskit.runner._perturb import perturb
 from chaoskit.runner._results import EpisodeResult
 from chaoskit.runner._spans import SpanCollector, TraceSink
 from chaoskit.scenarios._scenario import Scenario
+from chaoskit.telemetry._otlpjson import otlp_line
 
 __all__ = [
     "EpisodeRef",
@@ -107,9 +108,7 @@ class PartSink(TraceSink):
     def write_spans(self, spans: Sequence[ReadableSpan]) -> None:
         """Write (or keep) ``spans`` as one OTLP-JSON line."""
         if self.inline and spans:
-            import json
-
-            self.lines.append(json.dumps(telemetry.to_otlp_json(spans), separators=(",", ":")))
+            self.lines.append(otlp_line(spans))  # the line a span file holds
         super().write_spans(spans)
 
     def write_lines(self, lines: Iterable[str]) -> None:
